@@ -1,0 +1,5 @@
+"""``python -m toold`` is the ``toold`` command."""
+
+from toold.cli import main
+
+raise SystemExit(main())

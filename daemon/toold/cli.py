@@ -1,0 +1,146 @@
+"""Command line: ``toold serve``, ``toold tools``, ``toold call``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from pathlib import Path
+from typing import Any
+
+from toold import __version__
+
+EXIT_TOOL_FAILED = 1
+EXIT_USAGE = 2
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="toold",
+        description="A per-workspace JSON-RPC daemon serving an AI agent's tools.",
+    )
+    parser.add_argument("--version", action="version", version=f"toold {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    serve = sub.add_parser("serve", help="serve JSON-RPC (LSP framing) on stdin/stdout")
+    serve.add_argument("--workspace", type=Path, help="workspace root (default: from initialize)")
+    serve.add_argument("--log-file", type=Path, help="also log to this file")
+    serve.add_argument("--log-level", default="warning", help="debug, info, warning, error")
+    serve.add_argument("--max-message-bytes", type=int, help="largest accepted frame")
+
+    tools = sub.add_parser("tools", help="list the tools")
+    tools.add_argument("--format", choices=["native", "anthropic", "openai"])
+    tools.add_argument("--workspace", type=Path, default=Path.cwd())
+    tools.add_argument("--json", action="store_true", help="print the JSON list")
+
+    call = sub.add_parser("call", help="call one tool and print its result")
+    call.add_argument("name", help="tool name or alias")
+    call.add_argument("arguments", nargs="?", default="{}", help="JSON object, or - for stdin")
+    call.add_argument("--workspace", type=Path, default=Path.cwd())
+    call.add_argument("--json", action="store_true", help="print the whole result as JSON")
+    return parser
+
+
+class _ExpectedRpcErrors(logging.Filter):
+    """Drop pygls's tracebacks for errors that are ordinary answers (unknown tool, bad params)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        return getattr(exc, "code", None) not in (-32602, -32601)
+
+
+def _configure_logging(level: str, log_file: Path | None) -> None:
+    handlers: list[logging.Handler] = [logging.StreamHandler(sys.stderr)]
+    if log_file is not None:
+        handlers.append(logging.FileHandler(log_file, encoding="utf-8"))
+    for handler in handlers:
+        handler.addFilter(_ExpectedRpcErrors())
+    logging.basicConfig(
+        level=level.upper(),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        handlers=handlers,
+    )
+
+
+def _serve(args: argparse.Namespace) -> int:
+    _configure_logging(args.log_level, args.log_file)
+    from toold.server import create_server
+    from toold.transport import run
+
+    workspace = args.workspace.resolve() if args.workspace else None
+    if workspace is not None and not workspace.is_dir():
+        print(f"toold: workspace {workspace} is not a folder", file=sys.stderr)
+        return EXIT_USAGE
+    return run(create_server(workspace, max_message_bytes=args.max_message_bytes))
+
+
+def _print_content(content: Any) -> None:
+    if isinstance(content, str):
+        print(content)
+    else:
+        print(json.dumps(content, indent=2, ensure_ascii=False))
+
+
+def _tools(args: argparse.Namespace) -> int:
+    from toold.client import DaemonClient, RpcError
+
+    try:
+        with DaemonClient(args.workspace) as client:
+            result = client.request("tools/list", {"format": args.format or "native"})
+    except RpcError as exc:
+        print(f"toold: {exc.message}", file=sys.stderr)
+        return EXIT_USAGE
+    if args.json or args.format:
+        print(json.dumps(result["tools"], indent=2, ensure_ascii=False))
+        return 0
+    width = max(len(t["name"]) for t in result["tools"])
+    for t in result["tools"]:
+        summary = t["description"].split(". ")[0].rstrip(".")
+        marker = " (deferred)" if t.get("deferred") else ""
+        print(f"{t['name']:<{width}}  {summary}{marker}")
+    return 0
+
+
+def _call(args: argparse.Namespace) -> int:
+    from toold.client import DaemonClient, RpcError
+
+    raw = sys.stdin.read() if args.arguments == "-" else args.arguments
+    try:
+        arguments = json.loads(raw or "{}")
+    except json.JSONDecodeError as exc:
+        print(f"toold: arguments are not valid JSON: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    if not isinstance(arguments, dict):
+        print("toold: arguments must be a JSON object, e.g. '{\"pattern\": \"TODO\"}'", file=sys.stderr)
+        return EXIT_USAGE
+    params = {"name": args.name, "arguments": arguments, "origin": "user"}
+    try:
+        with DaemonClient(args.workspace) as client:
+            result = client.request("tools/call", params)
+    except RpcError as exc:
+        print(f"toold: {exc.message}", file=sys.stderr)
+        return EXIT_USAGE
+    if args.json:
+        print(json.dumps(result, indent=2, ensure_ascii=False))
+    elif not result["isError"]:
+        _print_content(result["content"])
+    failed = result["isError"] or bool(result.get("exitCode"))
+    if failed:
+        reason = result["content"] if isinstance(result["content"], str) else "tool failed"
+        first_line = reason.splitlines()[0] if reason else "no output"
+        print(f"toold: {args.name} failed: {first_line}", file=sys.stderr)
+    return EXIT_TOOL_FAILED if failed else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``toold`` console script and ``python -m toold``."""
+    args = _parser().parse_args(argv)
+    if args.command == "serve":
+        return _serve(args)
+    if args.command == "tools":
+        return _tools(args)
+    if args.command == "call":
+        return _call(args)
+    _parser().print_help()
+    return EXIT_USAGE

@@ -1,0 +1,1 @@
+"""Isolation: the workspace path guard, process control and tool runners."""

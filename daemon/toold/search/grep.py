@@ -1,0 +1,143 @@
+"""Content search with Python ``re`` semantics, optionally pre-filtered by ripgrep.
+
+For a literal pattern ripgrep lists the candidate files (a superset of the files
+Python would match), and Python then finds the lines, so results keep ``re``
+semantics and toold's line numbering whatever ripgrep does.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+from toold.search.patterns import GlobPattern
+from toold.search.walk import SKIP_DIRS, sort_key, walk_files
+
+MAX_FILE_BYTES = 1_048_576
+_REGEX_META = frozenset(".^$*+?{}[]\\|()")
+
+
+@dataclass(frozen=True)
+class GrepQuery:
+    """What to look for and where to stop."""
+
+    regex: re.Pattern[str]
+    include: GlobPattern | None = None
+    max_matches: int = 1000
+    max_file_bytes: int = MAX_FILE_BYTES
+    skip_dirs: frozenset[str] = SKIP_DIRS
+    include_hidden: bool = True
+
+    @property
+    def literal(self) -> str | None:
+        """The pattern as a plain string when it has no regex syntax, else None."""
+        source = self.regex.pattern
+        flags = self.regex.flags & ~(re.UNICODE | re.IGNORECASE)
+        if flags or not source or "\n" in source or _REGEX_META.intersection(source):
+            return None
+        return source
+
+
+@dataclass(frozen=True)
+class LineMatch:
+    """One matching line; ``path`` is the absolute file path."""
+
+    path: Path
+    line_number: int
+    text: str
+
+
+def split_lines(text: str) -> list[str]:
+    """Split on universal newlines, the numbering read_file uses too."""
+    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return lines
+
+
+@cache
+def ripgrep_binary() -> str | None:
+    """Path of ripgrep (from the pinned PyPI wheel or PATH), or None."""
+    local = Path(sys.executable).with_name("rg")
+    return os.fspath(local) if local.exists() else shutil.which("rg")
+
+
+def _rg_candidates(root: Path, query: GrepQuery, literal: str) -> list[Path] | None:
+    rg = ripgrep_binary()
+    if rg is None or root.is_file():
+        return None
+    argv = [rg, "--files-with-matches", "--fixed-strings", "--no-ignore", "--hidden", "--text"]
+    argv += ["--no-messages", "--no-config", "--null", "--max-filesize", str(query.max_file_bytes)]
+    if query.regex.flags & re.IGNORECASE:
+        argv.append("--ignore-case")
+    for name in sorted(query.skip_dirs):
+        argv += ["--glob", f"!{name}/"]
+    argv += ["--", literal, os.fspath(root)]
+    try:
+        proc = subprocess.run(argv, capture_output=True, check=False, timeout=600)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if proc.returncode not in (0, 1):
+        return None
+    names = [os.fsdecode(p) for p in proc.stdout.split(b"\0") if p]
+    return sorted((Path(n) for n in names), key=lambda p: p.parts)
+
+
+def candidate_files(root: Path, query: GrepQuery) -> Iterable[Path]:
+    """Files worth reading, in sorted order."""
+    literal = query.literal
+    if literal is not None:
+        found = _rg_candidates(root, query, literal)
+        if found is not None:
+            return found
+    return walk_files(root, skip_dirs=query.skip_dirs, include_hidden=query.include_hidden)
+
+
+def _admissible(path: Path, root: Path, query: GrepQuery) -> bool:
+    if path == root:
+        return not path.is_symlink()
+    rel = path.relative_to(root).as_posix()
+    parts = rel.split("/")
+    if query.skip_dirs.intersection(parts[:-1]) or os.path.islink(path):
+        return False
+    if not query.include_hidden and any(p.startswith(".") for p in parts):
+        return False
+    return query.include is None or query.include.match(rel)
+
+
+def grep_lines(root: Path, query: GrepQuery) -> Iterator[LineMatch]:
+    """Yield matching lines under ``root`` in sorted file order, at most max_matches."""
+    literal = query.literal if not query.regex.flags & re.IGNORECASE else None
+    search = query.regex.search
+    found = 0
+    for path in candidate_files(root, query):
+        if not _admissible(path, root, query):
+            continue
+        try:
+            if path.stat().st_size > query.max_file_bytes:
+                continue
+            data = path.read_bytes()
+        except OSError:
+            continue
+        if literal is not None and literal.encode() not in data:
+            continue
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            continue
+        for number, line in enumerate(split_lines(text), start=1):
+            if (literal in line) if literal is not None else search(line):
+                yield LineMatch(path, number, line)
+                found += 1
+                if found >= query.max_matches:
+                    return
+
+
+__all__ = ["GrepQuery", "LineMatch", "grep_lines", "sort_key", "split_lines"]

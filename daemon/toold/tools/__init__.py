@@ -1,0 +1,25 @@
+"""The tool system: Tool, @tool, the one registry, ToolSet and the formats models read."""
+
+from toold.tools.base import Tool, ToolArgumentError
+from toold.tools.decorator import FunctionTool, tool
+from toold.tools.provider import BuiltinToolProvider, canonical_tool_name
+from toold.tools.registry import BASE_TOOLS, DEFERRED_TOOLS, get_handlers, get_tools
+from toold.tools.runtime import ToolRuntime
+from toold.tools.toolset import ToolOutcome, ToolSet, UnknownToolError
+
+__all__ = [
+    "BASE_TOOLS",
+    "DEFERRED_TOOLS",
+    "BuiltinToolProvider",
+    "FunctionTool",
+    "Tool",
+    "ToolArgumentError",
+    "ToolOutcome",
+    "ToolRuntime",
+    "ToolSet",
+    "UnknownToolError",
+    "canonical_tool_name",
+    "get_handlers",
+    "get_tools",
+    "tool",
+]

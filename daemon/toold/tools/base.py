@@ -1,0 +1,163 @@
+"""The Tool base class: both documents' contract in one place."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import inspect
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from functools import partial
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from pydantic import BaseModel, ValidationError
+
+if TYPE_CHECKING:
+    from toold.sandbox.runner import ToolRunner
+    from toold.tools.runtime import ToolRuntime
+
+
+class ToolArgumentError(ValueError):
+    """Arguments that fail the tool's schema; the message names each bad field."""
+
+
+def _clean_schema(node: Any) -> Any:
+    """Strip pydantic's titles and collapse Optional[X] to X, for readable model schemas."""
+    if isinstance(node, list):
+        return [_clean_schema(n) for n in node]
+    if not isinstance(node, dict):
+        return node
+    out = {k: _clean_schema(v) for k, v in node.items() if k != "title"}
+    any_of = out.get("anyOf")
+    if isinstance(any_of, list):
+        non_null = [s for s in any_of if s != {"type": "null"}]
+        if len(non_null) == 1 and len(non_null) < len(any_of):
+            out.pop("anyOf")
+            out = {**non_null[0], **out}
+    return out
+
+
+def schema_from_model(model: type[BaseModel]) -> dict[str, Any]:
+    """An object JSON Schema ``{type, properties, required}`` from an arguments model."""
+    raw = _clean_schema(model.model_json_schema())
+    schema: dict[str, Any] = {
+        "type": "object",
+        "properties": raw.get("properties", {}),
+        "required": raw.get("required", []),
+    }
+    if "$defs" in raw:
+        schema["$defs"] = raw["$defs"]
+    return schema
+
+
+def format_validation_error(tool_name: str, exc: ValidationError) -> str:
+    """One line per bad field, each saying what was wrong, for a model to correct itself."""
+    problems = []
+    for err in exc.errors(include_url=False):
+        where = ".".join(str(p) for p in err["loc"]) or "arguments"
+        msg = err["msg"]
+        if err["type"] == "extra_forbidden":
+            msg = "unexpected argument; remove it"
+        elif err["type"] != "missing" and "input" in err:
+            msg = f"{msg} (got {err['input']!r:.80})"
+        problems.append(f"{where}: {msg}")
+    return f"invalid arguments for {tool_name}: " + "; ".join(problems)
+
+
+class Tool(ABC):
+    """A tool: a schema models read and a ``run`` that does the work.
+
+    Subclasses set ``Arguments`` (a pydantic model) to derive ``input_schema`` and
+    validate calls, or set ``input_schema`` by hand (Jianmu's style). A non-object
+    input schema is exposed to models wrapped as one required property ``input``.
+    """
+
+    name: ClassVar[str] = "unnamed_tool"
+    description: ClassVar[str] = "No description provided"
+    input_schema: ClassVar[dict[str, Any]] = {"type": "string", "description": "Tool input string"}
+    output_schema: ClassVar[dict[str, Any]] = {
+        "type": "string",
+        "description": "Tool output string",
+    }
+    parallel_safe: ClassVar[bool] = True
+    effect_tags: ClassVar[tuple[str, ...]] = ()
+    deferred: ClassVar[bool] = False
+    Arguments: ClassVar[type[BaseModel] | None] = None
+
+    def __init__(self, runtime: ToolRuntime | None = None) -> None:
+        self.runtime = runtime
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if cls.__dict__.get("Arguments") is not None:
+            cls.input_schema = schema_from_model(cls.__dict__["Arguments"])
+
+    @abstractmethod
+    def run(self, *args: Any, **kwargs: Any) -> Any:
+        """Do the work; sync implementations run in a worker thread."""
+
+    def parameters(self) -> dict[str, Any]:
+        """The input schema as an object schema (a deep copy, safe to mutate)."""
+        schema = copy.deepcopy(self.input_schema)
+        if schema.get("type") == "object":
+            schema.setdefault("properties", {})
+            schema.setdefault("required", [])
+            return schema
+        return {"type": "object", "properties": {"input": schema}, "required": ["input"]}
+
+    def validate_args(self, args: Any) -> Any:
+        """Check ``args`` against the schema; returns what ``run`` receives."""
+        model = self.Arguments
+        if model is None:
+            if self.input_schema.get("type") != "object" and isinstance(args, Mapping):
+                return args.get("input", args) if set(args) <= {"input"} else args
+            return args
+        if args is None:
+            args = {}
+        if not isinstance(args, Mapping):
+            raise ToolArgumentError(
+                f"invalid arguments for {self.name}: expected an object, got {type(args).__name__}"
+            )
+        try:
+            parsed = model.model_validate(dict(args))
+        except ValidationError as exc:
+            raise ToolArgumentError(format_validation_error(self.name, exc)) from None
+        return {name: getattr(parsed, name) for name in type(parsed).model_fields}
+
+    def _merge_call_args(
+        self, args: Any, injected: Mapping[str, Any] | None, prefer_injected: bool
+    ) -> Any:
+        if not injected:
+            return args
+        if args is None:
+            return dict(injected)
+        if not isinstance(args, Mapping):
+            return args
+        return {**args, **injected} if prefer_injected else {**injected, **args}
+
+    async def execute(
+        self,
+        args: Any,
+        *,
+        injected: Mapping[str, Any] | None = None,
+        prefer_injected: bool = True,
+        runner: ToolRunner | None = None,
+        runner_event_context: Mapping[str, Any] | None = None,
+    ) -> Any:
+        """Merge injected arguments, validate, then run here or through ``runner``."""
+        call_args = self.validate_args(self._merge_call_args(args, injected, prefer_injected))
+        if runner is not None:
+            return await runner.run(self, call_args, event_context=runner_event_context)
+        return await self._execute_local(call_args)
+
+    async def _execute_local(self, call_args: Any) -> Any:
+        if isinstance(call_args, Mapping):
+            call = partial(self.run, **call_args)
+        else:
+            call = partial(self.run, call_args)
+        if inspect.iscoroutinefunction(self.run):
+            return await call()
+        return await asyncio.to_thread(call)
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name}>"

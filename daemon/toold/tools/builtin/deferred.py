@@ -1,0 +1,270 @@
+"""BareAgent's twelve deferred tools.
+
+Their schemas are visible from the start; each handler works once its manager is
+bound into the runtime (todos, tasks, skills, background, team, provider) and
+otherwise answers with the spec's "unavailable" text.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from toold.tools.base import Tool
+
+
+class _Args(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class DeferredTool(Tool):
+    """A tool whose runtime is bound late; ``manager`` names the runtime field it needs."""
+
+    deferred = True
+    manager: str = ""
+    unavailable: str = "{name} unavailable."
+
+    def _manager(self) -> Any:
+        return getattr(self.runtime, self.manager, None) if self.runtime is not None else None
+
+    def _unavailable(self, **fields: Any) -> str:
+        return self.unavailable.format(name=self.name, **fields)
+
+
+class TodoWriteArguments(_Args):
+    action: Literal["add", "update"] = Field(description="'add' a TODO or 'update' one.")
+    task: str | None = Field(None, description="Text of the TODO (action=add).")
+    priority: str | None = Field(None, description="Priority label (action=add), e.g. 'high'.")
+    task_id: str | None = Field(None, description="TODO id such as 't1' (action=update).")
+    status: str | None = Field(
+        None, description="New status (action=update): pending, in_progress or done."
+    )
+
+
+class TodoWriteTool(DeferredTool):
+    name = "todo_write"
+    description = "Add or update an item of this session's TODO list."
+    Arguments = TodoWriteArguments
+    manager = "todos"
+    unavailable = "TODO manager unavailable."
+
+    def run(self, **kwargs: Any) -> Any:
+        """Delegate to the bound TodoManager."""
+        todos = self._manager()
+        return todos.write(**kwargs) if todos is not None else self._unavailable()
+
+
+class TodoReadTool(DeferredTool):
+    name = "todo_read"
+    description = "List this session's TODO items."
+    Arguments = _Args
+    manager = "todos"
+    unavailable = "TODO manager unavailable."
+
+    def run(self) -> Any:
+        """Delegate to the bound TodoManager."""
+        todos = self._manager()
+        return todos.read() if todos is not None else self._unavailable()
+
+
+class SubagentArguments(_Args):
+    task: str = Field(description="A self-contained task for the subagent.")
+    agent_type: str | None = Field(
+        None, description="general-purpose (default), explore, plan or code-review."
+    )
+    run_in_background: bool = Field(False, description="Run through the background job system.")
+
+
+class SubagentTool(DeferredTool):
+    name = "subagent"
+    description = (
+        "Delegate a self-contained task to a subagent with a fresh context and a "
+        "tool set filtered by its type; returns its final text."
+    )
+    Arguments = SubagentArguments
+    manager = "provider"
+    unavailable = "Subagent unavailable: provider is not configured."
+    parallel_safe = False
+
+    async def run(self, **kwargs: Any) -> Any:
+        """Delegate to the bound subagent runner."""
+        provider = self._manager()
+        if provider is None:
+            return self._unavailable()
+        return await provider.run_subagent(**kwargs)
+
+
+class LoadSkillArguments(_Args):
+    skill_name: str = Field(description="Name of the skill folder holding SKILL.md.")
+
+
+class LoadSkillTool(DeferredTool):
+    name = "load_skill"
+    description = "Load a skill's SKILL.md by name."
+    Arguments = LoadSkillArguments
+    manager = "skills"
+    unavailable = "Skill loader unavailable."
+
+    def run(self, skill_name: str) -> Any:
+        """Delegate to the bound SkillLoader."""
+        skills = self._manager()
+        return skills.load(skill_name) if skills is not None else self._unavailable()
+
+
+class TaskCreateArguments(_Args):
+    title: str = Field(description="Short title of the task.")
+    description: str = Field("", description="Longer description.")
+    depends_on: list[str] = Field(
+        default_factory=list, description="Ids of tasks that must be done first."
+    )
+
+
+class TaskListArguments(_Args):
+    status: str | None = Field(
+        None, description="Only tasks with this status: pending, in_progress, done, failed."
+    )
+
+
+class TaskGetArguments(_Args):
+    task_id: str = Field(description="Task id.")
+
+
+class TaskUpdateArguments(_Args):
+    task_id: str = Field(description="Task id.")
+    status: str | None = Field(None, description="pending, in_progress, done or failed.")
+    title: str | None = Field(None, description="New title.")
+
+
+class _TaskTool(DeferredTool):
+    manager = "tasks"
+    unavailable = "Task manager unavailable."
+    method = ""
+
+    def run(self, **kwargs: Any) -> Any:
+        """Delegate to the bound TaskManager method of the same name."""
+        tasks = self._manager()
+        if tasks is None:
+            return self._unavailable()
+        return getattr(tasks, self.method)(**kwargs)
+
+
+class TaskCreateTool(_TaskTool):
+    name = "task_create"
+    description = "Create a persistent task in .tasks.json; returns the task."
+    Arguments = TaskCreateArguments
+    method = "create"
+    parallel_safe = False
+    effect_tags = ("filesystem:write",)
+
+
+class TaskListTool(_TaskTool):
+    name = "task_list"
+    description = "List persistent tasks, optionally only those with one status."
+    Arguments = TaskListArguments
+    method = "list"
+
+
+class TaskGetTool(_TaskTool):
+    name = "task_get"
+    description = "Read one persistent task by id."
+    Arguments = TaskGetArguments
+    method = "get"
+
+
+class TaskUpdateTool(_TaskTool):
+    name = "task_update"
+    description = "Update a persistent task's status and/or title."
+    Arguments = TaskUpdateArguments
+    method = "update"
+    parallel_safe = False
+    effect_tags = ("filesystem:write",)
+
+
+class BackgroundRunArguments(_Args):
+    command: str = Field(description="Shell command to run in the background.")
+    timeout: int = Field(30, ge=1, description="Seconds before the job is killed.")
+    task_id: str | None = Field(None, description="Job id to use; random when omitted.")
+
+
+class BackgroundRunTool(DeferredTool):
+    name = "background_run"
+    description = (
+        "Run a shell command in the background; its result arrives later as a notification."
+    )
+    Arguments = BackgroundRunArguments
+    manager = "background"
+    unavailable = "Background manager unavailable."
+    effect_tags = ("shell:execute",)
+
+    async def run(self, **kwargs: Any) -> Any:
+        """Submit to the bound BackgroundManager."""
+        background = self._manager()
+        if background is None:
+            return self._unavailable()
+        return await background.submit(**kwargs)
+
+
+class TeamSpawnArguments(_Args):
+    name: str = Field(description="Registered teammate to start.")
+
+
+class TeamSendArguments(_Args):
+    to_agent: str = Field(description="Teammate to message.")
+    content: str = Field(description="Message text.")
+
+
+class TeamSpawnTool(DeferredTool):
+    name = "team_spawn"
+    description = "Start a registered teammate as a background agent."
+    Arguments = TeamSpawnArguments
+    manager = "team"
+    unavailable = "Team spawning unavailable for {teammate}."
+
+    async def run(self, name: str) -> Any:
+        """Delegate to the bound team handlers."""
+        team = self._manager()
+        return await team.spawn(name) if team is not None else self._unavailable(teammate=name)
+
+
+class TeamSendTool(DeferredTool):
+    name = "team_send"
+    description = "Send a message to a teammate's mailbox and wait for the reply."
+    Arguments = TeamSendArguments
+    manager = "team"
+    unavailable = "Team messaging unavailable for {teammate}."
+
+    async def run(self, to_agent: str, content: str) -> Any:
+        """Delegate to the bound team handlers."""
+        team = self._manager()
+        if team is None:
+            return self._unavailable(teammate=to_agent)
+        return await team.send(to_agent, content)
+
+
+class TeamListTool(DeferredTool):
+    name = "team_list"
+    description = "List registered teammates and whether each is running."
+    Arguments = _Args
+    manager = "team"
+
+    def run(self) -> Any:
+        """Delegate to the bound team handlers; [] without them."""
+        team = self._manager()
+        return team.list() if team is not None else []
+
+
+TOOLS = (
+    TodoWriteTool,
+    TodoReadTool,
+    SubagentTool,
+    LoadSkillTool,
+    TaskCreateTool,
+    TaskListTool,
+    TaskGetTool,
+    TaskUpdateTool,
+    BackgroundRunTool,
+    TeamSpawnTool,
+    TeamSendTool,
+    TeamListTool,
+)

@@ -1,0 +1,91 @@
+"""glob and grep over the workspace, on the shared search engine."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from toold.search.grep import GrepQuery, grep_lines
+from toold.search.patterns import compile_glob
+from toold.search.walk import sort_key, walk_files
+from toold.tools.builtin._workspace import WorkspaceTool
+
+
+class GlobArguments(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    pattern: str = Field(
+        description=(
+            "Glob pattern. Without '/' it matches file names at any depth ('*.py'); "
+            "with '/' it is anchored at the search root, '**' spanning folders ('src/**/*.py')."
+        )
+    )
+    path: str = Field(".", description="Folder (or file) to search from, workspace-relative.")
+
+
+class GrepArguments(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    pattern: str = Field(description="Python regular expression, matched line by line.")
+    path: str = Field(".", description="Folder (or file) to search, workspace-relative.")
+    include: str = Field("", description="Optional glob filter on candidate files, e.g. '*.py'.")
+    output_mode: str = Field(
+        "content",
+        description="'content' (path:line:text), 'files_with_matches' (paths) or 'count' (path:N).",
+    )
+
+
+class GlobTool(WorkspaceTool):
+    name = "glob"
+    description = (
+        "Find files by glob pattern; returns sorted workspace-relative paths. "
+        "Skips .git, .venv, node_modules and caches unless path points inside one."
+    )
+    Arguments = GlobArguments
+
+    def run(self, pattern: str, path: str = ".") -> list[str]:
+        """Sorted, de-duplicated workspace-relative paths of matching files."""
+        root = self.resolve(path)
+        matcher = compile_glob(pattern)
+        found: set[str] = set()
+        for file in walk_files(root):
+            rel_root = file.name if file == root else file.relative_to(root).as_posix()
+            if matcher.match(rel_root):
+                found.add(self.relative(file))
+        return sorted(found, key=sort_key)
+
+
+class GrepTool(WorkspaceTool):
+    name = "grep"
+    description = (
+        "Search file contents with a Python regular expression; returns 'path:line:text' "
+        "entries (at most 1000). Skips files over 1 MB and non-UTF-8 files."
+    )
+    Arguments = GrepArguments
+
+    def run(
+        self, pattern: str, path: str = ".", include: str = "", output_mode: str = "content"
+    ) -> list[str]:
+        """Matches in the spec's output modes."""
+        try:
+            regex = re.compile(pattern)
+        except re.error as exc:
+            return [f"Invalid regex pattern: {exc}"]
+        root = self.resolve(path)
+        query = GrepQuery(
+            regex=regex,
+            include=compile_glob(include) if include else None,
+            max_matches=self.config.limits.grep_max_matches,
+        )
+        matches = list(grep_lines(root, query))
+        if output_mode == "files_with_matches":
+            return list(dict.fromkeys(self.relative(m.path) for m in matches))
+        if output_mode == "count":
+            counts = Counter(self.relative(m.path) for m in matches)
+            return [f"{rel}:{n}" for rel, n in counts.items()]
+        return [f"{self.relative(m.path)}:{m.line_number}:{m.text}" for m in matches]
+
+
+TOOLS = (GlobTool, GrepTool)

@@ -1,0 +1,70 @@
+"""bash: run a shell command in the workspace."""
+
+from __future__ import annotations
+
+import sys
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from toold.sandbox.process import cap_text, run_command
+from toold.tools.builtin._workspace import WorkspaceTool
+from toold.tools.context import report_progress, set_exit_code
+
+
+class BashArguments(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    command: str = Field(description="The shell command to run.")
+    timeout: int = Field(30, ge=1, description="Seconds before the command is killed.")
+
+
+def format_command_result(
+    stdout: str, stderr: str, returncode: int | None, timed_out: bool, timeout: float, limit: int
+) -> str:
+    """The spec's merged text: stdout, then stderr, then the failure line if any."""
+    parts = [p for p in (stdout.rstrip(), stderr.rstrip()) if p]
+    output = cap_text("\n".join(parts), limit)
+    if timed_out:
+        head = f"Error: command timed out after {timeout:g} seconds"
+    elif returncode:
+        head = f"Command failed with exit code {returncode}"
+    else:
+        return output
+    return f"{head}\n{output}" if output else head
+
+
+def shell_argv(command: str) -> list[str]:
+    """The interpreter line for this platform."""
+    if sys.platform == "win32":
+        prefix = "[Console]::OutputEncoding = [System.Text.Encoding]::UTF8; "
+        return ["powershell", "-NoProfile", "-Command", prefix + command]
+    return ["bash", "-lc", command]
+
+
+class BashTool(WorkspaceTool):
+    name = "bash"
+    description = (
+        "Run a shell command in the workspace and return its merged stdout/stderr. "
+        "Long output keeps its head and tail."
+    )
+    Arguments = BashArguments
+    parallel_safe = False
+    effect_tags = ("shell:execute",)
+
+    async def run(self, command: str, timeout: int = 30) -> str:
+        """Run ``command`` under ``bash -lc``; the process group dies on timeout or cancel."""
+        limit = self.config.limits.bash_output_chars
+        result = await run_command(
+            shell_argv(command),
+            cwd=self.workspace,
+            timeout=timeout,
+            output_limit=limit,
+            on_output=report_progress,
+        )
+        set_exit_code(result.returncode)
+        return format_command_result(
+            result.stdout, result.stderr, result.returncode, result.timed_out, timeout, limit
+        )
+
+
+TOOLS = (BashTool,)

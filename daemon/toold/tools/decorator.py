@@ -1,0 +1,80 @@
+"""@tool: a plain sync or async function becomes a Tool."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import Callable
+from typing import Any, get_type_hints
+
+from pydantic import ConfigDict, create_model
+
+from toold.tools.base import Tool, schema_from_model
+
+
+class FunctionTool(Tool):
+    """A Tool wrapping a function; the schema comes from its type hints."""
+
+    def __init__(
+        self,
+        func: Callable[..., Any],
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        parallel_safe: bool = True,
+        effect_tags: tuple[str, ...] = (),
+    ) -> None:
+        super().__init__()
+        self.func = func
+        # Instance attributes shadow the class-level contract for this one tool.
+        self.name = name or func.__name__  # type: ignore[misc]
+        self.description = (  # type: ignore[misc]
+            description or inspect.getdoc(func) or Tool.description
+        )
+        self.parallel_safe = parallel_safe  # type: ignore[misc]
+        self.effect_tags = tuple(effect_tags)  # type: ignore[misc]
+        self.Arguments = _arguments_model(func, self.name)  # type: ignore[misc]
+        self.input_schema = schema_from_model(self.Arguments)  # type: ignore[misc]
+        self._is_async = inspect.iscoroutinefunction(func)
+
+    async def run(self, **kwargs: Any) -> Any:
+        """Call the function: awaited when async, in a worker thread when sync."""
+        if self._is_async:
+            return await self.func(**kwargs)
+        return await asyncio.to_thread(self.func, **kwargs)
+
+
+def _arguments_model(func: Callable[..., Any], name: str) -> Any:
+    hints = get_type_hints(func)
+    fields: dict[str, Any] = {}
+    for param in inspect.signature(func).parameters.values():
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            continue
+        annotation = hints.get(param.name, Any)
+        default = ... if param.default is param.empty else param.default
+        fields[param.name] = (annotation, default)
+    return create_model(  # type: ignore[call-overload]
+        f"{name}_arguments", __config__=ConfigDict(extra="forbid"), **fields
+    )
+
+
+def tool(
+    func: Callable[..., Any] | None = None,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    parallel_safe: bool = True,
+    effect_tags: tuple[str, ...] = (),
+) -> Any:
+    """Turn a function into a FunctionTool; usable bare or with arguments."""
+
+    def wrap(f: Callable[..., Any]) -> FunctionTool:
+        return FunctionTool(
+            f,
+            name=name,
+            description=description,
+            parallel_safe=parallel_safe,
+            effect_tags=effect_tags,
+        )
+
+    return wrap(func) if func is not None else wrap

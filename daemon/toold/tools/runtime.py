@@ -1,0 +1,28 @@
+"""The runtime objects get_handlers() binds into tools."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from toold.config import TooldConfig
+
+
+@dataclass
+class ToolRuntime:
+    """Everything a bound tool may need. Managers left as None make their tools
+    answer with the spec's "unavailable" text."""
+
+    workspace: Path
+    config: TooldConfig = field(default_factory=TooldConfig)
+    todos: Any = None
+    tasks: Any = None
+    skills: Any = None
+    background: Any = None
+    team: Any = None
+    provider: Any = None
+    guard: Any = None
+
+    def __post_init__(self) -> None:
+        self.workspace = Path(self.workspace).resolve()

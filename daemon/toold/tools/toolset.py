@@ -1,0 +1,138 @@
+"""ToolSet: an assembled set of tool instances, and the one place calls are run."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from pydantic_core import to_jsonable_python
+
+from toold.tools.base import Tool, ToolArgumentError
+from toold.tools.context import CallContext, current_call
+from toold.tools.provider import BuiltinToolProvider
+
+if TYPE_CHECKING:
+    from toold.sandbox.runner import ToolRunner
+    from toold.tools.runtime import ToolRuntime
+
+
+class UnknownToolError(KeyError):
+    """No tool (nor alias) of that name."""
+
+    def __str__(self) -> str:
+        return f"Unknown tool: {self.args[0]}"
+
+
+@dataclass
+class ToolOutcome:
+    """A finished call as the wire and the agent loop see it."""
+
+    content: Any
+    is_error: bool = False
+    exit_code: int | None = None
+
+
+def error_text(exc: BaseException) -> str:
+    """``Error: <ExceptionClass>: <message>``, the spec's text for a failed handler."""
+    return f"Error: {type(exc).__name__}: {exc}"
+
+
+class ToolSet:
+    """Tools by canonical name; aliases resolve through the provider."""
+
+    def __init__(self, tools: Iterable[Tool] = ()) -> None:
+        self._tools: dict[str, Tool] = {}
+        for t in tools:
+            self._tools[t.name] = t
+
+    @classmethod
+    def resolve(cls, names: Iterable[str], runtime: ToolRuntime | None = None) -> ToolSet:
+        """Build from names or aliases."""
+        return cls(BuiltinToolProvider(runtime).resolve_named_tools(names))
+
+    @classmethod
+    def from_tools(cls, tools: Iterable[Tool]) -> ToolSet:
+        """Build from instances."""
+        return cls(tools)
+
+    @classmethod
+    def from_providers(cls, providers: Iterable[BuiltinToolProvider]) -> ToolSet:
+        """Collect every tool each provider offers; later providers win."""
+        return cls.merge(*(cls(p.get_tools()) for p in providers))
+
+    @classmethod
+    def merge(cls, *groups: ToolSet | Iterable[Tool]) -> ToolSet:
+        """Union of groups, de-duplicated by name: the last one wins."""
+        merged: dict[str, Tool] = {}
+        for group in groups:
+            for t in group:
+                merged.pop(t.name, None)
+                merged[t.name] = t
+        return cls(merged.values())
+
+    def __iter__(self) -> Any:
+        return iter(self._tools.values())
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and self.get(name) is not None
+
+    def names(self) -> list[str]:
+        """Canonical names, in order."""
+        return list(self._tools)
+
+    def get(self, name: str) -> Tool | None:
+        """The tool for a name or alias, or None."""
+        return self._tools.get(name) or self._tools.get(
+            BuiltinToolProvider.canonical_tool_name(name)
+        )
+
+    def require(self, name: str) -> Tool:
+        """The tool for a name or alias; UnknownToolError otherwise."""
+        found = self.get(name)
+        if found is None:
+            raise UnknownToolError(name)
+        return found
+
+    async def execute(
+        self,
+        name: str,
+        args: Any,
+        *,
+        runner: ToolRunner | None = None,
+        injected: Mapping[str, Any] | None = None,
+    ) -> Any:
+        """Run one tool; exceptions propagate (Jianmu's contract)."""
+        return await self.require(name).execute(args, injected=injected, runner=runner)
+
+    async def invoke(
+        self,
+        name: str,
+        args: Any,
+        *,
+        context: CallContext | None = None,
+        runner: ToolRunner | None = None,
+    ) -> ToolOutcome:
+        """Run one tool and turn every failure into an isError outcome.
+
+        Only an unknown name raises (UnknownToolError); cancellation propagates.
+        """
+        found = self.require(name)
+        ctx = context or CallContext()
+        token = current_call.set(ctx)
+        try:
+            result = await found.execute(args, runner=runner)
+        except ToolArgumentError as exc:
+            return ToolOutcome(f"Error: {exc}", is_error=True)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            return ToolOutcome(error_text(exc), is_error=True)
+        finally:
+            current_call.reset(token)
+        exit_code = ctx.meta.get("exit_code")
+        return ToolOutcome(to_jsonable_python(result, fallback=str), exit_code=exit_code)

@@ -1,0 +1,37 @@
+"""JSON-RPC error codes used by toold.
+
+Standard JSON-RPC and LSP codes are re-stated here so clients need no other
+source. toold's own codes lie outside both the JSON-RPC reserved range
+(-32768..-32000) and LSP's reserved range (-32899..-32800).
+"""
+
+from __future__ import annotations
+
+# JSON-RPC 2.0
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
+
+# LSP base protocol
+SERVER_NOT_INITIALIZED = -32002
+REQUEST_CANCELLED = -32800
+
+# toold's own
+MESSAGE_TOO_LARGE = -33001
+"""A frame's Content-Length exceeds the daemon's message-size cap; the body was skipped."""
+NOT_FOUND = -33002
+"""A job, task or other named object does not exist."""
+
+ERROR_NAMES: dict[int, str] = {
+    PARSE_ERROR: "ParseError",
+    INVALID_REQUEST: "InvalidRequest",
+    METHOD_NOT_FOUND: "MethodNotFound",
+    INVALID_PARAMS: "InvalidParams",
+    INTERNAL_ERROR: "InternalError",
+    SERVER_NOT_INITIALIZED: "ServerNotInitialized",
+    REQUEST_CANCELLED: "RequestCancelled",
+    MESSAGE_TOO_LARGE: "MessageTooLarge",
+    NOT_FOUND: "NotFound",
+}
