@@ -112,7 +112,9 @@ def _call(args: argparse.Namespace) -> int:
         print(f"toold: arguments are not valid JSON: {exc}", file=sys.stderr)
         return EXIT_USAGE
     if not isinstance(arguments, dict):
-        print("toold: arguments must be a JSON object, e.g. '{\"pattern\": \"TODO\"}'", file=sys.stderr)
+        print(
+            'toold: arguments must be a JSON object, e.g. \'{"pattern": "TODO"}\'', file=sys.stderr
+        )
         return EXIT_USAGE
     params = {"name": args.name, "arguments": arguments, "origin": "user"}
     try:

@@ -116,7 +116,9 @@ class DaemonClient:
                 raise RpcError(-32099, "the daemon exited before answering")
             if "method" in reply:
                 if "id" in reply:  # a request from the daemon: we have no UI to offer
-                    write_frame(self._proc.stdin, {"jsonrpc": "2.0", "id": reply["id"], "result": None})
+                    write_frame(
+                        self._proc.stdin, {"jsonrpc": "2.0", "id": reply["id"], "result": None}
+                    )
                 continue
             if reply.get("id") != msg_id:
                 continue

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
 from pygls.exceptions import JsonRpcInvalidParams
+
 from toold_protocol import METHODS, MethodSpec
 
 if TYPE_CHECKING:

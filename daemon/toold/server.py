@@ -16,12 +16,12 @@ from pygls.protocol import JsonRPCNotification, JsonRPCRequestMessage, LanguageS
 from pygls.protocol.json_rpc import RPCNotification, RPCRequest
 from pygls.protocol.language_server import lsp_method
 from pygls.uris import to_fs_path
-from toold_protocol import METHODS, PROTOCOL_VERSION, errors
 
 from toold import __version__
 from toold.config import TooldConfig, load_config
 from toold.tools.runtime import ToolRuntime
 from toold.tools.toolset import ToolSet
+from toold_protocol import METHODS, PROTOCOL_VERSION, errors
 
 log = logging.getLogger(__name__)
 
@@ -58,11 +58,7 @@ class TooldProtocol(LanguageServerProtocol):
             if not self.initialized and method != types.INITIALIZE:
                 self._reject(message.id, errors.SERVER_NOT_INITIALIZED, "Server not initialized")
                 return
-        elif (
-            isinstance(message, RPCNotification)
-            and not self.initialized
-            and method != types.EXIT
-        ):
+        elif isinstance(message, RPCNotification) and not self.initialized and method != types.EXIT:
             log.warning("dropping %s received before initialize", method)
             return
         super().handle_message(message)
@@ -98,6 +94,7 @@ class TooldServer(LanguageServer):
         self.workspace_override = workspace
         self.root = (workspace or Path.cwd()).resolve()
         self.config = TooldConfig()
+        self._max_message_flag = max_message_bytes
         self.max_message_bytes = max_message_bytes or self.config.limits.max_message_bytes
         self.toolset = ToolSet()
         self.stopped = asyncio.Event()
@@ -108,7 +105,7 @@ class TooldServer(LanguageServer):
         """Load the workspace's configuration and bind every tool to it."""
         self.root = root.resolve()
         self.config = load_config(self.root, overrides)
-        self.max_message_bytes = self.config.limits.max_message_bytes
+        self.max_message_bytes = self._max_message_flag or self.config.limits.max_message_bytes
         runtime = ToolRuntime(workspace=self.root, config=self.config)
         from toold.tools.provider import BuiltinToolProvider
 
@@ -126,7 +123,7 @@ class TooldServer(LanguageServer):
 
     async def cancel_inflight(self) -> None:
         """Cancel running requests so their process groups die before we exit."""
-        pending = [
+        pending: list[Any] = [
             f for f in self.protocol._request_futures.values() if isinstance(f, asyncio.Future)
         ]
         for fut in pending:

@@ -18,6 +18,7 @@ import threading
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from pygls.exceptions import JsonRpcException
+
 from toold_protocol import errors
 
 if TYPE_CHECKING:
@@ -80,7 +81,7 @@ async def _stdout_writer(stdout: BinaryIO) -> PipeWriter:
         transport, _ = await loop.connect_write_pipe(asyncio.Protocol, stdout)
     except ValueError:
         return PipeWriter(None, stdout)
-    return PipeWriter(transport, stdout)  # type: ignore[arg-type]
+    return PipeWriter(transport, stdout)
 
 
 def send_error(server: TooldServer, msg_id: Any, code: int, message: str) -> None:
@@ -127,8 +128,10 @@ def dispatch_body(server: TooldServer, body: bytes) -> None:
     msg_id = data.get("id") if isinstance(data, dict) else None
     problem = _invalid_message(data)
     if problem:
-        if isinstance(data, dict) and ("method" in data or "id" not in data):
-            send_error(server, msg_id if _valid_id(msg_id) else None, errors.INVALID_REQUEST, problem)
+        if not isinstance(data, dict) or "method" in data or "id" not in data:
+            send_error(
+                server, msg_id if _valid_id(msg_id) else None, errors.INVALID_REQUEST, problem
+            )
         else:
             log.warning("dropping invalid message: %s", problem)
         return

@@ -6,14 +6,14 @@ keep the spec's snake_case because models read them.
 
 from __future__ import annotations
 
-from typing import Any, Literal, Union
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 ToolFormat = Literal["native", "anthropic", "openai"]
 Origin = Literal["agent", "user"]
-ProgressToken = Union[int, str]
+ProgressToken = int | str
 
 
 class WireModel(BaseModel):
@@ -89,7 +89,7 @@ class ToolsListParams(WireModel):
 class ToolsListResult(WireModel):
     """Result of ``tools/list``."""
 
-    tools: list[Union[NativeTool, AnthropicTool, OpenAITool]]
+    tools: list[NativeTool | AnthropicTool | OpenAITool]
     """Every tool of the catalogue, in the requested format."""
 
 

@@ -8,8 +8,9 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
+from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
 from toold_protocol import PROTOCOL_VERSION, errors
@@ -20,7 +21,7 @@ SCHEMA_PATH = Path(__file__).resolve().parent.parent / "schema.json"
 
 def build_schema() -> dict[str, Any]:
     """Return the schema document for every method in METHODS."""
-    models = []
+    models: list[tuple[type[BaseModel], Literal["validation", "serialization"]]] = []
     for spec in METHODS.values():
         models.append((spec.params, "validation"))
         if spec.result is not None:

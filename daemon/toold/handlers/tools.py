@@ -6,11 +6,11 @@ from typing import TYPE_CHECKING
 
 from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams
-from toold_protocol import ToolsCallParams, ToolsCallResult, ToolsListParams, ToolsListResult
 
 from toold.tools import formats
 from toold.tools.context import CallContext
 from toold.tools.toolset import UnknownToolError
+from toold_protocol import ToolsCallParams, ToolsCallResult, ToolsListParams, ToolsListResult
 
 if TYPE_CHECKING:
     from toold.server import TooldServer
@@ -41,10 +41,7 @@ async def tools_call(server: TooldServer, params: ToolsCallParams) -> ToolsCallR
         outcome = await server.toolset.invoke(tool.name, params.arguments, context=context)
     finally:
         if token is not None:
-            if outcome is None:
-                message = "cancelled"
-            else:
-                message = "failed" if outcome.is_error else "done"
+            message = "cancelled" if outcome is None else "failed" if outcome.is_error else "done"
             server.work_done_progress.end(token, types.WorkDoneProgressEnd(message=message))
     content = "" if outcome.content is None else outcome.content
     return ToolsCallResult(content=content, is_error=outcome.is_error, exit_code=outcome.exit_code)

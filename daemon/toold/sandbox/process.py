@@ -18,8 +18,80 @@ from pathlib import Path
 READ_CHUNK = 65536
 
 
+@dataclass(frozen=True)
+class Clipped:
+    """A possibly truncated text: ``head``, then ``dropped`` unseen characters, then ``tail``."""
+
+    head: str
+    tail: str = ""
+    dropped: int = 0
+
+    @property
+    def total(self) -> int:
+        """Length of the whole text, including the dropped middle."""
+        return len(self.head) + self.dropped + len(self.tail)
+
+    def rstrip(self) -> Clipped:
+        """Trailing whitespace removed (from the kept tail when the middle was dropped)."""
+        if self.dropped:
+            return Clipped(self.head, self.tail.rstrip(), self.dropped)
+        return Clipped((self.head + self.tail).rstrip())
+
+    def __str__(self) -> str:
+        if not self.dropped:
+            return self.head + self.tail
+        return f"{self.head}{_marker(self.dropped)}{self.tail}"
+
+
+def _marker(dropped: int) -> str:
+    return f"\n\n... [{dropped} characters truncated] ...\n\n"
+
+
+def _take_head(segments: Sequence[str | int], count: int) -> str:
+    out: list[str] = []
+    for seg in segments:
+        if isinstance(seg, int) or count <= 0:
+            break
+        out.append(seg[:count])
+        count -= len(out[-1])
+    return "".join(out)
+
+
+def _take_tail(segments: Sequence[str | int], count: int) -> str:
+    out: list[str] = []
+    for seg in reversed(segments):
+        if isinstance(seg, int) or count <= 0:
+            break
+        out.append(seg[-count:])
+        count -= len(out[-1])
+    return "".join(reversed(out))
+
+
+def join_clipped(parts: Sequence[Clipped], sep: str, limit: int) -> str:
+    """Join ``parts`` with ``sep`` and keep the first and last ``limit/2`` characters of the
+    whole around one marker that counts every character left out."""
+    segments: list[str | int] = []
+    for i, part in enumerate(parts):
+        if i:
+            segments.append(sep)
+        segments.append(part.head)
+        if part.dropped:
+            segments += [part.dropped, part.tail]
+    total = sum(s if isinstance(s, int) else len(s) for s in segments)
+    if total <= limit and not any(isinstance(s, int) for s in segments):
+        return "".join(s for s in segments if isinstance(s, str))
+    head = _take_head(segments, limit // 2)
+    tail = _take_tail(segments, limit - limit // 2)
+    dropped = total - len(head) - len(tail)
+    return f"{head}{_marker(dropped)}{tail}"
+
+
 class CappedText:
-    """Accumulates text, keeping the head and the tail when it grows past ``limit``."""
+    """Accumulates text, keeping the head and the tail when it grows past ``limit``.
+
+    Each end keeps up to ``limit`` characters (not ``limit/2``), so the text can still
+    be stripped or joined with others and capped to ``limit`` without losing either end.
+    """
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
@@ -31,40 +103,57 @@ class CappedText:
     def append(self, text: str) -> None:
         """Add text; memory stays O(limit) however much arrives."""
         self.total += len(text)
-        room = self.limit // 2 - self._head_len
+        room = self.limit - self._head_len
         if room > 0:
             self._head.append(text[:room])
             self._head_len += len(text[:room])
             text = text[room:]
         if text:
             self._tail += text
-            if len(self._tail) > self.limit:
-                self._tail = self._tail[-(self.limit - self.limit // 2) :]
+            if len(self._tail) > 2 * self.limit:
+                self._tail = self._tail[-self.limit :]
+
+    def clipped(self) -> Clipped:
+        """The kept text; ``dropped`` counts the characters lost from the middle."""
+        tail = self._tail[-self.limit :] if self._tail else ""
+        dropped = self.total - self._head_len - len(tail)
+        return Clipped("".join(self._head), tail, dropped)
 
     def text(self) -> str:
         """The kept text, with a marker where the middle was dropped."""
-        return cap_text("".join(self._head) + self._tail, self.limit, total=self.total)
+        return join_clipped([self.clipped()], "", self.limit)
 
 
 def cap_text(text: str, limit: int, *, total: int | None = None) -> str:
-    """Keep the first and last ``limit/2`` characters around a truncation marker."""
-    total = len(text) if total is None else total
-    if total <= limit and len(text) <= limit:
-        return text
-    head = limit // 2
-    tail = limit - head
-    dropped = total - head - tail
-    return f"{text[:head]}\n\n... [{dropped} characters truncated] ...\n\n{text[-tail:]}"
+    """Keep the first and last ``limit/2`` characters around a truncation marker.
+
+    ``total``, when given, is the length of the original text ``text`` was cut from.
+    """
+    if total is None or total <= len(text):
+        return join_clipped([Clipped(text)], "", limit)
+    half = len(text) // 2
+    return join_clipped([Clipped(text[:half], text[half:], total - len(text))], "", limit)
 
 
 @dataclass
 class CommandResult:
     """What a finished (or killed) command left behind."""
 
-    stdout: str
-    stderr: str
+    out: Clipped
+    err: Clipped
     returncode: int | None
     timed_out: bool = False
+    limit: int = 30_000
+
+    @property
+    def stdout(self) -> str:
+        """Standard output, capped to ``limit`` around a marker."""
+        return join_clipped([self.out], "", self.limit)
+
+    @property
+    def stderr(self) -> str:
+        """Standard error, capped to ``limit`` around a marker."""
+        return join_clipped([self.err], "", self.limit)
 
 
 def kill_group(pid: int) -> None:
@@ -132,4 +221,4 @@ async def run_command(
             await asyncio.shield(proc.wait())
         with contextlib.suppress(asyncio.CancelledError):
             await asyncio.shield(pumps)
-    return CommandResult(out.text(), err.text(), proc.returncode, timed_out)
+    return CommandResult(out.clipped(), err.clipped(), proc.returncode, timed_out, output_limit)

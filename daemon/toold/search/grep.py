@@ -102,7 +102,8 @@ def candidate_files(root: Path, query: GrepQuery) -> Iterable[Path]:
 
 def _admissible(path: Path, root: Path, query: GrepQuery) -> bool:
     if path == root:
-        return not path.is_symlink()
+        # A file given as the search root is still filtered by ``include``, on its name.
+        return not path.is_symlink() and (query.include is None or query.include.match(path.name))
     rel = path.relative_to(root).as_posix()
     parts = rel.split("/")
     if query.skip_dirs.intersection(parts[:-1]) or os.path.islink(path):

@@ -12,6 +12,44 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 
+def _set_end(pattern: str, start: int) -> int:
+    """Index of the ``]`` closing the set opened at ``start``, or -1 (then ``[`` is literal).
+
+    As in fnmatch, a ``]`` right after ``[`` or ``[!`` belongs to the set.
+    """
+    j = start + 1
+    if pattern[j : j + 1] == "!":
+        j += 1
+    if pattern[j : j + 1] == "]":
+        j += 1
+    return pattern.find("]", j)
+
+
+def _translate_set(body: str) -> str:
+    """A bracket expression's body (between ``[`` and ``]``) as a regex that never matches ``/``.
+
+    Characters are escaped one by one, so ``[``, ``&&``, ``~~``, ``||`` and ``\\`` stay literal;
+    ``a-z`` stays a range, reversed ranges match nothing, ``!`` first negates.
+    """
+    negate = body.startswith("!")
+    if negate:
+        body = body[1:]
+    items: list[str] = []
+    k = 0
+    while k < len(body):
+        if k + 2 < len(body) and body[k + 1] == "-":
+            low, high = body[k], body[k + 2]
+            if low <= high:
+                items.append(f"{re.escape(low)}-{re.escape(high)}")
+            k += 3
+        else:
+            items.append(re.escape(body[k]))
+            k += 1
+    if not items:
+        return "[^/]" if negate else "(?!)"
+    return f"[^/{''.join(items)}]" if negate else f"(?!/)[{''.join(items)}]"
+
+
 def _translate(pattern: str) -> str:
     out: list[str] = []
     i, n = 0, len(pattern)
@@ -30,15 +68,12 @@ def _translate(pattern: str) -> str:
             out.append("[^/]")
             i += 1
         elif c == "[":
-            end = pattern.find("]", i + 2 if pattern[i + 1 : i + 2] in ("!", "]") else i + 1)
+            end = _set_end(pattern, i)
             if end == -1:
                 out.append(re.escape(c))
                 i += 1
                 continue
-            body = pattern[i + 1 : end]
-            if body.startswith("!"):
-                body = "^" + body[1:]
-            out.append("[" + body.replace("\\", "\\\\") + "]")
+            out.append(_translate_set(pattern[i + 1 : end]))
             i = end + 1
         else:
             out.append(re.escape(c))

@@ -74,8 +74,12 @@ class WriteFileTool(WorkspaceTool):
     def run(self, file_path: str, content: str, append: bool = False) -> str:
         """Write or append, then say how much."""
         path = self.resolve(file_path)
-        path.parent.mkdir(parents=True, exist_ok=True)
         rel = self.relative(path)
+        if path.is_dir():
+            # Checked first: the atomic write would stage its temp file in the parent,
+            # which for the workspace root lies outside the workspace.
+            raise IsADirectoryError(f"Is a directory: {rel}")
+        path.parent.mkdir(parents=True, exist_ok=True)
         with path_lock(path):
             if append:
                 fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644)

@@ -6,7 +6,7 @@ import sys
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from toold.sandbox.process import cap_text, run_command
+from toold.sandbox.process import Clipped, join_clipped, run_command
 from toold.tools.builtin._workspace import WorkspaceTool
 from toold.tools.context import report_progress, set_exit_code
 
@@ -19,11 +19,20 @@ class BashArguments(BaseModel):
 
 
 def format_command_result(
-    stdout: str, stderr: str, returncode: int | None, timed_out: bool, timeout: float, limit: int
+    stdout: str | Clipped,
+    stderr: str | Clipped,
+    returncode: int | None,
+    timed_out: bool,
+    timeout: float,
+    limit: int,
 ) -> str:
-    """The spec's merged text: stdout, then stderr, then the failure line if any."""
-    parts = [p for p in (stdout.rstrip(), stderr.rstrip()) if p]
-    output = cap_text("\n".join(parts), limit)
+    """The spec's merged text: the failure line if any, then stdout, then stderr.
+
+    Output past ``limit`` characters keeps its head and tail around one marker.
+    """
+    streams = [s if isinstance(s, Clipped) else Clipped(s) for s in (stdout, stderr)]
+    parts = [c for c in (s.rstrip() for s in streams) if c.total]
+    output = join_clipped(parts, "\n", limit)
     if timed_out:
         head = f"Error: command timed out after {timeout:g} seconds"
     elif returncode:
@@ -63,7 +72,7 @@ class BashTool(WorkspaceTool):
         )
         set_exit_code(result.returncode)
         return format_command_result(
-            result.stdout, result.stderr, result.returncode, result.timed_out, timeout, limit
+            result.out, result.err, result.returncode, result.timed_out, timeout, limit
         )
 
 

@@ -1,0 +1,119 @@
+"""LSP lifecycle over real stdio: initialize, workspace choice, shutdown/exit, client death."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from tests.e2e.wire import WireClient
+
+
+def wait_for_exit(proc: subprocess.Popen[bytes], timeout: float = 20) -> int:
+    return proc.wait(timeout=timeout)
+
+
+def test_initialize_reports_server_info_and_methods(raw_client: WireClient) -> None:
+    result = raw_client.initialize()
+    assert result["serverInfo"]["name"] == "toold"
+    assert result["serverInfo"]["version"]
+    toold_caps = result["capabilities"]["experimental"]["toold"]
+    assert {"tools/list", "tools/call"} <= set(toold_caps["methods"])
+    assert toold_caps["protocolVersion"] == "1"
+
+
+def test_request_before_initialize_is_refused(raw_client: WireClient) -> None:
+    reply = raw_client.response(raw_client.request("tools/list", {}))
+    assert reply["error"]["code"] == -32002
+    raw_client.initialize()
+    assert raw_client.call("tools/list", {})["tools"]
+
+
+def test_workspace_from_workspace_folders(tmp_path: Path) -> None:
+    ws = tmp_path / "from-folders"
+    ws.mkdir()
+    c = WireClient(None)
+    try:
+        c.initialize(workspaceFolders=[{"uri": ws.as_uri(), "name": "w"}], rootUri=None)
+        assert c.tool("bash", command="pwd")["content"] == str(ws)
+    finally:
+        c.close()
+
+
+def test_workspace_from_root_path_and_flag_wins(tmp_path: Path) -> None:
+    flagged, other = tmp_path / "flag", tmp_path / "other"
+    flagged.mkdir()
+    other.mkdir()
+    c = WireClient(None)
+    try:
+        c.initialize(rootPath=str(other))
+        assert c.tool("bash", command="pwd")["content"] == str(other)
+    finally:
+        c.close()
+    c = WireClient(flagged)
+    try:
+        c.initialize(rootUri=other.as_uri())
+        assert c.tool("bash", command="pwd")["content"] == str(flagged)
+    finally:
+        c.close()
+
+
+def test_workspace_falls_back_to_cwd(tmp_path: Path) -> None:
+    c = WireClient(None)  # cwd of the daemon is the test's cwd
+    try:
+        c.initialize()
+        assert c.tool("bash", command="pwd")["content"] == os.getcwd()
+    finally:
+        c.close()
+
+
+def test_shutdown_then_requests_are_invalid_and_exit_is_clean(raw_client: WireClient) -> None:
+    raw_client.initialize()
+    assert raw_client.call("shutdown") is None
+    reply = raw_client.response(raw_client.request("tools/list", {}))
+    assert reply["error"]["code"] == -32600
+    raw_client.notify("exit")
+    assert wait_for_exit(raw_client.proc) == 0
+
+
+def test_exit_without_shutdown_exits_1(raw_client: WireClient) -> None:
+    raw_client.initialize()
+    raw_client.notify("exit")
+    assert wait_for_exit(raw_client.proc) == 1
+
+
+def test_daemon_exits_when_stdin_closes(raw_client: WireClient) -> None:
+    raw_client.initialize()
+    assert raw_client.proc.stdin is not None
+    raw_client.proc.stdin.close()
+    assert wait_for_exit(raw_client.proc) == 1
+
+
+def test_daemon_exits_when_client_process_dies(workspace: Path) -> None:
+    editor = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    c = WireClient(workspace)
+    try:
+        c.initialize(processId=editor.pid)
+        assert c.proc.poll() is None
+        editor.kill()
+        editor.wait()
+        assert wait_for_exit(c.proc) == 0
+    finally:
+        editor.kill()
+        c.close()
+
+
+def test_debug_logs_go_to_stderr_never_stdout(workspace: Path) -> None:
+    """With debug logging on, every stdout byte still parses as a frame."""
+    c = WireClient(workspace, "--log-level", "debug")
+    try:
+        c.initialize()
+        assert c.tool("read_file", file_path="src/main.py")["content"] == "1: print('needle')"
+        deadline = time.monotonic() + 20
+        while "DEBUG" not in c.stderr() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert "DEBUG" in c.stderr()
+    finally:
+        assert c.close() == 0

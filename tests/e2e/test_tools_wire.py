@@ -1,0 +1,211 @@
+"""tools/list and tools/call on the wire: formats, errors, cancellation, progress."""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.wire import WireClient
+
+BASE = ["bash", "read_file", "write_file", "edit_file", "glob", "grep"]
+
+
+def test_tools_list_native_by_default(client: WireClient) -> None:
+    tools = client.call("tools/list", {})["tools"]
+    names = [t["name"] for t in tools]
+    assert names[:6] == BASE
+    assert len(names) >= 18
+    read = next(t for t in tools if t["name"] == "read_file")
+    assert set(read) == {
+        "name",
+        "description",
+        "parameters",
+        "deferred",
+        "aliases",
+        "parallelSafe",
+        "effectTags",
+    }
+    assert read["parameters"]["type"] == "object"
+    assert read["parameters"]["required"] == ["file_path"]
+    assert "file_read" in read["aliases"]
+    assert read["deferred"] is False
+    todo = next(t for t in tools if t["name"] == "todo_write")
+    assert todo["deferred"] is True
+    edit = next(t for t in tools if t["name"] == "edit_file")
+    assert edit["effectTags"] == ["filesystem:write"]
+    assert edit["parallelSafe"] is False
+
+
+def test_tools_list_anthropic_and_openai(client: WireClient) -> None:
+    anthropic = client.call("tools/list", {"format": "anthropic"})["tools"]
+    assert all(set(t) == {"name", "description", "input_schema"} for t in anthropic)
+    openai = client.call("tools/list", {"format": "openai"})["tools"]
+    assert all(t["type"] == "function" for t in openai)
+    assert all(set(t["function"]) == {"name", "description", "parameters"} for t in openai)
+    assert [t["name"] for t in anthropic] == [t["function"]["name"] for t in openai]
+
+
+def test_tools_list_rejects_unknown_format(client: WireClient) -> None:
+    reply = client.response(client.request("tools/list", {"format": "yaml"}))
+    assert reply["error"]["code"] == -32602
+    assert "format" in reply["error"]["message"]
+
+
+def test_call_success_and_alias(client: WireClient, workspace: Path) -> None:
+    wrote = client.tool("write_file", file_path="notes/a.txt", content="alpha\nbeta\n")
+    assert wrote == {"content": "Wrote 11 characters to notes/a.txt", "isError": False}
+    via_alias = client.call(
+        "tools/call", {"name": "file_read", "arguments": {"file_path": "notes/a.txt"}}
+    )
+    assert via_alias == {"content": "1: alpha\n2: beta", "isError": False}
+    assert client.tool("glob", pattern="*.txt")["content"] == ["notes/a.txt", "src/helper.txt"]
+
+
+def test_unknown_tool_is_invalid_params(client: WireClient) -> None:
+    reply = client.response(client.request("tools/call", {"name": "nope", "arguments": {}}))
+    assert reply["error"] == {"code": -32602, "message": "Unknown tool: nope"}
+
+
+def test_bad_arguments_name_each_field(client: WireClient) -> None:
+    result = client.tool("read_file", offset="x", extra=1)
+    assert result["isError"] is True
+    text = result["content"]
+    assert "file_path: Field required" in text
+    assert "offset:" in text
+    assert "extra: unexpected argument" in text
+
+
+def test_handler_exception_becomes_error_text(client: WireClient) -> None:
+    result = client.tool("edit_file", file_path="src/main.py", old_text="absent", new_text="x")
+    assert result == {"content": "Error: ValueError: old_text not found in file", "isError": True}
+    escape = client.tool("read_file", file_path="../outside")
+    assert escape["isError"] is True
+    assert escape["content"].startswith("Error: PermissionError: Path '../outside' escapes")
+
+
+def test_bash_reports_exit_code(client: WireClient) -> None:
+    result = client.tool("bash", command="echo out; echo err >&2; exit 3")
+    assert result == {
+        "content": "Command failed with exit code 3\nout\nerr",
+        "isError": False,
+        "exitCode": 3,
+    }
+    assert client.tool("bash", command="true") == {"content": "", "isError": False, "exitCode": 0}
+
+
+def test_params_must_be_an_object(client: WireClient) -> None:
+    reply = client.response(client.request("tools/call", ["read_file"]))
+    assert reply["error"]["code"] == -32602
+    assert "object" in reply["error"]["message"]
+    missing = client.response(client.request("tools/call", {"arguments": {}}))
+    assert missing["error"]["code"] == -32602
+    assert "name" in missing["error"]["message"]
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie still answers kill(0); it is gone for our purposes.
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().split(") ")[1][0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def _wait_until(predicate, timeout: float = 20.0) -> bool:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.02)
+    return predicate()
+
+
+def test_progress_streams_bash_output(client: WireClient) -> None:
+    msg_id = client.request(
+        "tools/call",
+        {
+            "name": "bash",
+            "arguments": {"command": "echo first; echo second"},
+            "workDoneToken": "tok-1",
+        },
+    )
+    reply = client.response(msg_id)
+    assert reply["result"]["content"] == "first\nsecond"
+    progress = []
+    while True:
+        note = client.notification("$/progress", timeout=5)
+        assert note["params"]["token"] == "tok-1"
+        progress.append(note["params"]["value"])
+        if note["params"]["value"]["kind"] == "end":
+            break
+    assert progress[0] == {"kind": "begin", "title": "bash", "cancellable": True}
+    reported = "\n".join(v["message"] for v in progress if v["kind"] == "report")
+    assert "first" in reported and "second" in reported
+    assert progress[-1] == {"kind": "end", "message": "done"}
+
+
+def test_cancel_kills_the_whole_process_group(client: WireClient) -> None:
+    msg_id = client.request(
+        "tools/call",
+        {
+            "name": "bash",
+            "arguments": {"command": "sleep 300 & echo child=$!; sleep 300", "timeout": 600},
+            "workDoneToken": "cancel-me",
+        },
+    )
+    child = None
+    while child is None:
+        note = client.notification("$/progress")
+        found = re.search(r"child=(\d+)", note["params"]["value"].get("message", ""))
+        child = int(found.group(1)) if found else None
+    assert _pid_alive(child)
+    client.notify("$/cancelRequest", {"id": msg_id})
+    reply = client.response(msg_id)
+    assert reply["error"]["code"] == -32800
+    assert _wait_until(lambda: not _pid_alive(child)), f"background child {child} survived"
+
+
+def test_event_loop_stays_free_during_a_long_call(client: WireClient) -> None:
+    slow = client.request(
+        "tools/call",
+        {
+            "name": "bash",
+            "arguments": {"command": "echo started; sleep 10"},
+            "workDoneToken": "slow",
+        },
+    )
+    client.next_message(
+        lambda m: m.get("method") == "$/progress" and m["params"]["value"].get("kind") == "report"
+    )
+    fast = client.request(
+        "tools/call", {"name": "read_file", "arguments": {"file_path": "src/main.py"}}
+    )
+    first = client.next_message(lambda m: "method" not in m and m.get("id") in (slow, fast))
+    assert first["id"] == fast, "read_file waited for the running bash call"
+    assert first["result"]["content"] == "1: print('needle')"
+    client.notify("$/cancelRequest", {"id": slow})
+    assert client.response(slow)["error"]["code"] == -32800
+
+
+@pytest.mark.parametrize("token", [7, "str-token"])
+def test_progress_token_types(client: WireClient, token: object) -> None:
+    reply = client.response(
+        client.request(
+            "tools/call",
+            {"name": "glob", "arguments": {"pattern": "*.py"}, "workDoneToken": token},
+        )
+    )
+    assert reply["result"]["content"] == ["src/main.py"]
+    begin = client.notification("$/progress")
+    assert begin["params"] == {
+        "token": token,
+        "value": {"kind": "begin", "title": "glob", "cancellable": True},
+    }
