@@ -12,6 +12,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from toold_protocol.errors import MAX_MESSAGE_BYTES
+
 CONFIG_FILE = "toold.toml"
 
 
@@ -29,7 +31,7 @@ class LimitsConfig(_Section):
     """Shell output kept per call; head and tail survive around a marker."""
     max_file_size: int = Field(1_048_576, ge=1)
     """Largest file read_file reads whole, in bytes."""
-    max_message_bytes: int = Field(64 * 1024 * 1024, ge=1024)
+    max_message_bytes: int = Field(MAX_MESSAGE_BYTES, ge=1024)
     """Largest JSON-RPC frame the daemon accepts."""
     grep_max_matches: int = Field(1000, ge=1)
     """Matches grep returns at most."""

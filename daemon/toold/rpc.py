@@ -4,23 +4,27 @@ pygls hands our custom methods' params over as raw JSON values (see
 TooldProtocol.structure_message); here they become pydantic models, results go
 back as camelCase JSON, and a ValidationError becomes InvalidParams naming each
 field. Every custom method is registered through ``register_methods``, driven by
-toold_protocol.METHODS.
+toold_protocol's method table; models and handlers load on a method's first call.
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Awaitable, Callable, Mapping
+from functools import cache
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ValidationError
 from pygls.exceptions import JsonRpcInvalidParams
 
-from toold_protocol import METHODS, MethodSpec
+from toold_protocol.names import CLIENT_REQUESTS
 
 if TYPE_CHECKING:
-    from toold.server import TooldServer
+    from pydantic import BaseModel
 
-MethodHandler = Callable[["TooldServer", Any], Awaitable[BaseModel | None]]
+    from toold.server import TooldServer
+    from toold_protocol import MethodSpec
+
+MethodHandler = Callable[["TooldServer", Any], Awaitable["BaseModel | None"]]
 
 
 def dump(model: BaseModel) -> dict[str, Any]:
@@ -30,6 +34,8 @@ def dump(model: BaseModel) -> dict[str, Any]:
 
 def parse_params(spec: MethodSpec, raw: Any) -> BaseModel:
     """Validate raw params against the method's model; InvalidParams names each bad field."""
+    from pydantic import ValidationError
+
     if raw is None:
         raw = {}
     if not isinstance(raw, dict):
@@ -46,22 +52,30 @@ def parse_params(spec: MethodSpec, raw: Any) -> BaseModel:
         raise JsonRpcInvalidParams(f"{spec.name}: invalid params: {problems}") from None
 
 
-def register_methods(server: TooldServer, handlers: Mapping[str, MethodHandler]) -> None:
-    """Register a handler for every client-to-server method of the contract."""
-    for spec in METHODS.values():
-        if spec.direction != "clientToServer":
-            continue
-        if spec.name not in handlers:
-            raise LookupError(f"no handler for {spec.name}")
-        server.feature(spec.name)(_adapt(server, spec, handlers[spec.name]))
+@cache
+def _resolve(method: str, target: str) -> tuple[MethodSpec, MethodHandler]:
+    from toold_protocol import METHODS
+
+    module, _, func = target.partition(":")
+    return METHODS[method], getattr(importlib.import_module(module), func)
 
 
-def _adapt(server: TooldServer, spec: MethodSpec, handler: MethodHandler) -> Any:
+def register_methods(server: TooldServer, handlers: Mapping[str, str]) -> None:
+    """Register a handler (``module:function``) for every client request of the contract."""
+    for method in CLIENT_REQUESTS:
+        if method not in handlers:
+            raise LookupError(f"no handler for {method}")
+        server.feature(method)(_adapt(server, method, handlers[method]))
+
+
+def _adapt(server: TooldServer, method: str, target: str) -> Any:
     async def feature(params: Any) -> Any:
+        await server.ready()
+        spec, handler = _resolve(method, target)
         result = await handler(server, parse_params(spec, params))
         return None if result is None else dump(result)
 
-    feature.__name__ = spec.name.replace("/", "_")
+    feature.__name__ = method.replace("/", "_")
     return feature
 
 

@@ -7,7 +7,7 @@ import contextlib
 import logging
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
@@ -18,10 +18,11 @@ from pygls.protocol.language_server import lsp_method
 from pygls.uris import to_fs_path
 
 from toold import __version__
-from toold.config import TooldConfig, load_config
-from toold.tools.runtime import ToolRuntime
-from toold.tools.toolset import ToolSet
-from toold_protocol import METHODS, PROTOCOL_VERSION, errors
+from toold_protocol import ALL_METHODS, PROTOCOL_VERSION, errors
+
+if TYPE_CHECKING:
+    from toold.config import TooldConfig
+    from toold.tools.toolset import ToolSet
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +41,7 @@ class TooldProtocol(LanguageServerProtocol):
     def structure_message(self, data: dict[str, Any]) -> Any:
         """Keep toold's params as raw JSON (validated by pydantic in rpc.py)."""
         method = data.get("method")
-        if method in METHODS:
+        if isinstance(method, str) and method in ALL_METHODS:
             if "id" in data:
                 return JsonRPCRequestMessage(
                     id=data["id"], method=method, jsonrpc="2.0", params=data.get("params")
@@ -73,7 +74,7 @@ class TooldProtocol(LanguageServerProtocol):
         result.capabilities.experimental = {
             "toold": {
                 "protocolVersion": PROTOCOL_VERSION,
-                "methods": sorted(METHODS),
+                "methods": sorted(ALL_METHODS),
                 "workspace": os.fspath(self._server.root),
             }
         }
@@ -93,23 +94,62 @@ class TooldServer(LanguageServer):
         super().__init__("toold", __version__, protocol_cls=TooldProtocol)
         self.workspace_override = workspace
         self.root = (workspace or Path.cwd()).resolve()
-        self.config = TooldConfig()
         self._max_message_flag = max_message_bytes
-        self.max_message_bytes = max_message_bytes or self.config.limits.max_message_bytes
-        self.toolset = ToolSet()
+        self.max_message_bytes = max_message_bytes or errors.MAX_MESSAGE_BYTES
+        self.config: TooldConfig
+        self.toolset: ToolSet
+        self._binding: asyncio.Future[None] | None = None
         self.stopped = asyncio.Event()
         self.exit_code = 0
         self._watch_handle: Any = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def start_binding(self, root: Path, overrides: dict[str, Any] | None) -> None:
+        """Bind the workspace on a worker thread, so initialize answers at once."""
+        self.root = root.resolve()
+        loop = asyncio.get_running_loop()
+        self._binding = loop.run_in_executor(None, self.bind_workspace, self.root, overrides)
+
+    async def ready(self) -> None:
+        """Wait until the workspace is bound (a no-op after the first time)."""
+        if self._binding is None:
+            self.bind_workspace(self.root, None)
+            self._binding = asyncio.get_running_loop().create_future()
+            self._binding.set_result(None)
+        await self._binding
 
     def bind_workspace(self, root: Path, overrides: dict[str, Any] | None = None) -> None:
-        """Load the workspace's configuration and bind every tool to it."""
+        """Load the workspace's configuration and bind every tool to it.
+
+        An invalid configuration is reported to the client and replaced by defaults.
+        """
+        from toold.config import ConfigError, TooldConfig, load_config
+        from toold.tools.provider import BuiltinToolProvider
+        from toold.tools.runtime import ToolRuntime
+        from toold.tools.toolset import ToolSet
+
         self.root = root.resolve()
-        self.config = load_config(self.root, overrides)
+        try:
+            self.config = load_config(self.root, overrides)
+        except ConfigError as exc:
+            log.error("%s", exc)
+            self.config = TooldConfig()
+            self.show_error(f"toold: {exc}; using defaults")
         self.max_message_bytes = self._max_message_flag or self.config.limits.max_message_bytes
         runtime = ToolRuntime(workspace=self.root, config=self.config)
-        from toold.tools.provider import BuiltinToolProvider
-
         self.toolset = ToolSet(BuiltinToolProvider(runtime).get_tools())
+
+    def show_error(self, message: str) -> None:
+        """window/showMessage an error (safe from any thread)."""
+        params = types.ShowMessageParams(type=types.MessageType.Error, message=message)
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = None
+        if loop is not None:
+            self.window_show_message(params)
+        elif self._loop is not None:
+            self._loop.call_soon_threadsafe(self.window_show_message, params)
 
     @property
     def state_dir(self) -> Path:
@@ -197,7 +237,8 @@ def create_server(
         root = server.workspace_override or _workspace_from(params) or Path.cwd()
         options = params.initialization_options
         overrides = options.get("config") if isinstance(options, dict) else None
-        server.bind_workspace(root, overrides)
+        server._loop = asyncio.get_running_loop()
+        server.start_binding(root, overrides)
         if params.process_id:
             with contextlib.suppress(RuntimeError):
                 server.watch_client(params.process_id)

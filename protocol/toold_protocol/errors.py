@@ -18,6 +18,9 @@ INTERNAL_ERROR = -32603
 SERVER_NOT_INITIALIZED = -32002
 REQUEST_CANCELLED = -32800
 
+MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+"""Default cap on one frame's Content-Length (configurable)."""
+
 # toold's own
 MESSAGE_TOO_LARGE = -33001
 """A frame's Content-Length exceeds the daemon's message-size cap; the body was skipped."""

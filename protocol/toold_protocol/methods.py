@@ -8,9 +8,7 @@ from typing import Literal
 from pydantic import BaseModel
 
 from toold_protocol import models
-
-TOOLS_LIST = "tools/list"
-TOOLS_CALL = "tools/call"
+from toold_protocol.names import TOOLS_CALL, TOOLS_LIST
 
 Direction = Literal["clientToServer", "serverToClient"]
 

@@ -1,0 +1,669 @@
+"""Benchmark of the toold daemon against a bare pygls server and ripgrep.
+
+Usage: ``python tests/bench/bench.py [--quick] [--out FILE] [--grep-root DIR]``
+
+Measures, in one run:
+
+1. cold start: spawn the server, send ``initialize``, time until its response
+   (toold vs. ``bare_pygls_server.py``, the floor);
+2. ``tools/call read_file`` round trips over one stdio connection, sequential
+   (p50/p99, calls/s) and pipelined, vs. a bare pygls ``bench/readFile`` request;
+3. ``tools/call grep`` over this interpreter's site-packages vs. ``rg`` itself;
+4. resident memory of an idle daemon vs. the bare server.
+
+It prints a table and writes the raw figures and the machine description as JSON
+(default ``tests/bench/results.json``). It talks to the servers with its own small
+framing client, so it measures the daemon and not toold's client code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import time
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+from typing import IO, Any
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent.parent
+BARE_SERVER = HERE / "bare_pygls_server.py"
+DEFAULT_OUT = HERE / "results.json"
+
+COLD_START_TARGET_S = 0.1
+PIPELINE_DEPTH = 50
+GREP_CAP = 1000  # toold's grep_max_matches default
+GREP_PATTERNS = (
+    ("literal", "def __init__"),
+    ("rare literal", "ZeroDivisionError"),
+    ("regex", r"class \w+Error\("),
+)
+
+
+@dataclass(frozen=True)
+class Settings:
+    cold_runs: int
+    read_calls: int
+    read_connections: int
+    grep_runs: int
+
+
+FULL = Settings(cold_runs=10, read_calls=2000, read_connections=3, grep_runs=3)
+QUICK = Settings(cold_runs=3, read_calls=300, read_connections=1, grep_runs=1)
+
+
+class BenchError(RuntimeError):
+    """A server misbehaved (died, answered with an error)."""
+
+
+# --------------------------------------------------------------------------- client
+
+
+def frame(message: dict[str, Any]) -> bytes:
+    """One LSP base-protocol frame."""
+    body = json.dumps(message, separators=(",", ":")).encode("utf-8")
+    return b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+
+
+@dataclass
+class Server:
+    """A spawned server process and a minimal JSON-RPC client speaking to it."""
+
+    name: str
+    argv: list[str]
+    proc: subprocess.Popen[bytes] = field(init=False)
+    stderr: IO[bytes] = field(init=False)
+    next_id: int = 0
+
+    def start(self) -> None:
+        """Spawn the process (stderr to a temporary file, shown if it fails)."""
+        self.stderr = tempfile.TemporaryFile()  # noqa: SIM115 - closed in stop()
+        self.proc = subprocess.Popen(
+            self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr
+        )
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def send(self, data: bytes) -> None:
+        """Write raw frame bytes."""
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(data)
+        self.proc.stdin.flush()
+
+    def request_frame(self, method: str, params: Any) -> tuple[int, bytes]:
+        """A request frame and its id."""
+        self.next_id += 1
+        message: dict[str, Any] = {"jsonrpc": "2.0", "id": self.next_id, "method": method}
+        if params is not None:
+            message["params"] = params
+        return self.next_id, frame(message)
+
+    def notify(self, method: str, params: Any) -> None:
+        """Send a notification."""
+        self.send(frame({"jsonrpc": "2.0", "method": method, "params": params}))
+
+    def read_message(self) -> dict[str, Any]:
+        """Read one framed message."""
+        stream = self.proc.stdout
+        assert stream is not None
+        length = -1
+        while True:
+            line = stream.readline()
+            if not line:
+                raise BenchError(f"{self.name} closed its output{self._stderr_tail()}")
+            if line in (b"\r\n", b"\n"):
+                if length >= 0:
+                    break
+                continue
+            name, _, value = line.partition(b":")
+            if name.strip().lower() == b"content-length":
+                length = int(value)
+        message: dict[str, Any] = json.loads(stream.read(length))
+        return message
+
+    def read_response(self) -> dict[str, Any]:
+        """Next response, answering server-to-client requests with null on the way."""
+        while True:
+            message = self.read_message()
+            if "method" not in message:
+                return message
+            if "id" in message:
+                self.send(frame({"jsonrpc": "2.0", "id": message["id"], "result": None}))
+
+    def result_of(self, response: dict[str, Any], msg_id: int) -> Any:
+        """The result of a response, or BenchError."""
+        if response.get("id") != msg_id:
+            raise BenchError(f"{self.name}: expected response {msg_id}, got {response}")
+        if "error" in response:
+            raise BenchError(f"{self.name}: error {response['error']}")
+        return response.get("result")
+
+    def request(self, method: str, params: Any) -> Any:
+        """Send a request and wait for its result."""
+        msg_id, data = self.request_frame(method, params)
+        self.send(data)
+        return self.result_of(self.read_response(), msg_id)
+
+    def initialize(self, workspace: Path) -> Any:
+        """The initialize request (without the initialized notification)."""
+        return self.request("initialize", initialize_params(workspace))
+
+    def rss_kib(self) -> int:
+        """Resident set size from /proc/PID/status."""
+        for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+        raise BenchError("no VmRSS in /proc status")
+
+    def stop(self) -> None:
+        """shutdown + exit, then make sure the process is gone."""
+        try:
+            if self.proc.poll() is None:
+                self.request("shutdown", None)
+                self.notify("exit", None)
+                self.proc.wait(timeout=10)
+        except (OSError, BenchError, subprocess.TimeoutExpired):
+            self.proc.kill()
+            self.proc.wait()
+        finally:
+            for stream in (self.proc.stdin, self.proc.stdout):
+                if stream is not None:
+                    stream.close()
+            self.stderr.close()
+
+    def _stderr_tail(self) -> str:
+        self.stderr.seek(0)
+        tail = self.stderr.read()[-2000:].decode("utf-8", "replace").strip()
+        return f"; stderr:\n{tail}" if tail else ""
+
+
+def initialize_params(workspace: Path) -> dict[str, Any]:
+    return {
+        "processId": os.getpid(),
+        "rootUri": workspace.as_uri(),
+        "capabilities": {},
+        "clientInfo": {"name": "toold-bench"},
+    }
+
+
+def toold_server(workspace: Path) -> Server:
+    argv = [sys.executable, "-m", "toold", "serve", "--workspace", os.fspath(workspace)]
+    return Server("toold", argv)
+
+
+def bare_server() -> Server:
+    return Server("bare pygls", [sys.executable, os.fspath(BARE_SERVER)])
+
+
+def started(server: Server, workspace: Path) -> Server:
+    """Spawn, initialize and send initialized."""
+    server.start()
+    try:
+        server.initialize(workspace)
+        server.notify("initialized", {})
+    except BaseException:
+        server.stop()
+        raise
+    return server
+
+
+# --------------------------------------------------------------------------- stats
+
+
+def ms(seconds: float) -> float:
+    return round(seconds * 1000, 3)
+
+
+def percentile(samples: list[float], pct: float) -> float:
+    """Nearest-rank percentile."""
+    ordered = sorted(samples)
+    rank = max(1, min(len(ordered), round(pct / 100 * len(ordered) + 0.5)))
+    return ordered[rank - 1]
+
+
+# --------------------------------------------------------------------------- benchmarks
+
+
+def cold_once(server: Server, workspace: Path) -> float:
+    """Seconds from spawn to the initialize response."""
+    init = frame(
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": initialize_params(workspace)}
+    )
+    server.next_id = 1
+    start = time.perf_counter()
+    server.start()
+    try:
+        server.send(init)
+        response = server.read_response()
+        elapsed = time.perf_counter() - start
+        server.result_of(response, 1)
+    finally:
+        server.stop()
+    return elapsed
+
+
+def bench_cold_start(workspace: Path, settings: Settings) -> dict[str, Any]:
+    """Alternate toold and bare runs so drift hits both alike; one untimed warm-up each."""
+    cold_once(toold_server(workspace), workspace)
+    cold_once(bare_server(), workspace)
+    toold_s: list[float] = []
+    bare_s: list[float] = []
+    for _ in range(settings.cold_runs):
+        toold_s.append(cold_once(toold_server(workspace), workspace))
+        bare_s.append(cold_once(bare_server(), workspace))
+    python_s = []
+    for _ in range(settings.cold_runs):
+        start = time.perf_counter()
+        subprocess.run([sys.executable, "-c", "pass"], check=True)
+        python_s.append(time.perf_counter() - start)
+    toold_med = statistics.median(toold_s)
+    bare_med = statistics.median(bare_s)
+    return {
+        "runs": settings.cold_runs,
+        "toold_ms": [ms(s) for s in toold_s],
+        "bare_ms": [ms(s) for s in bare_s],
+        "toold_median_ms": ms(toold_med),
+        "bare_median_ms": ms(bare_med),
+        "difference_ms": ms(toold_med - bare_med),
+        "python_pass_median_ms": ms(statistics.median(python_s)),
+        "target_ms": ms(COLD_START_TARGET_S),
+        "meets_target": toold_med <= bare_med + COLD_START_TARGET_S,
+    }
+
+
+def round_trips(server: Server, method: str, params: Any, calls: int, check: Any) -> dict[str, Any]:
+    """Sequential and pipelined round trips of one request over one connection."""
+    warmup = min(100, calls)
+    for _ in range(warmup):  # imports, caches, pydantic schemas
+        check(server.request(method, params))
+    latencies: list[float] = []
+    begin = time.perf_counter()
+    for _ in range(calls):
+        msg_id, data = server.request_frame(method, params)
+        start = time.perf_counter()
+        server.send(data)
+        response = server.read_response()
+        latencies.append(time.perf_counter() - start)
+        check(server.result_of(response, msg_id))
+    sequential_s = time.perf_counter() - begin
+
+    batches = max(1, calls // PIPELINE_DEPTH)
+    begin = time.perf_counter()
+    for _ in range(batches):
+        frames = [server.request_frame(method, params) for _ in range(PIPELINE_DEPTH)]
+        server.send(b"".join(data for _, data in frames))
+        pending = {msg_id for msg_id, _ in frames}
+        for _ in range(PIPELINE_DEPTH):
+            response = server.read_response()
+            msg_id = response.get("id")
+            if msg_id not in pending:
+                raise BenchError(f"{server.name}: unexpected response {response}")
+            pending.discard(msg_id)
+            check(server.result_of(response, msg_id))
+    pipelined_s = time.perf_counter() - begin
+    return {
+        "warmup_calls": warmup,
+        "calls": calls,
+        "p50_ms": ms(percentile(latencies, 50)),
+        "p99_ms": ms(percentile(latencies, 99)),
+        "mean_ms": ms(statistics.fmean(latencies)),
+        "max_ms": ms(max(latencies)),
+        "calls_per_s": round(calls / sequential_s, 1),
+        "pipelined_calls": batches * PIPELINE_DEPTH,
+        "pipeline_depth": PIPELINE_DEPTH,
+        "pipelined_calls_per_s": round(batches * PIPELINE_DEPTH / pipelined_s, 1),
+    }
+
+
+def bench_read_file(workspace: Path, small: Path, settings: Settings) -> dict[str, Any]:
+    expected_text = small.read_text(encoding="utf-8")
+    expected_first = "1: " + expected_text.splitlines()[0]
+
+    def check_toold(result: Any) -> None:
+        if result.get("isError") or not str(result.get("content", "")).startswith(expected_first):
+            raise BenchError(f"toold read_file returned {result!r}")
+
+    def check_bare(result: Any) -> None:
+        if result.get("text") != expected_text:
+            raise BenchError(f"bare readFile returned {result!r}")
+
+    toold_params = {"name": "read_file", "arguments": {"file_path": small.name}}
+    bare_params = {"path": os.fspath(small)}
+    rounds: dict[str, list[dict[str, Any]]] = {"toold": [], "bare": []}
+    # Each connection is a fresh server; alternate them so drift hits both alike.
+    for _ in range(settings.read_connections):
+        for key, make, method, params, check in (
+            ("toold", lambda: toold_server(workspace), "tools/call", toold_params, check_toold),
+            ("bare", bare_server, "bench/readFile", bare_params, check_bare),
+        ):
+            server = started(make(), workspace)
+            try:
+                stats = round_trips(server, method, params, settings.read_calls, check)
+                stats["rss_after_kib"] = server.rss_kib()
+            finally:
+                server.stop()
+            rounds[key].append(stats)
+    results: dict[str, Any] = {
+        "file_bytes": small.stat().st_size,
+        "connections": settings.read_connections,
+    }
+    for key, stats_list in rounds.items():
+        summary = {
+            name: statistics.median(s[name] for s in stats_list)
+            for name in ("p50_ms", "p99_ms", "mean_ms", "calls_per_s", "pipelined_calls_per_s")
+        }
+        summary["p50_ms_range"] = [
+            min(s["p50_ms"] for s in stats_list),
+            max(s["p50_ms"] for s in stats_list),
+        ]
+        for name in ("warmup_calls", "calls", "pipelined_calls", "pipeline_depth"):
+            summary[name] = stats_list[0][name]
+        summary["rss_after_kib"] = stats_list[-1]["rss_after_kib"]
+        summary["connections"] = stats_list
+        results[key] = summary
+    return results
+
+
+def ripgrep() -> str:
+    local = Path(sys.executable).with_name("rg")
+    found = os.fspath(local) if local.exists() else shutil.which("rg")
+    if found is None:
+        raise BenchError("ripgrep (rg) not found next to python nor on PATH")
+    return found
+
+
+def rg_once(rg: str, pattern: str, root: Path) -> tuple[float, int]:
+    """Seconds and output lines of ``rg -n --no-ignore --hidden -e PATTERN DIR``."""
+    argv = [rg, "-n", "--no-ignore", "--hidden", "-e", pattern, os.fspath(root)]
+    start = time.perf_counter()
+    proc = subprocess.run(argv, capture_output=True, check=False)
+    elapsed = time.perf_counter() - start
+    if proc.returncode not in (0, 1):
+        raise BenchError(f"rg failed ({proc.returncode}): {proc.stderr[-500:]!r}")
+    return elapsed, proc.stdout.count(b"\n")
+
+
+def toold_grep_once(server: Server, pattern: str) -> tuple[float, int]:
+    """Seconds and matches of one tools/call grep round trip."""
+    msg_id, data = server.request_frame(
+        "tools/call", {"name": "grep", "arguments": {"pattern": pattern}}
+    )
+    start = time.perf_counter()
+    server.send(data)
+    response = server.read_response()
+    elapsed = time.perf_counter() - start
+    result = server.result_of(response, msg_id)
+    content = result.get("content")
+    if result.get("isError") or not isinstance(content, list):
+        raise BenchError(f"toold grep returned {str(result)[:500]}")
+    if content and content[0].startswith("Invalid regex pattern"):
+        raise BenchError(content[0])
+    return elapsed, len(content)
+
+
+def bench_grep(root: Path, settings: Settings) -> dict[str, Any]:
+    rg = ripgrep()
+    files = sum(len(names) for _, _, names in os.walk(root))
+    # Warm the page cache: one full pass of rg over every file, then one toold call.
+    rg_once(rg, "a-pattern-that-matches-nothing-7f3a", root)
+    results: dict[str, Any] = {
+        "root": os.fspath(root),
+        "files": files,
+        "toold_cap": GREP_CAP,
+        "rg_argv": "rg -n --no-ignore --hidden -e PATTERN DIR",
+        "patterns": [],
+    }
+    server = started(toold_server(root), root)
+    try:
+        toold_grep_once(server, GREP_PATTERNS[1][1])
+        for kind, pattern in GREP_PATTERNS:
+            toold_s, rg_s = [], []
+            toold_n = rg_n = 0
+            for _ in range(settings.grep_runs):
+                elapsed, toold_n = toold_grep_once(server, pattern)
+                toold_s.append(elapsed)
+                elapsed, rg_n = rg_once(rg, pattern, root)
+                rg_s.append(elapsed)
+            toold_med, rg_med = statistics.median(toold_s), statistics.median(rg_s)
+            results["patterns"].append(
+                {
+                    "kind": kind,
+                    "pattern": pattern,
+                    "runs": settings.grep_runs,
+                    "toold_ms": [ms(s) for s in toold_s],
+                    "rg_ms": [ms(s) for s in rg_s],
+                    "toold_median_ms": ms(toold_med),
+                    "rg_median_ms": ms(rg_med),
+                    "ratio": round(toold_med / rg_med, 2),
+                    "toold_matches": toold_n,
+                    "rg_lines": rg_n,
+                }
+            )
+        results["toold_rss_after_kib"] = server.rss_kib()
+    finally:
+        server.stop()
+    return results
+
+
+def bench_idle_rss(workspace: Path) -> dict[str, Any]:
+    """VmRSS after initialize + one request (toold: tools/list; bare: its readFile)."""
+    small = workspace / "small.txt"
+    toold = started(toold_server(workspace), workspace)
+    try:
+        toold.request("tools/list", {})
+        time.sleep(0.2)
+        toold_kib = toold.rss_kib()
+    finally:
+        toold.stop()
+    bare = started(bare_server(), workspace)
+    try:
+        bare.request("bench/readFile", {"path": os.fspath(small)})
+        time.sleep(0.2)
+        bare_kib = bare.rss_kib()
+    finally:
+        bare.stop()
+    return {"toold_kib": toold_kib, "bare_kib": bare_kib, "difference_kib": toold_kib - bare_kib}
+
+
+# --------------------------------------------------------------------------- report
+
+
+def machine_info() -> dict[str, Any]:
+    cpu = "unknown"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    rg_version = subprocess.run(
+        [ripgrep(), "--version"], capture_output=True, text=True, check=False
+    ).stdout.split("\n", 1)[0]
+    git = subprocess.run(
+        ["git", "-C", os.fspath(REPO), "describe", "--always", "--dirty"],
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout.strip()
+    return {
+        "cpu_model": cpu,
+        "cores": os.cpu_count(),
+        "usable_cores": len(os.sched_getaffinity(0)),
+        "python": sys.version.split()[0],
+        "python_implementation": platform.python_implementation(),
+        "platform": platform.platform(),
+        "pygls": metadata.version("pygls"),
+        "lsprotocol": metadata.version("lsprotocol"),
+        "ripgrep": rg_version,
+        "toold_git": git or "unknown",
+    }
+
+
+def table(results: dict[str, Any]) -> str:
+    rows: list[tuple[str, str, str, str, str]] = [
+        ("measurement", "toold", "baseline", "toold vs baseline", "note")
+    ]
+    cold = results["cold_start"]
+    verdict = "meets" if cold["meets_target"] else "MISSES"
+    rows.append(
+        (
+            f"cold start → initialize response (median of {cold['runs']})",
+            f"{cold['toold_median_ms']:.1f} ms",
+            f"{cold['bare_median_ms']:.1f} ms",
+            f"{cold['difference_ms']:+.1f} ms",
+            f"baseline: bare pygls; {verdict} target ≤ +{cold['target_ms']:.0f} ms; "
+            f"`python -c pass` takes {cold['python_pass_median_ms']:.0f} ms",
+        )
+    )
+    rf = results["read_file"]
+    t, b = rf["toold"], rf["bare"]
+    notes = {
+        "p50_ms": f"{rf['file_bytes']} B file; baseline: bare pygls bench/readFile",
+        "p99_ms": f"{t['calls']} calls per connection, median of {rf['connections']} connections",
+        "calls_per_s": (
+            f"toold p50 ranged {t['p50_ms_range'][0]:.3f}–{t['p50_ms_range'][1]:.3f} ms "
+            "across connections"
+        ),
+    }
+    for label, key, unit in (
+        ("p50", "p50_ms", "ms"),
+        ("p99", "p99_ms", "ms"),
+        ("sequential", "calls_per_s", "calls/s"),
+        (f"pipelined ({t['pipeline_depth']} in flight)", "pipelined_calls_per_s", "calls/s"),
+    ):
+        fmt = ".3f" if unit == "ms" else ".0f"
+        rows.append(
+            (
+                f"tools/call read_file {label}",
+                f"{t[key]:{fmt}} {unit}",
+                f"{b[key]:{fmt}} {unit}",
+                f"×{t[key] / b[key]:.2f}",
+                notes.get(key, ""),
+            )
+        )
+    grep = results["grep"]
+    for p in grep["patterns"]:
+        capped = " (capped)" if p["toold_matches"] >= grep["toold_cap"] else ""
+        rows.append(
+            (
+                f"grep {p['kind']} `{p['pattern']}` (median of {p['runs']})",
+                f"{p['toold_median_ms']:.0f} ms",
+                f"{p['rg_median_ms']:.0f} ms",
+                f"×{p['ratio']:.2f}",
+                f"matches: toold {p['toold_matches']}{capped}, rg {p['rg_lines']} lines",
+            )
+        )
+    rss = results["idle_rss"]
+    rows.append(
+        (
+            "idle RSS after initialize + 1 request",
+            f"{rss['toold_kib'] / 1024:.1f} MiB",
+            f"{rss['bare_kib'] / 1024:.1f} MiB",
+            f"{rss['difference_kib'] / 1024:+.1f} MiB",
+            "baseline: bare pygls",
+        )
+    )
+    rows.append(
+        (
+            "RSS after the read_file runs",
+            f"{t['rss_after_kib'] / 1024:.1f} MiB",
+            f"{b['rss_after_kib'] / 1024:.1f} MiB",
+            f"{(t['rss_after_kib'] - b['rss_after_kib']) / 1024:+.1f} MiB",
+            f"after {t['calls'] + t['pipelined_calls'] + t['warmup_calls']} requests",
+        )
+    )
+    rows.append(
+        (
+            "RSS after the grep runs",
+            f"{grep['toold_rss_after_kib'] / 1024:.1f} MiB",
+            "",
+            "",
+            "",
+        )
+    )
+    widths = [max(len(r[i]) for r in rows) for i in range(5)]
+    lines = []
+    for n, row in enumerate(rows):
+        lines.append("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
+        if n == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def footnotes(results: dict[str, Any]) -> str:
+    m = results["machine"]
+    grep = results["grep"]
+    return "\n".join(
+        (
+            f"machine: {m['cpu_model']}, {m['cores']} cores, Python {m['python']}, "
+            f"pygls {m['pygls']}, {m['ripgrep']}, toold {m['toold_git']}",
+            f"grep tree: {grep['root']} ({grep['files']} files); baseline is "
+            f"`{grep['rg_argv']}` (a fresh process, output lines counted).",
+            f"toold stops at {grep['toold_cap']} matches and skips __pycache__, .git, .venv, "
+            "node_modules, files over 1 MB and non-UTF-8 files; rg reports every match. "
+            "Both runs follow a cache-warming rg pass.",
+        )
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="fewer runs (about a minute)")
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="results JSON file")
+    parser.add_argument(
+        "--grep-root",
+        type=Path,
+        default=Path(sysconfig.get_paths()["purelib"]),
+        help="tree for the grep benchmark (default: site-packages)",
+    )
+    args = parser.parse_args(argv)
+    settings = QUICK if args.quick else FULL
+    started_at = time.perf_counter()
+
+    results: dict[str, Any] = {
+        "mode": "quick" if args.quick else "full",
+        "timestamp": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "machine": machine_info(),
+    }
+    with tempfile.TemporaryDirectory(prefix="toold-bench-") as tmp:
+        workspace = Path(tmp).resolve()
+        small = workspace / "small.txt"
+        small.write_text(
+            "".join(f"line {i}: the quick brown fox jumps over the lazy dog\n" for i in range(20)),
+            encoding="utf-8",
+        )
+        steps = (
+            ("cold_start", lambda: bench_cold_start(workspace, settings)),
+            ("read_file", lambda: bench_read_file(workspace, small, settings)),
+            ("grep", lambda: bench_grep(args.grep_root.resolve(), settings)),
+            ("idle_rss", lambda: bench_idle_rss(workspace)),
+        )
+        for key, step in steps:
+            elapsed = time.perf_counter() - started_at
+            print(f"[{elapsed:5.1f} s] {key} …", file=sys.stderr, flush=True)
+            results[key] = step()
+    results["bench_seconds"] = round(time.perf_counter() - started_at, 1)
+
+    print(table(results))
+    print()
+    print(footnotes(results))
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(results, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    print(f"\nresults written to {args.out} ({results['bench_seconds']} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
