@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 READ_CHUNK = 65536
+PIPE_GRACE = 2.0  # seconds to drain the pipes once the group is dead
 
 
 @dataclass(frozen=True)
@@ -186,6 +187,23 @@ async def _pump(
         on_output(pending + tail)
 
 
+class _ExitAwareProtocol(asyncio.subprocess.SubprocessStreamProtocol):
+    """Stream protocol that also says when the process itself has exited.
+
+    On Python 3.11 ``Process.wait()`` returns only once every pipe is closed too, so a
+    background child still holding stdout would make a finished command look hung.
+    """
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        super().__init__(limit=READ_CHUNK, loop=loop)
+        self.exited: asyncio.Future[None] = loop.create_future()
+
+    def process_exited(self) -> None:
+        super().process_exited()
+        if not self.exited.done():
+            self.exited.set_result(None)
+
+
 async def run_command(
     argv: Sequence[str],
     *,
@@ -196,7 +214,9 @@ async def run_command(
     env: dict[str, str] | None = None,
 ) -> CommandResult:
     """Run ``argv`` with stdin closed; kill its whole process group on timeout or cancel."""
-    proc = await asyncio.create_subprocess_exec(
+    loop = asyncio.get_running_loop()
+    transport, protocol = await loop.subprocess_exec(
+        lambda: _ExitAwareProtocol(loop),
         *argv,
         cwd=cwd,
         stdin=asyncio.subprocess.DEVNULL,
@@ -205,20 +225,25 @@ async def run_command(
         start_new_session=True,
         env=env,
     )
+    proc = asyncio.subprocess.Process(transport, protocol, loop)
     assert proc.stdout is not None and proc.stderr is not None
     out, err = CappedText(output_limit), CappedText(output_limit)
     pumps = asyncio.gather(_pump(proc.stdout, out, on_output), _pump(proc.stderr, err, on_output))
     timed_out = False
     try:
         try:
-            await asyncio.wait_for(proc.wait(), timeout)
+            await asyncio.wait_for(asyncio.shield(protocol.exited), timeout)
         except TimeoutError:
             timed_out = True
     finally:
-        # Also reaps background children that would otherwise hold the pipes open.
+        # Also kills background children, which would otherwise hold the pipes open.
         kill_group(proc.pid)
-        if proc.returncode is None:
-            await asyncio.shield(proc.wait())
         with contextlib.suppress(asyncio.CancelledError):
-            await asyncio.shield(pumps)
+            await asyncio.shield(protocol.exited)
+            try:
+                await asyncio.wait_for(asyncio.shield(pumps), PIPE_GRACE)
+            except TimeoutError:
+                # Something outside the group (setsid) still holds a pipe: stop reading.
+                transport.close()
+                await asyncio.shield(pumps)
     return CommandResult(out.clipped(), err.clipped(), proc.returncode, timed_out, output_limit)

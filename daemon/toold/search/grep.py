@@ -18,10 +18,12 @@ from functools import cache
 from pathlib import Path
 
 from toold.search.patterns import GlobPattern
-from toold.search.walk import SKIP_DIRS, sort_key, walk_files
+from toold.search.walk import SKIP_DIRS, walk_files, walk_key
 
 MAX_FILE_BYTES = 1_048_576
 _REGEX_META = frozenset(".^$*+?{}[]\\|()")
+# Constructs whose meaning differs between one line and a whole text.
+_LINE_ONLY = re.compile(r"\\[AZ]|\(\?<?[=!]")
 
 
 @dataclass(frozen=True)
@@ -54,12 +56,28 @@ class LineMatch:
     text: str
 
 
+def normalize_newlines(text: str) -> str:
+    """CRLF and CR become LF (universal newlines)."""
+    return text.replace("\r\n", "\n").replace("\r", "\n") if "\r" in text else text
+
+
 def split_lines(text: str) -> list[str]:
     """Split on universal newlines, the numbering read_file uses too."""
-    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    lines = normalize_newlines(text).split("\n")
     if lines and lines[-1] == "":
         lines.pop()
     return lines
+
+
+def whole_text_filter(regex: re.Pattern[str]) -> re.Pattern[str] | None:
+    """A pattern that matches a text whenever ``regex`` matches one of its lines.
+
+    Searching the whole text once lets files without a match skip line splitting.
+    None when the pattern uses anchors or lookarounds that see across lines.
+    """
+    if _LINE_ONLY.search(regex.pattern):
+        return None
+    return re.compile(regex.pattern, regex.flags | re.MULTILINE)
 
 
 @cache
@@ -69,7 +87,7 @@ def ripgrep_binary() -> str | None:
     return os.fspath(local) if local.exists() else shutil.which("rg")
 
 
-def _rg_candidates(root: Path, query: GrepQuery, literal: str) -> list[Path] | None:
+def _rg_candidates(root: Path, query: GrepQuery, literal: str) -> list[tuple[Path, str]] | None:
     rg = ripgrep_binary()
     if rg is None or root.is_file():
         return None
@@ -86,40 +104,48 @@ def _rg_candidates(root: Path, query: GrepQuery, literal: str) -> list[Path] | N
         return None
     if proc.returncode not in (0, 1):
         return None
-    names = [os.fsdecode(p) for p in proc.stdout.split(b"\0") if p]
-    return sorted((Path(n) for n in names), key=lambda p: p.parts)
+    prefix = len(os.fspath(root).rstrip("/")) + 1
+    found = []
+    for raw in proc.stdout.split(b"\0"):
+        if not raw:
+            continue
+        name = os.fsdecode(raw)
+        rel = name[prefix:]
+        parts = rel.split("/")
+        # rg never follows links, but double-check what walk_files would have refused.
+        if query.skip_dirs.intersection(parts[:-1]) or os.path.islink(name):
+            continue
+        if not query.include_hidden and any(p.startswith(".") for p in parts):
+            continue
+        found.append((Path(name), rel))
+    found.sort(key=lambda item: walk_key(item[1]))
+    return found
 
 
-def candidate_files(root: Path, query: GrepQuery) -> Iterable[Path]:
-    """Files worth reading, in sorted order."""
+def candidate_files(root: Path, query: GrepQuery) -> Iterable[tuple[Path, str]]:
+    """``(path, root-relative posix path)`` of files worth reading, in walk order."""
     literal = query.literal
     if literal is not None:
         found = _rg_candidates(root, query, literal)
         if found is not None:
             return found
-    return walk_files(root, skip_dirs=query.skip_dirs, include_hidden=query.include_hidden)
-
-
-def _admissible(path: Path, root: Path, query: GrepQuery) -> bool:
-    if path == root:
+    walked = walk_files(root, skip_dirs=query.skip_dirs, include_hidden=query.include_hidden)
+    if root.is_file():
         # A file given as the search root is still filtered by ``include``, on its name.
-        return not path.is_symlink() and (query.include is None or query.include.match(path.name))
-    rel = path.relative_to(root).as_posix()
-    parts = rel.split("/")
-    if query.skip_dirs.intersection(parts[:-1]) or os.path.islink(path):
-        return False
-    if not query.include_hidden and any(p.startswith(".") for p in parts):
-        return False
-    return query.include is None or query.include.match(rel)
+        return ((path, path.name) for path in walked)
+    prefix = len(os.fspath(root).rstrip("/")) + 1
+    return ((path, os.fspath(path)[prefix:]) for path in walked)
 
 
 def grep_lines(root: Path, query: GrepQuery) -> Iterator[LineMatch]:
     """Yield matching lines under ``root`` in sorted file order, at most max_matches."""
     literal = query.literal if not query.regex.flags & re.IGNORECASE else None
     search = query.regex.search
+    text_filter = whole_text_filter(query.regex) if literal is None else None
+    include = query.include
     found = 0
-    for path in candidate_files(root, query):
-        if not _admissible(path, root, query):
+    for path, rel in candidate_files(root, query):
+        if include is not None and not include.match(rel):
             continue
         try:
             if path.stat().st_size > query.max_file_bytes:
@@ -130,8 +156,10 @@ def grep_lines(root: Path, query: GrepQuery) -> Iterator[LineMatch]:
         if literal is not None and literal.encode() not in data:
             continue
         try:
-            text = data.decode("utf-8")
+            text = normalize_newlines(data.decode("utf-8"))
         except UnicodeDecodeError:
+            continue
+        if text_filter is not None and text_filter.search(text) is None:
             continue
         for number, line in enumerate(split_lines(text), start=1):
             if (literal in line) if literal is not None else search(line):
@@ -141,4 +169,4 @@ def grep_lines(root: Path, query: GrepQuery) -> Iterator[LineMatch]:
                     return
 
 
-__all__ = ["GrepQuery", "LineMatch", "grep_lines", "sort_key", "split_lines"]
+__all__ = ["GrepQuery", "LineMatch", "grep_lines", "split_lines"]

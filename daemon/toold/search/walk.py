@@ -25,33 +25,35 @@ def walk_files(
 ) -> Iterator[Path]:
     """Yield regular files under ``root`` (or ``root`` itself if it is a file).
 
-    Order is that of sorted path parts: depth-first, names sorted, a folder's
-    files in the position of its name. Symlinks are never followed nor yielded;
-    ``skip_dirs`` apply only below ``root``, so an explicit root inside one is searched.
+    Order is os.walk's with names sorted: a folder's files first, then each
+    sub-folder in turn (the order ``walk_key`` sorts by). Symlinks are never
+    followed nor yielded; ``skip_dirs`` apply only below ``root``, so an explicit
+    root inside one is searched.
     """
     if root.is_file() and not root.is_symlink():
         yield root
         return
-    stack = [iter(_sorted_entries(os.fspath(root)))]
-    while stack:
-        entry = next(stack[-1], None)
-        if entry is None:
-            stack.pop()
-            continue
-        if not include_hidden and entry.name.startswith("."):
-            continue
-        try:
-            if entry.is_symlink():
+    pending = [os.fspath(root)]
+    while pending:
+        folder = pending.pop()
+        subdirs: list[str] = []
+        for entry in _sorted_entries(folder):
+            if not include_hidden and entry.name.startswith("."):
                 continue
-            if entry.is_dir(follow_symlinks=False):
-                if entry.name not in skip_dirs:
-                    stack.append(iter(_sorted_entries(entry.path)))
-            elif entry.is_file(follow_symlinks=False):
-                yield Path(entry.path)
-        except OSError:
-            continue
+            try:
+                if entry.is_symlink():
+                    continue
+                if entry.is_dir(follow_symlinks=False):
+                    if entry.name not in skip_dirs:
+                        subdirs.append(entry.path)
+                elif entry.is_file(follow_symlinks=False):
+                    yield Path(entry.path)
+            except OSError:
+                continue
+        pending.extend(reversed(subdirs))
 
 
-def sort_key(path: str) -> tuple[str, ...]:
-    """Key that orders posix paths by their parts, like sorted(Path objects)."""
-    return tuple(path.split("/"))
+def walk_key(rel_posix: str) -> tuple[tuple[int, str], ...]:
+    """Sort key reproducing walk_files' order for root-relative posix paths."""
+    *folders, name = rel_posix.split("/")
+    return (*((1, f) for f in folders), (0, name))

@@ -27,7 +27,15 @@ def _clean_schema(node: Any) -> Any:
         return [_clean_schema(n) for n in node]
     if not isinstance(node, dict):
         return node
-    out = {k: _clean_schema(v) for k, v in node.items() if k != "title"}
+    out: dict[str, Any] = {}
+    for key, value in node.items():
+        if key == "title" and isinstance(value, str):
+            continue
+        if key in ("properties", "$defs") and isinstance(value, dict):
+            # Keys here are argument or model names, never schema keywords.
+            out[key] = {name: _clean_schema(sub) for name, sub in value.items()}
+        else:
+            out[key] = _clean_schema(value)
     any_of = out.get("anyOf")
     if isinstance(any_of, list):
         non_null = [s for s in any_of if s != {"type": "null"}]

@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from toold.search.grep import GrepQuery, grep_lines
 from toold.search.patterns import compile_glob
-from toold.search.walk import sort_key, walk_files
+from toold.search.walk import walk_files
 from toold.tools.builtin._workspace import WorkspaceTool
 
 
@@ -54,7 +54,7 @@ class GlobTool(WorkspaceTool):
             rel_root = file.name if file == root else file.relative_to(root).as_posix()
             if matcher.match(rel_root):
                 found.add(self.relative(file))
-        return sorted(found, key=sort_key)
+        return sorted(found)
 
 
 class GrepTool(WorkspaceTool):

@@ -1,0 +1,39 @@
+"""The deferred tools: schemas visible from the start, 'unavailable' answers without managers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from toold.tools import DEFERRED_TOOLS, BuiltinToolProvider
+
+from .conftest import Call
+
+
+def test_deferred_flags() -> None:
+    for name, cls in BuiltinToolProvider.tool_classes().items():
+        assert cls.deferred is (name in DEFERRED_TOOLS), name
+
+
+@pytest.mark.parametrize(
+    ("name", "args", "expected"),
+    [
+        ("background_run", {"command": "echo hi"}, "Background manager unavailable."),
+        ("subagent", {"task": "look around"}, "Subagent unavailable: provider is not configured."),
+        ("team_spawn", {"name": "alice"}, "Team spawning unavailable for alice."),
+        ("team_send", {"to_agent": "bob", "content": "hi"}, "Team messaging unavailable for bob."),
+        ("team_list", {}, []),
+    ],
+)
+def test_unavailable_answers(call: Call, name: str, args: dict[str, Any], expected: Any) -> None:
+    assert call(name, **args) == expected
+
+
+def test_deferred_arguments_are_still_validated(call: Call) -> None:
+    with pytest.raises(ValueError, match="timeout"):
+        call("background_run", command="x", timeout=0)
+    with pytest.raises(ValueError, match="task: Field required"):
+        call("subagent")
+    with pytest.raises(ValueError, match="unexpected argument"):
+        call("team_list", verbose=True)

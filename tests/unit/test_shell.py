@@ -1,0 +1,204 @@
+"""bash: workspace cwd, result texts, timeouts, process-group cleanup and the output cap."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from toold.config import LimitsConfig, TooldConfig
+from toold.tools import ToolArgumentError, ToolRuntime, ToolSet, get_handlers
+from toold.tools.context import CallContext
+from toold.tools.toolset import ToolOutcome
+
+from .conftest import Call
+
+LIMIT = 30_000
+
+
+def _alive(pid: int) -> bool:
+    """True while ``pid`` runs; a zombie (killed, not yet reaped by init) counts as gone."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+
+
+def wait_gone(pids: list[int], timeout: float = 10.0) -> None:
+    """Poll until every pid has died; fail after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while any(_alive(pid) for pid in pids):
+        if time.monotonic() > deadline:
+            pytest.fail(f"still running after {timeout}s: {[p for p in pids if _alive(p)]}")
+        time.sleep(0.01)
+
+
+def _pids(text: str) -> list[int]:
+    return [int(line) for line in text.splitlines() if line.strip().isdigit()]
+
+
+def test_success_without_output_is_empty(call: Call) -> None:
+    assert call("bash", command="true") == ""
+
+
+def test_stdout_then_stderr_each_stripped(call: Call) -> None:
+    assert call("bash", command="printf 'out  \\n\\n'; printf 'err\\n\\n' >&2") == "out\nerr"
+
+
+def test_stderr_only(call: Call) -> None:
+    assert call("bash", command="echo oops >&2") == "oops"
+
+
+def test_exit_code_with_output(call: Call) -> None:
+    result = call("bash", command="echo out; echo err >&2; exit 3")
+    assert result == "Command failed with exit code 3\nout\nerr"
+
+
+def test_exit_code_without_output(call: Call) -> None:
+    assert call("bash", command="exit 4") == "Command failed with exit code 4"
+
+
+def test_stdin_is_closed(call: Call) -> None:
+    assert call("bash", command="cat", timeout=10) == ""
+
+
+def test_relative_files_land_in_workspace(call: Call, workspace: Path) -> None:
+    assert call("bash", command="echo hi > made.txt && cat made.txt") == "hi"
+    assert (workspace / "made.txt").read_text() == "hi\n"
+
+
+def test_timeout_must_be_at_least_one(call: Call) -> None:
+    with pytest.raises(ToolArgumentError, match="timeout"):
+        call("bash", command="true", timeout=0)
+
+
+def test_timeout_text_with_partial_output(call: Call) -> None:
+    result = call("bash", command="echo partial; echo warn >&2; sleep 1000", timeout=1)
+    assert result == "Error: command timed out after 1 seconds\npartial\nwarn"
+
+
+def test_timeout_text_without_output(call: Call) -> None:
+    assert call("bash", command="sleep 1000", timeout=1) == (
+        "Error: command timed out after 1 seconds"
+    )
+
+
+def test_timeout_kills_the_process_group(call: Call) -> None:
+    result = call(
+        "bash",
+        command="sleep 1000 & echo $!; (sleep 1000 & echo $!; wait) & sleep 1000",
+        timeout=1,
+    )
+    assert result.startswith("Error: command timed out after 1 seconds\n")
+    pids = _pids(result)
+    assert len(pids) == 2
+    wait_gone(pids)
+
+
+def test_background_child_neither_blocks_nor_outlives_the_call(call: Call) -> None:
+    # The child keeps stdout open; the call must still finish when bash exits.
+    result = call("bash", command="sleep 1000 & echo $!", timeout=20)
+    pids = _pids(result)
+    assert result == str(pids[0])
+    wait_gone(pids)
+
+
+@pytest.mark.timeout(20)
+def test_pipe_held_outside_the_group_does_not_hang(call: Call) -> None:
+    # setsid -f escapes the process group; its child still holds stderr open.
+    result = call(
+        "bash", command="setsid -f sh -c 'echo $$ >&2; exec sleep 60'; echo hi", timeout=10
+    )
+    pids = _pids(result)
+    try:
+        assert result == f"hi\n{pids[0]}"
+    finally:
+        for pid in pids:
+            os.kill(pid, signal.SIGKILL)
+
+
+def test_cancellation_kills_the_process_group(workspace: Path) -> None:
+    tools = ToolSet.resolve(["bash"], ToolRuntime(workspace=workspace))
+
+    async def scenario() -> int:
+        lines: asyncio.Queue[str] = asyncio.Queue()
+        ctx = CallContext(progress=lines.put_nowait)
+        task = asyncio.create_task(
+            tools.invoke("bash", {"command": "sleep 1000 & echo $!; wait"}, context=ctx)
+        )
+        first = await asyncio.wait_for(lines.get(), 30)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        return _pids(first)[0]
+
+    pid = asyncio.run(scenario())
+    wait_gone([pid])
+
+
+def test_exit_code_reaches_the_outcome(workspace: Path) -> None:
+    tools = ToolSet.resolve(["bash"], ToolRuntime(workspace=workspace))
+    outcome = asyncio.run(tools.invoke("bash", {"command": "echo x; exit 7"}))
+    assert outcome == ToolOutcome("Command failed with exit code 7\nx", exit_code=7)
+    outcome = asyncio.run(tools.invoke("bash", {"command": "echo ok"}))
+    assert outcome == ToolOutcome("ok", exit_code=0)
+
+
+def _marker(dropped: int) -> str:
+    return f"\n\n... [{dropped} characters truncated] ...\n\n"
+
+
+def test_long_output_keeps_head_and_tail(call: Call) -> None:
+    result = call("bash", command="yes | head -c 200000")
+    # The stream is "y\n" * 100000, stripped to 199999 characters; 30000 survive.
+    expected = "y\n" * (LIMIT // 4) + _marker(199_999 - LIMIT) + "\ny" * (LIMIT // 4)
+    assert result == expected
+
+
+def test_long_stdout_and_stderr_share_one_cap(call: Call) -> None:
+    result = call("bash", command="yes a | head -c 100000; yes b | head -c 100000 >&2")
+    # "a\n"*50000 stripped (99999) + "\n" + "b\n"*50000 stripped (99999) = 199999 characters.
+    expected = "a\n" * (LIMIT // 4) + _marker(199_999 - LIMIT) + "\nb" * (LIMIT // 4)
+    assert result == expected
+    assert result.count("characters truncated") == 1
+
+
+def test_long_output_after_failure_line(call: Call) -> None:
+    result = call("bash", command="yes | head -c 200000; exit 2")
+    head, _, rest = result.partition("\n")
+    assert head == "Command failed with exit code 2"
+    assert rest == "y\n" * (LIMIT // 4) + _marker(199_999 - LIMIT) + "\ny" * (LIMIT // 4)
+
+
+def test_output_at_the_limit_is_kept_whole(workspace: Path) -> None:
+    config = TooldConfig(limits=LimitsConfig(bash_output_chars=1000))
+    bash = get_handlers(workspace, config=config)["bash"]
+    exact = asyncio.run(bash(command="head -c 1000 /dev/zero | tr '\\0' x"))
+    assert exact == "x" * 1000
+    over = asyncio.run(bash(command="head -c 1001 /dev/zero | tr '\\0' x"))
+    assert over == "x" * 500 + _marker(1) + "x" * 500
+
+
+def test_combined_streams_over_the_limit_are_capped(workspace: Path) -> None:
+    config = TooldConfig(limits=LimitsConfig(bash_output_chars=1000))
+    bash = get_handlers(workspace, config=config)["bash"]
+    # Each stream fits under the cap alone; together (600 + 1 + 600) they do not.
+    result = asyncio.run(
+        bash(command="head -c 600 /dev/zero | tr '\\0' o; head -c 600 /dev/zero | tr '\\0' e >&2")
+    )
+    assert result == "o" * 500 + _marker(201) + "e" * 500
+
+
+def test_invalid_utf8_split_across_reads(call: Call) -> None:
+    # A three-byte character split by a pause still decodes; a lone byte is replaced.
+    result = call("bash", command="printf '\\xe4\\xbd'; sleep 0.2; printf '\\xa0\\xff!'")
+    assert result == "你\ufffd!"

@@ -1,0 +1,254 @@
+"""The Tool base class and @tool: defaults, schemas, validation and execute()."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from typing import Any, ClassVar
+
+import pytest
+from pydantic import BaseModel, Field
+
+from toold.tools import FunctionTool, Tool, ToolArgumentError, tool
+
+
+class Bare(Tool):
+    """A tool that sets nothing but run()."""
+
+    def run(self, value: Any) -> Any:
+        return {"got": value, "thread": threading.get_ident()}
+
+
+class Echo(Tool):
+    """A hand-written object schema and no Arguments model (Jianmu's style)."""
+
+    name: ClassVar[str] = "echo"
+    input_schema: ClassVar[dict[str, Any]] = {
+        "type": "object",
+        "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+    }
+
+    def run(self, *args: Any, **kwargs: Any) -> Any:
+        return {"args": list(args), "kwargs": kwargs}
+
+
+class AsyncEcho(Tool):
+    name: ClassVar[str] = "async_echo"
+    input_schema: ClassVar[dict[str, Any]] = {"type": "object"}
+
+    async def run(self, **kwargs: Any) -> Any:
+        return {"kwargs": kwargs, "thread": threading.get_ident()}
+
+
+def test_tool_defaults() -> None:
+    assert Bare.name == "unnamed_tool"
+    assert Bare.description == "No description provided"
+    assert Bare.input_schema["type"] == "string"
+    assert Bare.output_schema["type"] == "string"
+    assert Bare.deferred is False
+    assert Bare.parallel_safe is True
+    assert Bare.effect_tags == ()
+    assert Bare().runtime is None
+
+
+def test_non_object_schema_is_wrapped_as_input() -> None:
+    assert Bare().parameters() == {
+        "type": "object",
+        "properties": {"input": {"type": "string", "description": "Tool input string"}},
+        "required": ["input"],
+    }
+
+
+def test_object_schema_gets_properties_and_required() -> None:
+    class Empty(Tool):
+        input_schema: ClassVar[dict[str, Any]] = {"type": "object"}
+
+        def run(self) -> None:
+            return None
+
+    assert Empty().parameters() == {"type": "object", "properties": {}, "required": []}
+    assert Empty.input_schema == {"type": "object"}
+
+
+def test_parameters_is_a_deep_copy() -> None:
+    params = Echo().parameters()
+    params["properties"]["a"]["type"] = "string"
+    params["required"].append("a")
+    assert Echo.input_schema["properties"]["a"] == {"type": "integer"}
+    assert "required" not in Echo.input_schema
+
+
+def test_string_tool_takes_a_plain_value_or_input_object() -> None:
+    main = threading.get_ident()
+    assert asyncio.run(Bare().execute("hi"))["got"] == "hi"
+    result = asyncio.run(Bare().execute({"input": "wrapped"}))
+    assert result["got"] == "wrapped"
+    # A synchronous run() goes to a worker thread.
+    assert result["thread"] != main
+
+
+def test_async_run_is_awaited_on_the_loop() -> None:
+    async def scenario() -> tuple[Any, int]:
+        return await AsyncEcho().execute({"a": 1}), threading.get_ident()
+
+    result, loop_thread = asyncio.run(scenario())
+    assert result == {"kwargs": {"a": 1}, "thread": loop_thread}
+
+
+def test_dict_args_become_keywords_anything_else_one_positional() -> None:
+    assert asyncio.run(Echo().execute({"a": 1})) == {"args": [], "kwargs": {"a": 1}}
+    assert asyncio.run(Echo().execute([1, 2])) == {"args": [[1, 2]], "kwargs": {}}
+    assert asyncio.run(Echo().execute("text")) == {"args": ["text"], "kwargs": {}}
+
+
+@pytest.mark.parametrize(
+    ("prefer", "expected"), [(True, {"a": 2, "b": 3}), (False, {"a": 1, "b": 3})]
+)
+def test_injected_arguments(prefer: bool, expected: dict[str, int]) -> None:
+    result = asyncio.run(
+        Echo().execute({"a": 1}, injected={"a": 2, "b": 3}, prefer_injected=prefer)
+    )
+    assert result == {"args": [], "kwargs": expected}
+
+
+def test_injected_without_args() -> None:
+    assert asyncio.run(Echo().execute(None, injected={"a": 5})) == {
+        "args": [],
+        "kwargs": {"a": 5},
+    }
+
+
+def test_injected_ignored_for_positional_args() -> None:
+    assert asyncio.run(Echo().execute("x", injected={"a": 5})) == {"args": ["x"], "kwargs": {}}
+
+
+class GreetArguments(BaseModel):
+    who: str = Field(description="Name to greet.")
+    times: int = Field(1, ge=1)
+
+
+class Greet(Tool):
+    name: ClassVar[str] = "greet"
+    Arguments = GreetArguments
+
+    def run(self, who: str, times: int) -> str:
+        return " ".join([f"hi {who}"] * times)
+
+
+def test_arguments_model_derives_the_schema() -> None:
+    assert Greet.input_schema == {
+        "type": "object",
+        "properties": {
+            "who": {"type": "string", "description": "Name to greet."},
+            "times": {"type": "integer", "default": 1, "minimum": 1},
+        },
+        "required": ["who"],
+    }
+
+
+def test_arguments_model_validates_and_fills_defaults() -> None:
+    assert asyncio.run(Greet().execute({"who": "ann"})) == "hi ann"
+    assert asyncio.run(Greet().execute({"who": "ann", "times": 2})) == "hi ann hi ann"
+    assert asyncio.run(Greet().execute(None, injected={"who": "bo"})) == "hi bo"
+
+
+def test_validation_error_names_each_bad_field() -> None:
+    with pytest.raises(ToolArgumentError) as info:
+        asyncio.run(Greet().execute({"times": 0}))
+    message = str(info.value)
+    assert message.startswith("invalid arguments for greet: ")
+    assert "who: Field required" in message
+    assert "times: Input should be greater than or equal to 1 (got 0)" in message
+
+
+def test_validation_refuses_non_objects() -> None:
+    with pytest.raises(ToolArgumentError, match="expected an object, got list"):
+        asyncio.run(Greet().execute(["ann"]))
+
+
+# @tool
+
+
+@tool
+def add(a: int, b: int = 2) -> dict[str, int]:
+    """Add two numbers."""
+    return {"sum": a + b, "thread": threading.get_ident()}
+
+
+@tool(name="shout", description="Upper-case the text.", effect_tags=("demo",))
+async def loud(text: str, suffix: str | None = None) -> str:
+    return text.upper() + (suffix or "")
+
+
+@tool
+def undocumented(flag: bool) -> bool:
+    return not flag
+
+
+def test_decorator_builds_a_function_tool() -> None:
+    assert isinstance(add, FunctionTool)
+    assert add.name == "add"
+    assert add.description == "Add two numbers."
+    assert add.input_schema == {
+        "type": "object",
+        "properties": {"a": {"type": "integer"}, "b": {"type": "integer", "default": 2}},
+        "required": ["a"],
+    }
+
+
+def test_decorator_with_arguments() -> None:
+    assert loud.name == "shout"
+    assert loud.description == "Upper-case the text."
+    assert loud.effect_tags == ("demo",)
+    assert loud.parameters() == {
+        "type": "object",
+        "properties": {
+            "text": {"type": "string"},
+            "suffix": {"type": "string", "default": None},
+        },
+        "required": ["text"],
+    }
+
+
+def test_decorator_description_fallback() -> None:
+    assert undocumented.name == "undocumented"
+    assert undocumented.description == "No description provided"
+
+
+def test_sync_function_runs_in_a_worker_thread() -> None:
+    result = asyncio.run(add.execute({"a": 1}))
+    assert result["sum"] == 3
+    assert result["thread"] != threading.get_ident()
+
+
+def test_async_function_is_awaited() -> None:
+    assert asyncio.run(loud.execute({"text": "hi", "suffix": "!"})) == "HI!"
+    assert asyncio.run(loud.execute({"text": "hi"})) == "HI"
+
+
+def test_function_tool_validation() -> None:
+    with pytest.raises(ToolArgumentError) as info:
+        asyncio.run(add.execute({"a": "x", "c": 1}))
+    message = str(info.value)
+    assert "a: Input should be a valid integer" in message
+    assert "c: unexpected argument; remove it" in message
+
+
+def test_function_tool_injected_argument() -> None:
+    @tool
+    def whoami(user: str) -> str:
+        return user
+
+    assert asyncio.run(whoami.execute({"user": "model"}, injected={"user": "daemon"})) == "daemon"
+    assert (
+        asyncio.run(
+            whoami.execute({"user": "model"}, injected={"user": "d"}, prefer_injected=False)
+        )
+        == "model"
+    )
+
+
+def test_function_tools_are_independent() -> None:
+    assert add.input_schema is not loud.input_schema
+    assert "a" not in loud.input_schema["properties"]
+    assert Tool.name == "unnamed_tool"
