@@ -24,6 +24,18 @@ class _Section(BaseModel):
 class ExecutionConfig(_Section):
     tool_runner: Literal["local", "subprocess", "bwrap", "docker"] = "local"
     """Where tools run: in the daemon, a worker process, bubblewrap or Docker."""
+    network: bool = False
+    """bwrap and docker: let sandboxed tools reach the network."""
+    warm_workers: int = Field(1, ge=0, le=8)
+    """subprocess: idle worker processes kept ready (0 = a fresh process per call)."""
+    docker_image: str = "toold-sandbox:latest"
+    """docker: image the worker runs in (built locally; it needs python3 and bash)."""
+    docker_cpus: float = Field(1.0, gt=0)
+    """docker: CPU limit per container."""
+    docker_memory: str = "512m"
+    """docker: memory limit per container, in Docker's units."""
+    pids_limit: int = Field(256, ge=16)
+    """bwrap and docker: process-count limit inside the sandbox."""
 
 
 class LimitsConfig(_Section):
@@ -37,11 +49,53 @@ class LimitsConfig(_Section):
     """Matches grep returns at most."""
 
 
+class FilesConfig(_Section):
+    allowed_extensions: list[str] = Field(default_factory=list)
+    """Only these extensions (e.g. ".py") for read_file/write_file; empty means all."""
+    max_content_size: int = Field(1_048_576, ge=1)
+    """Largest content write_file accepts, in bytes."""
+    create_dirs: bool = True
+    """write_file creates missing parent folders."""
+
+
+class HttpConfig(_Section):
+    timeout: float = Field(30.0, gt=0)
+    """Seconds per request attempt."""
+    retries: int = Field(3, ge=0, le=10)
+    """Default retry count (a call may pass its own)."""
+    max_response_length: int = Field(50_000, ge=100)
+    """Characters of body kept; longer bodies are truncated with a notice."""
+    allow_hosts: list[str] = Field(default_factory=list)
+    """When set, only these hosts (or their subdomains) may be requested."""
+    deny_hosts: list[str] = Field(default_factory=list)
+    """Hosts (or their subdomains) that may never be requested."""
+
+
+class PythonReplConfig(_Section):
+    timeout: float = Field(30.0, gt=0)
+    """Seconds a snippet may run before its worker is killed."""
+    max_output_length: int = Field(10_000, ge=100)
+    """Characters of output kept; the rest is replaced by a truncation notice."""
+    allowed_modules: list[str] | None = None
+    """When set, the only modules snippets may import (top-level names)."""
+
+
+class WebSearchConfig(_Section):
+    timeout: float = Field(10.0, gt=0)
+    """Seconds before a search gives up."""
+    max_results: int = Field(5, ge=1, le=50)
+    """Default number of results."""
+
+
 class TooldConfig(_Section):
     """The whole configuration; every section optional."""
 
     execution: ExecutionConfig = Field(default_factory=ExecutionConfig)
     limits: LimitsConfig = Field(default_factory=LimitsConfig)
+    files: FilesConfig = Field(default_factory=FilesConfig)
+    http: HttpConfig = Field(default_factory=HttpConfig)
+    python_repl: PythonReplConfig = Field(default_factory=PythonReplConfig)
+    web_search: WebSearchConfig = Field(default_factory=WebSearchConfig)
 
 
 class ConfigError(ValueError):

@@ -8,7 +8,7 @@ from typing import Literal
 from pydantic import BaseModel
 
 from toold_protocol import models
-from toold_protocol.names import TOOLS_CALL, TOOLS_LIST
+from toold_protocol import names
 
 Direction = Literal["clientToServer", "serverToClient"]
 
@@ -29,20 +29,71 @@ class MethodSpec:
         return self.result is None
 
 
+def _notification(name: str, params: type[BaseModel], doc: str) -> MethodSpec:
+    return MethodSpec(name, params, None, direction="serverToClient", doc=doc)
+
+
 METHODS: dict[str, MethodSpec] = {
     spec.name: spec
     for spec in (
         MethodSpec(
-            TOOLS_LIST,
+            names.TOOLS_LIST,
             models.ToolsListParams,
             models.ToolsListResult,
             doc="List every tool's schema in the requested format.",
         ),
         MethodSpec(
-            TOOLS_CALL,
+            names.TOOLS_CALL,
             models.ToolsCallParams,
             models.ToolsCallResult,
             doc="Run one tool; failures of the tool itself come back as isError results.",
+        ),
+        MethodSpec(
+            names.TODOS_LIST,
+            models.EmptyParams,
+            models.TodosListResult,
+            doc="The session's TODO items.",
+        ),
+        MethodSpec(
+            names.TASKS_LIST,
+            models.TasksListParams,
+            models.TasksListResult,
+            doc="Persistent tasks from .tasks.json, each with its ready flag.",
+        ),
+        MethodSpec(
+            names.SKILLS_LIST,
+            models.EmptyParams,
+            models.SkillsListResult,
+            doc="Skills found in BAREAGENT_SKILLS_DIR, .toold/skills and toold's own.",
+        ),
+        MethodSpec(
+            names.JOBS_LIST,
+            models.EmptyParams,
+            models.JobsListResult,
+            doc="Background jobs, running and finished (finished ones survive restarts).",
+        ),
+        MethodSpec(
+            names.JOBS_GET,
+            models.JobIdParams,
+            models.JobDetail,
+            doc="One job with its output so far (capped).",
+        ),
+        MethodSpec(
+            names.JOBS_CANCEL,
+            models.JobIdParams,
+            models.JobInfo,
+            doc="Cancel a running job: its whole process group is killed.",
+        ),
+        _notification(names.TODOS_CHANGED, models.TodosChanged, "The TODO list changed."),
+        _notification(
+            names.TASKS_CHANGED, models.TasksChanged, "Tasks changed (here or on disk)."
+        ),
+        _notification(names.SKILLS_CHANGED, models.SkillsChanged, "A skill folder changed."),
+        _notification(names.JOBS_FINISHED, models.JobFinished, "A background job ended."),
+        _notification(
+            names.EXECUTION_EVENT,
+            models.ExecutionEvent,
+            "A tool run started, completed or failed (opt-in).",
         ),
     )
 }

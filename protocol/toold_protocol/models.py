@@ -131,3 +131,163 @@ class InitializationOptions(WireModel):
 
     workspace: str | None = None
     """Workspace root, overriding workspaceFolders/rootUri/rootPath."""
+    config: dict[str, Any] | None = None
+    """Configuration keys, as in toold.toml, overriding the file."""
+    execution_events: bool = False
+    """Send ``execution/event`` notifications for every tool run."""
+
+
+# --- state: todos, tasks, skills ---------------------------------------------
+
+TodoStatus = Literal["pending", "in_progress", "done"]
+TaskStatus = Literal["pending", "in_progress", "done", "failed"]
+
+
+class TodoItem(WireModel):
+    """One item of the session's TODO list."""
+
+    id: str
+    """``t1``, ``t2``, ..."""
+    task: str
+    status: TodoStatus
+    priority: str = "normal"
+
+
+class Task(WireModel):
+    """A persistent task from ``.tasks.json``."""
+
+    id: str
+    """Eight random alphanumerics."""
+    title: str
+    description: str = ""
+    status: TaskStatus
+    depends_on: list[str] = Field(default_factory=list)
+    created_at: str
+    """UTC ISO-8601."""
+    updated_at: str
+    ready: bool = False
+    """Pending, with every dependency done."""
+
+
+class Skill(WireModel):
+    """A skill folder holding SKILL.md."""
+
+    name: str
+    description: str
+    """First non-heading line of SKILL.md."""
+    path: str
+    """Absolute path of SKILL.md."""
+
+
+class EmptyParams(WireModel):
+    """Params of a method that takes none."""
+
+
+class TodosListResult(WireModel):
+    """Result of ``todos/list``."""
+
+    todos: list[TodoItem]
+
+
+class TodosChanged(WireModel):
+    """``todos/changed``: the whole list after a change."""
+
+    todos: list[TodoItem]
+
+
+class TasksListParams(WireModel):
+    """Params of ``tasks/list``."""
+
+    status: TaskStatus | None = None
+    """Only tasks with this status."""
+
+
+class TasksListResult(WireModel):
+    """Result of ``tasks/list``."""
+
+    tasks: list[Task]
+
+
+class TasksChanged(WireModel):
+    """``tasks/changed``: every task after a change, made by toold or by anyone else."""
+
+    tasks: list[Task]
+
+
+class SkillsListResult(WireModel):
+    """Result of ``skills/list``."""
+
+    skills: list[Skill]
+
+
+class SkillsChanged(WireModel):
+    """``skills/changed``: the skills after a skill folder changed."""
+
+    skills: list[Skill]
+
+
+# --- background jobs --------------------------------------------------------
+
+JobStatus = Literal["running", "done", "failed", "cancelled", "timed_out"]
+
+
+class JobInfo(WireModel):
+    """A background job's record."""
+
+    job_id: str
+    command: str
+    status: JobStatus
+    exit_code: int | None = None
+    started_at: str
+    finished_at: str | None = None
+    result: str | None = None
+    """Output of a job that succeeded."""
+    error: str | None = None
+    """What went wrong, for any other final status."""
+
+
+class JobsListResult(WireModel):
+    """Result of ``jobs/list``."""
+
+    jobs: list[JobInfo]
+
+
+class JobIdParams(WireModel):
+    """Params naming one job."""
+
+    job_id: str = Field(min_length=1)
+
+
+class JobDetail(JobInfo):
+    """Result of ``jobs/get``: the record plus output so far."""
+
+    output: str = ""
+    """Output so far (head and tail kept when long)."""
+
+
+class JobFinished(WireModel):
+    """``jobs/finished``: pushed when a background job ends."""
+
+    job_id: str
+    status: Literal["done", "failed", "cancelled", "timed_out"]
+    command: str
+    result: str | None = None
+    error: str | None = None
+    exit_code: int | None = None
+    started_at: str
+    finished_at: str
+
+
+# --- execution events --------------------------------------------------------
+
+
+class ExecutionEvent(WireModel):
+    """``execution/event``: a tool run's lifecycle (sent when initializationOptions.executionEvents)."""
+
+    event: Literal["execution.started", "execution.completed", "execution.failed"]
+    tool: str
+    runner: str
+    """local, subprocess, bwrap or docker."""
+    call_id: str
+    duration_ms: float | None = None
+    error: str | None = None

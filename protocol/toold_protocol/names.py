@@ -4,11 +4,38 @@ from __future__ import annotations
 
 TOOLS_LIST = "tools/list"
 TOOLS_CALL = "tools/call"
+TODOS_LIST = "todos/list"
+TASKS_LIST = "tasks/list"
+SKILLS_LIST = "skills/list"
+JOBS_LIST = "jobs/list"
+JOBS_GET = "jobs/get"
+JOBS_CANCEL = "jobs/cancel"
 
-CLIENT_REQUESTS: tuple[str, ...] = (TOOLS_LIST, TOOLS_CALL)
+TODOS_CHANGED = "todos/changed"
+TASKS_CHANGED = "tasks/changed"
+SKILLS_CHANGED = "skills/changed"
+JOBS_FINISHED = "jobs/finished"
+EXECUTION_EVENT = "execution/event"
+
+CLIENT_REQUESTS: tuple[str, ...] = (
+    TOOLS_LIST,
+    TOOLS_CALL,
+    TODOS_LIST,
+    TASKS_LIST,
+    SKILLS_LIST,
+    JOBS_LIST,
+    JOBS_GET,
+    JOBS_CANCEL,
+)
 """Requests a client sends to the daemon."""
 
-SERVER_NOTIFICATIONS: tuple[str, ...] = ()
+SERVER_NOTIFICATIONS: tuple[str, ...] = (
+    TODOS_CHANGED,
+    TASKS_CHANGED,
+    SKILLS_CHANGED,
+    JOBS_FINISHED,
+    EXECUTION_EVENT,
+)
 """Notifications the daemon pushes to the client."""
 
 ALL_METHODS: frozenset[str] = frozenset(CLIENT_REQUESTS + SERVER_NOTIFICATIONS)

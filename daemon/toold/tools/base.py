@@ -90,6 +90,8 @@ class Tool(ABC):
     parallel_safe: ClassVar[bool] = True
     effect_tags: ClassVar[tuple[str, ...]] = ()
     deferred: ClassVar[bool] = False
+    sandboxable: ClassVar[bool] = True
+    """False for tools that need the daemon's own state; they ignore the runner."""
     Arguments: ClassVar[type[BaseModel] | None] = None
 
     def __init__(self, runtime: ToolRuntime | None = None) -> None:
@@ -154,7 +156,7 @@ class Tool(ABC):
     ) -> Any:
         """Merge injected arguments, validate, then run here or through ``runner``."""
         call_args = self.validate_args(self._merge_call_args(args, injected, prefer_injected))
-        if runner is not None:
+        if runner is not None and self.sandboxable:
             return await runner.run(self, call_args, event_context=runner_event_context)
         return await self._execute_local(call_args)
 

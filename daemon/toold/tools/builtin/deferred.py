@@ -22,6 +22,7 @@ class DeferredTool(Tool):
     """A tool whose runtime is bound late; ``manager`` names the runtime field it needs."""
 
     deferred = True
+    sandboxable = False
     manager: str = ""
     unavailable: str = "{name} unavailable."
 
