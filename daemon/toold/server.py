@@ -21,12 +21,10 @@ from toold import __version__
 from toold_protocol import ALL_METHODS, PROTOCOL_VERSION, errors
 
 if TYPE_CHECKING:
-    from toold.config import TooldConfig
+    from toold.binding import WorkspaceState
     from toold.tools.toolset import ToolSet
 
 log = logging.getLogger(__name__)
-
-STATE_DIR = ".toold"
 
 
 class TooldProtocol(LanguageServerProtocol):
@@ -96,65 +94,98 @@ class TooldServer(LanguageServer):
         self.root = (workspace or Path.cwd()).resolve()
         self._max_message_flag = max_message_bytes
         self.max_message_bytes = max_message_bytes or errors.MAX_MESSAGE_BYTES
-        self.config: TooldConfig
-        self.toolset: ToolSet
+        self.state: WorkspaceState
         self._binding: asyncio.Future[None] | None = None
+        self._background: set[asyncio.Task[Any]] = set()
         self.stopped = asyncio.Event()
         self.exit_code = 0
         self._watch_handle: Any = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
-    def start_binding(self, root: Path, overrides: dict[str, Any] | None) -> None:
+    # -- binding -----------------------------------------------------------------
+    def start_binding(
+        self, root: Path, overrides: dict[str, Any] | None, execution_events: bool = False
+    ) -> None:
         """Bind the workspace on a worker thread, so initialize answers at once."""
         self.root = root.resolve()
-        loop = asyncio.get_running_loop()
-        self._binding = loop.run_in_executor(None, self.bind_workspace, self.root, overrides)
+        self._loop = loop = asyncio.get_running_loop()
+        future = loop.run_in_executor(
+            None, self.bind_workspace, self.root, overrides, execution_events
+        )
+        self._binding = asyncio.ensure_future(self._after_binding(future))
+
+    async def _after_binding(self, bound: asyncio.Future[None]) -> None:
+        await bound
+        from toold.watch import watch_workspace
+
+        self.spawn(watch_workspace(self.state, self.show_error))
 
     async def ready(self) -> None:
         """Wait until the workspace is bound (a no-op after the first time)."""
         if self._binding is None:
+            self._loop = asyncio.get_running_loop()
             self.bind_workspace(self.root, None)
-            self._binding = asyncio.get_running_loop().create_future()
+            self._binding = self._loop.create_future()
             self._binding.set_result(None)
         await self._binding
 
-    def bind_workspace(self, root: Path, overrides: dict[str, Any] | None = None) -> None:
-        """Load the workspace's configuration and bind every tool to it.
+    def bind_workspace(
+        self, root: Path, overrides: dict[str, Any] | None = None, execution_events: bool = False
+    ) -> None:
+        """Load the configuration and bind stores, runner and tools to ``root``."""
+        from toold.binding import bind
 
-        An invalid configuration is reported to the client and replaced by defaults.
-        """
-        from toold.config import ConfigError, TooldConfig, load_config
-        from toold.tools.provider import BuiltinToolProvider
-        from toold.tools.runtime import ToolRuntime
-        from toold.tools.toolset import ToolSet
-
-        self.root = root.resolve()
-        try:
-            self.config = load_config(self.root, overrides)
-        except ConfigError as exc:
-            log.error("%s", exc)
-            self.config = TooldConfig()
-            self.show_error(f"toold: {exc}; using defaults")
-        self.max_message_bytes = self._max_message_flag or self.config.limits.max_message_bytes
-        runtime = ToolRuntime(workspace=self.root, config=self.config)
-        self.toolset = ToolSet(BuiltinToolProvider(runtime).get_tools())
-
-    def show_error(self, message: str) -> None:
-        """window/showMessage an error (safe from any thread)."""
-        params = types.ShowMessageParams(type=types.MessageType.Error, message=message)
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            loop = None
-        if loop is not None:
-            self.window_show_message(params)
-        elif self._loop is not None:
-            self._loop.call_soon_threadsafe(self.window_show_message, params)
+        self.state = bind(root, overrides, self.push, self.show_error, execution_events)
+        self.root = self.state.root
+        self.max_message_bytes = (
+            self._max_message_flag or self.state.config.limits.max_message_bytes
+        )
 
     @property
-    def state_dir(self) -> Path:
-        """toold's own folder inside the workspace."""
-        return self.root / STATE_DIR
+    def toolset(self) -> ToolSet:
+        """The bound tools."""
+        return self.state.toolset
+
+    def spawn(self, coro: Any) -> asyncio.Task[Any]:
+        """Run a background coroutine for the daemon's life."""
+        task = asyncio.ensure_future(coro)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+        return task
+
+    # -- talking to the client (safe from any thread) ----------------------------------
+    def _in_loop(self, func: Any, *args: Any) -> None:
+        loop = self._loop
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if loop is None or running is loop:
+            func(*args)
+        else:
+            loop.call_soon_threadsafe(func, *args)
+
+    def push(self, method: str, params: dict[str, Any]) -> None:
+        """Send one of the contract's notifications, validated against its model."""
+        from toold.rpc import dump
+        from toold_protocol import METHODS
+
+        payload = dump(METHODS[method].params.model_validate(params))
+        self._in_loop(self.protocol.notify, method, payload)
+
+    def show_error(self, message: str) -> None:
+        """window/showMessage an error to the user."""
+        log.error("%s", message)
+        params = types.ShowMessageParams(type=types.MessageType.Error, message=f"toold: {message}")
+        self._in_loop(self.window_show_message, params)
+
+    async def close(self) -> None:
+        """Stop background work: watchers, jobs, sandboxes."""
+        for task in list(self._background):
+            task.cancel()
+        if self._binding is not None and self._binding.done() and hasattr(self, "state"):
+            await self.state.jobs.close()
+            await self.state.runner.close()
 
     def request_stop(self, exit_code: int = 0) -> None:
         """Ask the serve loop to finish."""
@@ -235,14 +266,25 @@ def create_server(
     @server.feature(types.INITIALIZE)
     def on_initialize(params: types.InitializeParams) -> None:
         root = server.workspace_override or _workspace_from(params) or Path.cwd()
-        options = params.initialization_options
-        overrides = options.get("config") if isinstance(options, dict) else None
-        server._loop = asyncio.get_running_loop()
-        server.start_binding(root, overrides)
+        options = (
+            params.initialization_options if isinstance(params.initialization_options, dict) else {}
+        )
+        server.start_binding(root, options.get("config"), bool(options.get("executionEvents")))
         if params.process_id:
             with contextlib.suppress(RuntimeError):
                 server.watch_client(params.process_id)
         log.info("toold %s serving %s", __version__, server.root)
+
+    @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
+    async def on_configuration(params: types.DidChangeConfigurationParams) -> None:
+        await server.ready()
+        settings = params.settings
+        if isinstance(settings, dict) and isinstance(settings.get("toold"), dict):
+            settings = settings["toold"]
+        overrides = settings.get("config", settings) if isinstance(settings, dict) else None
+        problem = server.state.reload_config(overrides if isinstance(overrides, dict) else None)
+        if problem:
+            server.show_error(problem)
 
     @server.feature(types.EXIT)
     def on_exit(*_: Any) -> None:

@@ -179,6 +179,7 @@ async def serve_stdio(server: TooldServer, stdin: BinaryIO, stdout: BinaryIO) ->
     with contextlib.suppress(asyncio.CancelledError):
         await read_task
     await server.cancel_inflight()
+    await server.close()
     await writer.drain()
     return server.exit_code
 

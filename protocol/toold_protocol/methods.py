@@ -7,8 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from toold_protocol import models
-from toold_protocol import names
+from toold_protocol import models, names
 
 Direction = Literal["clientToServer", "serverToClient"]
 
@@ -85,9 +84,7 @@ METHODS: dict[str, MethodSpec] = {
             doc="Cancel a running job: its whole process group is killed.",
         ),
         _notification(names.TODOS_CHANGED, models.TodosChanged, "The TODO list changed."),
-        _notification(
-            names.TASKS_CHANGED, models.TasksChanged, "Tasks changed (here or on disk)."
-        ),
+        _notification(names.TASKS_CHANGED, models.TasksChanged, "Tasks changed (here or on disk)."),
         _notification(names.SKILLS_CHANGED, models.SkillsChanged, "A skill folder changed."),
         _notification(names.JOBS_FINISHED, models.JobFinished, "A background job ended."),
         _notification(

@@ -282,7 +282,10 @@ class JobFinished(WireModel):
 
 
 class ExecutionEvent(WireModel):
-    """``execution/event``: a tool run's lifecycle (sent when initializationOptions.executionEvents)."""
+    """``execution/event``: a tool run's lifecycle.
+
+    Sent only to clients whose initializationOptions set ``executionEvents``.
+    """
 
     event: Literal["execution.started", "execution.completed", "execution.failed"]
     tool: str

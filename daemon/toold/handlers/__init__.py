@@ -7,9 +7,15 @@ pydantic models and tools.
 
 from __future__ import annotations
 
-from toold_protocol.names import TOOLS_CALL, TOOLS_LIST
+from toold_protocol import names
 
 HANDLERS: dict[str, str] = {
-    TOOLS_LIST: "toold.handlers.tools:tools_list",
-    TOOLS_CALL: "toold.handlers.tools:tools_call",
+    names.TOOLS_LIST: "toold.handlers.tools:tools_list",
+    names.TOOLS_CALL: "toold.handlers.tools:tools_call",
+    names.TODOS_LIST: "toold.handlers.state:todos_list",
+    names.TASKS_LIST: "toold.handlers.state:tasks_list",
+    names.SKILLS_LIST: "toold.handlers.state:skills_list",
+    names.JOBS_LIST: "toold.handlers.jobs:jobs_list",
+    names.JOBS_GET: "toold.handlers.jobs:jobs_get",
+    names.JOBS_CANCEL: "toold.handlers.jobs:jobs_cancel",
 }

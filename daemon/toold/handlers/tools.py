@@ -38,7 +38,9 @@ async def tools_call(server: TooldServer, params: ToolsCallParams) -> ToolsCallR
         )
     outcome = None
     try:
-        outcome = await server.toolset.invoke(tool.name, params.arguments, context=context)
+        outcome = await server.toolset.invoke(
+            tool.name, params.arguments, context=context, runner=server.state.runner
+        )
     finally:
         if token is not None:
             message = "cancelled" if outcome is None else "failed" if outcome.is_error else "done"

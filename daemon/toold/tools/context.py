@@ -31,8 +31,9 @@ def report_progress(text: str) -> None:
         ctx.progress(text)
 
 
-def set_exit_code(code: int | None) -> None:
+def set_exit_code(code: int | None, *, timed_out: bool = False) -> None:
     """Record the exit status of the command the running call started."""
     ctx = current_call.get()
     if ctx is not None:
         ctx.meta["exit_code"] = code
+        ctx.meta["timed_out"] = timed_out

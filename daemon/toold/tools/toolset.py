@@ -32,6 +32,7 @@ class ToolOutcome:
     content: Any
     is_error: bool = False
     exit_code: int | None = None
+    timed_out: bool = False
 
 
 def error_text(exc: BaseException) -> str:
@@ -134,5 +135,8 @@ class ToolSet:
             return ToolOutcome(error_text(exc), is_error=True)
         finally:
             current_call.reset(token)
-        exit_code = ctx.meta.get("exit_code")
-        return ToolOutcome(to_jsonable_python(result, fallback=str), exit_code=exit_code)
+        return ToolOutcome(
+            to_jsonable_python(result, fallback=str),
+            exit_code=ctx.meta.get("exit_code"),
+            timed_out=bool(ctx.meta.get("timed_out")),
+        )

@@ -70,7 +70,7 @@ class BashTool(WorkspaceTool):
             output_limit=limit,
             on_output=report_progress,
         )
-        set_exit_code(result.returncode)
+        set_exit_code(result.returncode, timed_out=result.timed_out)
         return format_command_result(
             result.out, result.err, result.returncode, result.timed_out, timeout, limit
         )

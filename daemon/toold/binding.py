@@ -1,0 +1,140 @@
+"""Everything one workspace binds: configuration, stores, runner and tools.
+
+Built on a worker thread after ``initialize`` (see TooldServer.start_binding).
+Nothing here imports pygls: changes leave through the ``push`` callback.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from toold.config import ConfigError, TooldConfig, load_config
+from toold.jobs.manager import BackgroundManager, Outcome
+from toold.planning.skills import SkillLoader
+from toold.planning.tasks import TASKS_FILE, TaskManager
+from toold.planning.todos import TodoManager
+from toold.sandbox.runner import ToolRunner
+from toold.sandbox.runners import make_runner
+from toold.tools.context import CallContext
+from toold.tools.provider import BuiltinToolProvider
+from toold.tools.runtime import ToolRuntime
+from toold.tools.toolset import ToolSet
+from toold_protocol import names
+
+log = logging.getLogger(__name__)
+
+STATE_DIR = ".toold"
+
+Push = Callable[[str, dict[str, Any]], None]
+"""Send a notification: method name and params (validated by the server against the contract)."""
+
+
+@dataclass
+class WorkspaceState:
+    """The bound workspace."""
+
+    root: Path
+    config: TooldConfig
+    runtime: ToolRuntime
+    toolset: ToolSet
+    runner: ToolRunner
+    todos: TodoManager
+    tasks: TaskManager
+    skills: SkillLoader
+    jobs: BackgroundManager
+    push: Push
+    execution_events: bool = False
+
+    @property
+    def state_dir(self) -> Path:
+        """toold's own folder inside the workspace."""
+        return self.root / STATE_DIR
+
+    def reload_config(self, overrides: dict[str, Any] | None = None) -> str | None:
+        """Re-read toold.toml (+ overrides); on error keep the last good config and say why."""
+        try:
+            config = load_config(self.root, overrides)
+        except ConfigError as exc:
+            return f"{exc}; keeping the previous configuration"
+        previous_runner = self.config.execution
+        self.config = self.runtime.config = config
+        if config.execution != previous_runner:
+            self.runner = make_runner(config, self.root, self.runner.on_event)
+        log.info("configuration reloaded")
+        return None
+
+    async def run_job_command(
+        self, command: str, timeout: int, on_output: Callable[[str], None]
+    ) -> Outcome:
+        """background_run's command, through bash and the configured runner."""
+        context = CallContext(origin="agent", progress=on_output)
+        outcome = await self.toolset.invoke(
+            "bash", {"command": command, "timeout": timeout}, context=context, runner=self.runner
+        )
+        return Outcome(
+            text=outcome.content if isinstance(outcome.content, str) else str(outcome.content),
+            exit_code=outcome.exit_code,
+            timed_out=outcome.timed_out,
+            is_error=outcome.is_error,
+        )
+
+
+def bind(
+    root: Path,
+    overrides: dict[str, Any] | None,
+    push: Push,
+    on_config_error: Callable[[str], None],
+    execution_events: bool = False,
+) -> WorkspaceState:
+    """Load the configuration, open the stores and bind every tool to them."""
+    root = root.resolve()
+    try:
+        config = load_config(root, overrides)
+    except ConfigError as exc:
+        on_config_error(f"{exc}; using defaults")
+        config = TooldConfig()
+    state_dir = root / STATE_DIR
+
+    def emit_event(event: dict[str, Any]) -> None:
+        if state.execution_events:
+            push(names.EXECUTION_EVENT, event)
+
+    todos = TodoManager(
+        state_dir / "todos.json",
+        on_change=lambda items: push(names.TODOS_CHANGED, {"todos": items}),
+    )
+    tasks = TaskManager(
+        root / TASKS_FILE,
+        lock_path=state_dir / "tasks.lock",
+        backup_path=state_dir / "tasks.json.bak",
+        on_change=lambda snapshot: push(names.TASKS_CHANGED, {"tasks": snapshot}),
+    )
+    skills = SkillLoader(root)
+    runtime = ToolRuntime(workspace=root, config=config, todos=todos, tasks=tasks, skills=skills)
+    toolset = ToolSet(BuiltinToolProvider(runtime).get_tools())
+    runner = make_runner(config, root, emit_event)
+    jobs = BackgroundManager(
+        state_dir / "jobs",
+        execute=lambda *a: state.run_job_command(*a),
+        on_finished=lambda job: push(names.JOBS_FINISHED, job),
+    )
+    runtime.background = jobs
+    state = WorkspaceState(
+        root=root,
+        config=config,
+        runtime=runtime,
+        toolset=toolset,
+        runner=runner,
+        todos=todos,
+        tasks=tasks,
+        skills=skills,
+        jobs=jobs,
+        push=push,
+        execution_events=execution_events,
+    )
+    tasks.load()
+    return state

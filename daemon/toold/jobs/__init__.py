@@ -1,0 +1,1 @@
+"""Background jobs: commands that run while the agent works and report when they end."""

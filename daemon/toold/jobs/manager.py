@@ -1,0 +1,225 @@
+"""BackgroundManager: background_run's jobs, their records and their notifications.
+
+A job runs its command through the configured runner (the caller supplies
+``execute``). Records and output logs live in ``.toold/jobs/`` so a restarted
+daemon still lists finished jobs. When a job ends, ``on_finished`` fires (the
+server pushes ``jobs/finished``) and a notification waits in the queue that the
+agent loop drains into the message history.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import secrets
+import string
+from collections.abc import Awaitable, Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from toold.planning.tasks import now
+from toold.sandbox.process import CappedText
+from toold.storage import atomic_write_text
+
+log = logging.getLogger(__name__)
+
+_ALPHABET = string.ascii_letters + string.digits
+OUTPUT_CAP = 30_000
+LOG_CAP_BYTES = 16 * 1024 * 1024
+
+
+@dataclass
+class Outcome:
+    """What ``execute`` reports about a finished command."""
+
+    text: str
+    exit_code: int | None
+    timed_out: bool = False
+    is_error: bool = False
+
+
+Execute = Callable[[str, int, Callable[[str], None]], Awaitable[Outcome]]
+
+
+@dataclass
+class JobRecord:
+    """A job as stored in ``.toold/jobs/<id>.json``."""
+
+    job_id: str
+    command: str
+    timeout: int
+    status: str = "running"
+    exit_code: int | None = None
+    started_at: str = field(default_factory=now)
+    finished_at: str | None = None
+    result: str | None = None
+    error: str | None = None
+
+    def public(self) -> dict[str, Any]:
+        """The record without internal fields."""
+        data = asdict(self)
+        data.pop("timeout")
+        return data
+
+
+class BackgroundManager:
+    """Runs, tracks, cancels and persists background jobs."""
+
+    def __init__(
+        self,
+        folder: Path,
+        execute: Execute,
+        on_finished: Callable[[dict[str, Any]], None] | None = None,
+    ) -> None:
+        self.folder = folder
+        self.execute = execute
+        self.on_finished = on_finished
+        self._records: dict[str, JobRecord] = {}
+        self._tasks: dict[str, asyncio.Task[None]] = {}
+        self._output: dict[str, CappedText] = {}
+        self._queue: list[dict[str, Any]] = []
+        self._load()
+
+    # -- persistence -----------------------------------------------------------
+    def _load(self) -> None:
+        if not self.folder.is_dir():
+            return
+        for path in sorted(self.folder.glob("*.json")):
+            try:
+                record = JobRecord(**json.loads(path.read_text(encoding="utf-8")))
+            except (ValueError, TypeError) as exc:
+                log.warning("skipping unreadable job record %s: %s", path, exc)
+                continue
+            if record.status == "running":
+                record.status, record.finished_at = "failed", now()
+                record.error = "toold stopped while the job was running"
+                self._save(record)
+            self._records[record.job_id] = record
+
+    def _save(self, record: JobRecord) -> None:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(self.folder / f"{record.job_id}.json", json.dumps(asdict(record)))
+
+    def _log_path(self, job_id: str) -> Path:
+        return self.folder / f"{job_id}.log"
+
+    # -- the tool ------------------------------------------------------------------
+    async def submit(self, command: str, timeout: int = 30, task_id: str | None = None) -> str:
+        """``background_run``: start the command and return at once."""
+        job_id = task_id.strip() if task_id else ""
+        if not job_id:
+            job_id = "".join(secrets.choice(_ALPHABET) for _ in range(8))
+        if job_id in self._tasks:
+            raise ValueError(f"Background task already running: {job_id}")
+        if not all(c in _ALPHABET + "-_." for c in job_id):
+            raise ValueError(f"task_id may hold only letters, digits, '-', '_' and '.': {job_id}")
+        record = JobRecord(job_id=job_id, command=command, timeout=timeout)
+        self._records[job_id] = record
+        self._output[job_id] = CappedText(OUTPUT_CAP)
+        self._save(record)
+        self._log_path(job_id).write_bytes(b"")
+        self._tasks[job_id] = asyncio.create_task(self._run(record), name=f"job-{job_id}")
+        return f"Submitted background task {job_id}"
+
+    async def _run(self, record: JobRecord) -> None:
+        sink = self._output[record.job_id]
+        written = 0
+        log_file = self._log_path(record.job_id).open("a", encoding="utf-8")
+
+        def on_output(text: str) -> None:
+            nonlocal written
+            chunk = text + "\n"
+            sink.append(chunk)
+            if written < LOG_CAP_BYTES:
+                log_file.write(chunk)
+                log_file.flush()
+                written += len(chunk)
+
+        try:
+            outcome = await self.execute(record.command, record.timeout, on_output)
+        except asyncio.CancelledError:
+            self._finish(record, "cancelled", None, error="Cancelled.")
+            raise
+        except Exception as exc:
+            self._finish(record, "failed", None, error=f"Error: {type(exc).__name__}: {exc}")
+        else:
+            if outcome.timed_out:
+                self._finish(record, "timed_out", outcome.exit_code, error=outcome.text)
+            elif outcome.is_error or outcome.exit_code:
+                self._finish(record, "failed", outcome.exit_code, error=outcome.text)
+            else:
+                self._finish(record, "done", outcome.exit_code, result=outcome.text)
+        finally:
+            log_file.close()
+            self._tasks.pop(record.job_id, None)
+
+    def _finish(
+        self,
+        record: JobRecord,
+        status: str,
+        exit_code: int | None,
+        *,
+        result: str | None = None,
+        error: str | None = None,
+    ) -> None:
+        record.status, record.exit_code, record.finished_at = status, exit_code, now()
+        record.result, record.error = result, error
+        self._save(record)
+        # The agent loop sees BareAgent's two outcomes: done, or failed with the reason.
+        note: dict[str, Any] = {
+            "task_id": record.job_id,
+            "status": "done" if status == "done" else "failed",
+        }
+        note["result" if status == "done" else "error"] = result if status == "done" else error
+        self._queue.append(note)
+        if self.on_finished is not None:
+            self.on_finished(record.public())
+
+    # -- queries and control -----------------------------------------------------
+    def drain_notifications(self) -> list[dict[str, Any]]:
+        """Finished-job notifications not yet handed to the agent loop."""
+        drained, self._queue = self._queue, []
+        return drained
+
+    def list(self) -> list[dict[str, Any]]:
+        """Every job, oldest first."""
+        records = sorted(self._records.values(), key=lambda r: r.started_at)
+        return [r.public() for r in records]
+
+    def get(self, job_id: str) -> dict[str, Any]:
+        """One job with its output so far."""
+        record = self._records.get(job_id)
+        if record is None:
+            raise KeyError(job_id)
+        sink = self._output.get(job_id)
+        if sink is not None:
+            output = sink.text()
+        else:
+            try:
+                raw = self._log_path(job_id).read_text(encoding="utf-8", errors="replace")
+            except FileNotFoundError:
+                raw = ""
+            keep = CappedText(OUTPUT_CAP)
+            keep.append(raw)
+            output = keep.text()
+        return {**record.public(), "output": output}
+
+    async def cancel(self, job_id: str) -> dict[str, Any]:
+        """Cancel a running job (its process group dies); a finished one is returned as is."""
+        record = self._records.get(job_id)
+        if record is None:
+            raise KeyError(job_id)
+        task = self._tasks.get(job_id)
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        return record.public()
+
+    async def close(self) -> None:
+        """Cancel every running job."""
+        for job_id in list(self._tasks):
+            await self.cancel(job_id)

@@ -1,0 +1,107 @@
+"""TodoManager: the session's TODO list, in memory and snapshotted to .toold/todos.json."""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from toold.storage import atomic_write_text
+
+log = logging.getLogger(__name__)
+
+TODO_STATUSES = ("pending", "in_progress", "done")
+
+Listener = Callable[[list[dict[str, Any]]], None]
+
+
+class TodoManager:
+    """BareAgent's TODOs (ids t1, t2, ...), surviving a daemon restart via a snapshot."""
+
+    def __init__(self, snapshot: Path | None = None, on_change: Listener | None = None) -> None:
+        self.snapshot = snapshot
+        self.on_change = on_change
+        self._items: dict[str, dict[str, Any]] = {}
+        self._next = 1
+        self._lock = threading.Lock()
+        self._load()
+
+    def _load(self) -> None:
+        if self.snapshot is None or not self.snapshot.is_file():
+            return
+        try:
+            data = json.loads(self.snapshot.read_text(encoding="utf-8"))
+            items = {item["id"]: dict(item) for item in data["items"]}
+            self._items, self._next = items, int(data["next"])
+        except (ValueError, KeyError, TypeError) as exc:
+            log.error("ignoring unreadable TODO snapshot %s: %s", self.snapshot, exc)
+
+    def _commit(self) -> None:
+        items = self.items()
+        if self.snapshot is not None:
+            self.snapshot.parent.mkdir(parents=True, exist_ok=True)
+            payload = {"next": self._next, "items": items}
+            atomic_write_text(self.snapshot, json.dumps(payload, indent=2, ensure_ascii=False))
+        if self.on_change is not None:
+            self.on_change(items)
+
+    def items(self) -> list[dict[str, Any]]:
+        """Every item, oldest first, as ``{id, task, status, priority}``."""
+        return [dict(item) for item in self._items.values()]
+
+    def write(
+        self,
+        action: str,
+        task: str | None = None,
+        priority: str | None = None,
+        task_id: str | None = None,
+        status: str | None = None,
+    ) -> str:
+        """``todo_write``: add an item or update one's status."""
+        with self._lock:
+            if action == "add":
+                return self._add(task, priority)
+            if action == "update":
+                return self._update(task_id, status)
+            raise ValueError(f"Unknown todo_write action: {action}")
+
+    def _add(self, task: str | None, priority: str | None) -> str:
+        if task is None:
+            raise ValueError("task is required when action=add")
+        text = task.strip()
+        if not text:
+            raise ValueError("task must not be empty")
+        item_id = f"t{self._next}"
+        label = priority or "normal"
+        self._items[item_id] = {"id": item_id, "task": text, "status": "pending", "priority": label}
+        self._next += 1
+        self._commit()
+        return f"Added TODO {item_id} [{label}]: {text}"
+
+    def _update(self, task_id: str | None, status: str | None) -> str:
+        if task_id is None:
+            raise ValueError("task_id is required when action=update")
+        if status is None:
+            raise ValueError("status is required when action=update")
+        if status not in TODO_STATUSES:
+            raise ValueError(f"Invalid TODO status: {status}")
+        item = self._items.get(task_id)
+        if item is None:
+            raise ValueError(f"Unknown TODO id: {task_id}")
+        item["status"] = status
+        self._commit()
+        return f"Updated TODO {task_id} -> {status}"
+
+    def read(self) -> str:
+        """``todo_read``: the list as text for a model."""
+        if not self._items:
+            return "No TODO items."
+        lines = ["TODO items:"]
+        lines += [
+            f"- {i['id']} [{i['status']}] ({i['priority']}) {i['task']}"
+            for i in self._items.values()
+        ]
+        return "\n".join(lines)
