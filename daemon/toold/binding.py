@@ -7,13 +7,17 @@ Nothing here imports pygls: changes leave through the ``push`` callback.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from toold.agents.provider import AnthropicProvider
+from toold.agents.system import AgentSystem
 from toold.config import ConfigError, TooldConfig, load_config
 from toold.jobs.manager import BackgroundManager, Outcome
+from toold.permissions.audit import AuditLog
+from toold.permissions.guard import PermissionGuard
 from toold.planning.skills import SkillLoader
 from toold.planning.tasks import TASKS_FILE, TaskManager
 from toold.planning.todos import TodoManager
@@ -28,6 +32,9 @@ from toold_protocol import names
 log = logging.getLogger(__name__)
 
 STATE_DIR = ".toold"
+
+Asker = Callable[[str, Any, str], Awaitable[Any]]
+"""Ask the user about a call (tool, arguments, reason) → "allow" | "always" | "deny" | None."""
 
 Push = Callable[[str, dict[str, Any]], None]
 """Send a notification: method name and params (validated by the server against the contract)."""
@@ -47,6 +54,8 @@ class WorkspaceState:
     skills: SkillLoader
     jobs: BackgroundManager
     push: Push
+    guard: PermissionGuard
+    agents: AgentSystem | None = None
     execution_events: bool = False
 
     @property
@@ -58,8 +67,10 @@ class WorkspaceState:
         """Re-read toold.toml (+ overrides); on error keep the last good config and say why."""
         try:
             config = load_config(self.root, overrides)
-        except ConfigError as exc:
+            guard = make_guard(config, self.root, self.guard.ask)
+        except (ConfigError, ValueError) as exc:
             return f"{exc}; keeping the previous configuration"
+        self.guard.mode, self.guard.allow, self.guard.deny = guard.mode, guard.allow, guard.deny
         previous_runner = self.config.execution
         self.config = self.runtime.config = config
         if config.execution != previous_runner:
@@ -83,20 +94,59 @@ class WorkspaceState:
         )
 
 
+def make_guard(config: TooldConfig, root: Path, ask: Asker | None) -> PermissionGuard:
+    """The permission guard the configuration describes (ValueError names a bad rule)."""
+    perms = config.permissions
+    return PermissionGuard.from_config(
+        perms.mode,
+        perms.allow,
+        perms.deny,
+        ask=ask,
+        audit=AuditLog(root / STATE_DIR / "audit.jsonl"),
+    )
+
+
+def make_agents(state: WorkspaceState) -> AgentSystem | None:
+    """The agent system, when an API key is configured."""
+    settings = state.config.agent
+    provider = AnthropicProvider.from_settings(
+        api_key_env=settings.api_key_env,
+        base_url=settings.base_url,
+        model=settings.model,
+        max_tokens=settings.max_tokens,
+    )
+    if provider is None:
+        return None
+    return AgentSystem(
+        provider,
+        state.toolset,
+        state.guard,
+        system_prompt=settings.system_prompt,
+        runner=state.runner,
+        max_depth=settings.max_depth,
+        max_iterations=settings.max_iterations,
+        drain=state.jobs.drain_notifications,
+        background=state.jobs,
+    )
+
+
 def bind(
     root: Path,
     overrides: dict[str, Any] | None,
     push: Push,
     on_config_error: Callable[[str], None],
     execution_events: bool = False,
+    ask: Asker | None = None,
 ) -> WorkspaceState:
     """Load the configuration, open the stores and bind every tool to them."""
     root = root.resolve()
     try:
         config = load_config(root, overrides)
-    except ConfigError as exc:
+        guard = make_guard(config, root, ask)
+    except (ConfigError, ValueError) as exc:
         on_config_error(f"{exc}; using defaults")
         config = TooldConfig()
+        guard = make_guard(config, root, ask)
     state_dir = root / STATE_DIR
 
     def emit_event(event: dict[str, Any]) -> None:
@@ -134,7 +184,9 @@ def bind(
         skills=skills,
         jobs=jobs,
         push=push,
+        guard=guard,
         execution_events=execution_events,
     )
+    state.agents = runtime.provider = make_agents(state)
     tasks.load()
     return state

@@ -87,6 +87,38 @@ class WebSearchConfig(_Section):
     """Default number of results."""
 
 
+class PermissionsConfig(_Section):
+    mode: Literal["default", "auto", "plan", "bypass"] = "default"
+    """default asks before risky calls; auto allows shell commands that are not dangerous;
+    plan refuses every tool that is not read-only; bypass never asks."""
+    allow: list[str] = Field(default_factory=list)
+    """Rules like "bash(prefix:npm test*)" that let matching calls run without asking."""
+    deny: list[str] = Field(default_factory=list)
+    """Rules whose matching calls always ask (agents) or are refused (users)."""
+    ask_timeout: float = Field(120.0, gt=0)
+    """Seconds to wait for the editor's answer before treating the call as denied."""
+
+
+class AgentConfig(_Section):
+    model: str | None = None
+    """Model name (default: $TOOLD_MODEL, else toold's default)."""
+    base_url: str | None = None
+    """API base URL (default: $ANTHROPIC_BASE_URL, else Anthropic's)."""
+    api_key_env: str = "ANTHROPIC_API_KEY"
+    """Environment variable holding the API key; without a key agent tools are unavailable."""
+    max_tokens: int = Field(4096, ge=1)
+    """Largest reply per model call."""
+    max_iterations: int = Field(50, ge=1)
+    """Model calls one agent/run may make."""
+    max_depth: int = Field(3, ge=0)
+    """Deepest subagent nesting."""
+    system_prompt: str = (
+        "You are a coding agent working in the user's workspace through toold's tools. "
+        "Prefer reading before changing; keep changes small; report what you did."
+    )
+    """The main agent's system prompt (subagents add their type's prompt)."""
+
+
 class TooldConfig(_Section):
     """The whole configuration; every section optional."""
 
@@ -96,6 +128,8 @@ class TooldConfig(_Section):
     http: HttpConfig = Field(default_factory=HttpConfig)
     python_repl: PythonReplConfig = Field(default_factory=PythonReplConfig)
     web_search: WebSearchConfig = Field(default_factory=WebSearchConfig)
+    permissions: PermissionsConfig = Field(default_factory=PermissionsConfig)
+    agent: AgentConfig = Field(default_factory=AgentConfig)
 
 
 class ConfigError(ValueError):

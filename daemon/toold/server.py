@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import os
 from pathlib import Path
@@ -25,6 +26,8 @@ if TYPE_CHECKING:
     from toold.tools.toolset import ToolSet
 
 log = logging.getLogger(__name__)
+
+ASK_ACTIONS = {"Allow": "allow", "Always allow": "always", "Deny": "deny"}
 
 
 class TooldProtocol(LanguageServerProtocol):
@@ -135,7 +138,9 @@ class TooldServer(LanguageServer):
         """Load the configuration and bind stores, runner and tools to ``root``."""
         from toold.binding import bind
 
-        self.state = bind(root, overrides, self.push, self.show_error, execution_events)
+        self.state = bind(
+            root, overrides, self.push, self.show_error, execution_events, ask=self.ask_user
+        )
         self.root = self.state.root
         self.max_message_bytes = (
             self._max_message_flag or self.state.config.limits.max_message_bytes
@@ -178,6 +183,33 @@ class TooldServer(LanguageServer):
         log.error("%s", message)
         params = types.ShowMessageParams(type=types.MessageType.Error, message=f"toold: {message}")
         self._in_loop(self.window_show_message, params)
+
+    def can_ask(self) -> bool:
+        """Whether the client said it can show message requests with actions."""
+        capabilities = getattr(self.protocol, "client_capabilities", None)
+        window = getattr(capabilities, "window", None)
+        return getattr(window, "show_message", None) is not None
+
+    async def ask_user(self, tool: str, args: Any, reason: str) -> str | None:
+        """window/showMessageRequest: Allow / Always allow / Deny; None without an answer."""
+        if not self.can_ask():
+            return None
+        summary = json.dumps(args, ensure_ascii=False, default=str)
+        if len(summary) > 300:
+            summary = summary[:300] + "…"
+        params = types.ShowMessageRequestParams(
+            type=types.MessageType.Warning,
+            message=f"toold: the agent wants to run {tool} {summary} ({reason}). Allow it?",
+            actions=[types.MessageActionItem(title=t) for t in ASK_ACTIONS],
+        )
+        timeout = self.state.config.permissions.ask_timeout
+        try:
+            item = await asyncio.wait_for(self.window_show_message_request_async(params), timeout)
+        except (TimeoutError, JsonRpcException) as exc:
+            log.info("permission request for %s got no answer: %s", tool, exc or "timeout")
+            return None
+        title = getattr(item, "title", None)
+        return ASK_ACTIONS.get(title) if isinstance(title, str) else None
 
     async def close(self) -> None:
         """Stop background work: watchers, jobs, sandboxes."""

@@ -83,6 +83,18 @@ METHODS: dict[str, MethodSpec] = {
             models.JobInfo,
             doc="Cancel a running job: its whole process group is killed.",
         ),
+        MethodSpec(
+            names.PERMISSIONS_SET_MODE,
+            models.SetModeParams,
+            models.SetModeResult,
+            doc="Switch the permission mode for this daemon's life.",
+        ),
+        MethodSpec(
+            names.AGENT_RUN,
+            models.AgentRunParams,
+            models.AgentRunResult,
+            doc="Run the agent loop on a prompt; tool calls pass the permission guard.",
+        ),
         _notification(names.TODOS_CHANGED, models.TodosChanged, "The TODO list changed."),
         _notification(names.TASKS_CHANGED, models.TasksChanged, "Tasks changed (here or on disk)."),
         _notification(names.SKILLS_CHANGED, models.SkillsChanged, "A skill folder changed."),

@@ -294,3 +294,38 @@ class ExecutionEvent(WireModel):
     call_id: str
     duration_ms: float | None = None
     error: str | None = None
+
+
+# --- permissions and agents ---------------------------------------------------
+
+PermissionMode = Literal["default", "auto", "plan", "bypass"]
+
+
+class SetModeParams(WireModel):
+    """Params of ``permissions/setMode``."""
+
+    mode: PermissionMode
+
+
+class SetModeResult(WireModel):
+    """Result of ``permissions/setMode``: the mode now in force."""
+
+    mode: PermissionMode
+
+
+class AgentRunParams(WireModel):
+    """Params of ``agent/run``."""
+
+    prompt: str = Field(min_length=1)
+    """The task for the agent."""
+    agent_type: str | None = None
+    """general-purpose (default), explore, plan or code-review."""
+    work_done_token: ProgressToken | None = None
+    """When given, each tool call is reported as ``$/progress``."""
+
+
+class AgentRunResult(WireModel):
+    """Result of ``agent/run``."""
+
+    text: str
+    """The agent's final answer."""

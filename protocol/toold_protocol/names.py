@@ -10,6 +10,8 @@ SKILLS_LIST = "skills/list"
 JOBS_LIST = "jobs/list"
 JOBS_GET = "jobs/get"
 JOBS_CANCEL = "jobs/cancel"
+PERMISSIONS_SET_MODE = "permissions/setMode"
+AGENT_RUN = "agent/run"
 
 TODOS_CHANGED = "todos/changed"
 TASKS_CHANGED = "tasks/changed"
@@ -26,6 +28,8 @@ CLIENT_REQUESTS: tuple[str, ...] = (
     JOBS_LIST,
     JOBS_GET,
     JOBS_CANCEL,
+    PERMISSIONS_SET_MODE,
+    AGENT_RUN,
 )
 """Requests a client sends to the daemon."""
 

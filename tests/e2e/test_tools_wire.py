@@ -134,6 +134,7 @@ def test_progress_streams_bash_output(client: WireClient) -> None:
         {
             "name": "bash",
             "arguments": {"command": "echo first; echo second"},
+            "origin": "user",
             "workDoneToken": "tok-1",
         },
     )
@@ -158,6 +159,7 @@ def test_cancel_kills_the_whole_process_group(client: WireClient) -> None:
         {
             "name": "bash",
             "arguments": {"command": "sleep 300 & echo child=$!; sleep 300", "timeout": 600},
+            "origin": "user",
             "workDoneToken": "cancel-me",
         },
     )
@@ -179,6 +181,7 @@ def test_event_loop_stays_free_during_a_long_call(client: WireClient) -> None:
         {
             "name": "bash",
             "arguments": {"command": "echo started; sleep 10"},
+            "origin": "user",
             "workDoneToken": "slow",
         },
     )

@@ -144,9 +144,10 @@ class WireClient:
         self.notify("initialized", {})
         return result
 
-    def tool(self, name: str, **arguments: Any) -> dict[str, Any]:
-        """tools/call result."""
-        return self.call("tools/call", {"name": name, "arguments": arguments})
+    def tool(self, name: str, origin: str = "user", **arguments: Any) -> dict[str, Any]:
+        """tools/call result; the test acts as a person (origin "user") unless told otherwise."""
+        params = {"name": name, "arguments": arguments, "origin": origin}
+        return self.call("tools/call", params)
 
     def stderr(self) -> str:
         return "".join(self.stderr_lines)[-4000:]

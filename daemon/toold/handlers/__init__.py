@@ -18,4 +18,6 @@ HANDLERS: dict[str, str] = {
     names.JOBS_LIST: "toold.handlers.jobs:jobs_list",
     names.JOBS_GET: "toold.handlers.jobs:jobs_get",
     names.JOBS_CANCEL: "toold.handlers.jobs:jobs_cancel",
+    names.PERMISSIONS_SET_MODE: "toold.handlers.agents:permissions_set_mode",
+    names.AGENT_RUN: "toold.handlers.agents:agent_run",
 }

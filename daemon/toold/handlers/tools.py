@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams
 
+from toold.permissions.calls import guarded_invoke
 from toold.tools import formats
 from toold.tools.context import CallContext
 from toold.tools.toolset import UnknownToolError
@@ -38,8 +39,13 @@ async def tools_call(server: TooldServer, params: ToolsCallParams) -> ToolsCallR
         )
     outcome = None
     try:
-        outcome = await server.toolset.invoke(
-            tool.name, params.arguments, context=context, runner=server.state.runner
+        outcome = await guarded_invoke(
+            server.toolset,
+            server.state.guard,
+            tool.name,
+            params.arguments,
+            context=context,
+            runner=server.state.runner,
         )
     finally:
         if token is not None:

@@ -1,0 +1,1 @@
+"""Agents: the Anthropic provider, the agent loop, subagents."""

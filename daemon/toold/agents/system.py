@@ -1,0 +1,163 @@
+"""AgentSystem: runs the main agent and its subagents on one provider, guard and tool set."""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import string
+from collections.abc import Callable
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import Any
+
+from toold.agents.loop import AgentContext, agent_loop
+from toold.permissions.guard import SAFE_TOOLS, PermissionGuard
+from toold.sandbox.runner import ToolRunner
+from toold.tools.toolset import ToolSet
+
+log = logging.getLogger(__name__)
+
+DEFAULT_TYPE = "general-purpose"
+MAIN_LOOP_ONLY = frozenset({"team_spawn", "team_send"})
+READ_ONLY_TOOLS = SAFE_TOOLS - {"todo_write"}
+
+
+@dataclass(frozen=True)
+class AgentType:
+    """A kind of subagent: its prompt, tools and limits."""
+
+    prompt: str
+    read_only: bool
+    max_turns: int
+
+
+AGENT_TYPES: dict[str, AgentType] = {
+    "general-purpose": AgentType(
+        "You are a general-purpose subagent. Complete the task and report the result.", False, 200
+    ),
+    "explore": AgentType(
+        "You are an explore subagent. Read and search the workspace; change nothing. "
+        "Report what you found, with paths.",
+        True,
+        50,
+    ),
+    "plan": AgentType(
+        "You are a planning subagent. Read what you need and return a step-by-step plan; "
+        "change nothing.",
+        True,
+        50,
+    ),
+    "code-review": AgentType(
+        "You are a code-review subagent. Review the code named in the task; report bugs, "
+        "risks and fixes by severity with path:line; change nothing.",
+        True,
+        50,
+    ),
+}
+
+agent_depth: ContextVar[int] = ContextVar("toold_agent_depth", default=0)
+current_guard: ContextVar[PermissionGuard | None] = ContextVar("toold_agent_guard", default=None)
+
+
+class AgentSystem:
+    """The agents of one workspace."""
+
+    def __init__(
+        self,
+        provider: Any,
+        toolset: ToolSet,
+        guard: PermissionGuard,
+        *,
+        system_prompt: str,
+        runner: ToolRunner | None = None,
+        max_depth: int = 3,
+        max_iterations: int = 50,
+        drain: Callable[[], list[dict[str, Any]]] | None = None,
+        background: Any = None,
+    ) -> None:
+        self.provider = provider
+        self.toolset = toolset
+        self.guard = guard
+        self.system_prompt = system_prompt
+        self.runner = runner
+        self.max_depth = max_depth
+        self.max_iterations = max_iterations
+        self.drain = drain
+        self.background = background
+
+    def toolset_for(self, agent_type: str) -> ToolSet:
+        """The tools a subagent of this type may see."""
+        kind = AGENT_TYPES[agent_type]
+        if kind.read_only:
+            return ToolSet(t for t in self.toolset if t.name in READ_ONLY_TOOLS)
+        return ToolSet(t for t in self.toolset if t.name not in MAIN_LOOP_ONLY)
+
+    async def run(
+        self,
+        prompt: str,
+        *,
+        on_tool: Callable[[str, Any], None] | None = None,
+    ) -> str:
+        """The main agent (agent/run): every tool, the workspace's guard, job notifications."""
+        ctx = AgentContext(
+            provider=self.provider,
+            toolset=self.toolset,
+            guard=self.guard,
+            system=self.system_prompt,
+            runner=self.runner,
+            max_iterations=self.max_iterations,
+            drain=self.drain,
+            on_tool=on_tool,
+        )
+        token_depth, token_guard = agent_depth.set(0), current_guard.set(self.guard)
+        try:
+            return await agent_loop(ctx, [{"role": "user", "content": prompt}])
+        finally:
+            agent_depth.reset(token_depth)
+            current_guard.reset(token_guard)
+
+    async def run_subagent(
+        self,
+        task: str,
+        agent_type: str | None = None,
+        run_in_background: bool = False,
+    ) -> str:
+        """The subagent tool: a fresh conversation with a filtered tool set."""
+        kind_name = agent_type or DEFAULT_TYPE
+        if kind_name not in AGENT_TYPES:
+            log.warning("unknown agent_type %r; using %s", agent_type, DEFAULT_TYPE)
+            kind_name = DEFAULT_TYPE
+        kind = AGENT_TYPES[kind_name]
+        depth = agent_depth.get() + 1
+        if depth > self.max_depth:
+            return f"Subagent refused: recursion depth {depth} exceeds limit {self.max_depth}."
+        parent = current_guard.get() or self.guard
+        if kind.read_only:
+            guard = parent.child(mode="plan", fail_closed=True)
+        else:
+            guard = parent.child(fail_closed=True if run_in_background else None)
+        ctx = AgentContext(
+            provider=self.provider,
+            toolset=self.toolset_for(kind_name),
+            guard=guard,
+            system=f"{self.system_prompt}\n\n{kind.prompt}",
+            runner=self.runner,
+            max_iterations=kind.max_turns,
+        )
+
+        async def work() -> str:
+            token_depth, token_guard = agent_depth.set(depth), current_guard.set(guard)
+            try:
+                return await agent_loop(ctx, [{"role": "user", "content": task}])
+            finally:
+                agent_depth.reset(token_depth)
+                current_guard.reset(token_guard)
+
+        if not run_in_background:
+            return await work()
+        if self.background is None:
+            return "Background manager unavailable."
+        alphabet = string.ascii_letters + string.digits
+        job_id = "subagent-" + "".join(secrets.choice(alphabet) for _ in range(8))
+        await self.background.start_work(job_id, f"subagent ({kind_name}): {task[:80]}", work)
+        return f"Subagent {job_id} started in the background."

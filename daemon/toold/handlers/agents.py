@@ -1,0 +1,53 @@
+"""permissions/setMode and agent/run."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException
+
+from toold_protocol import errors
+from toold_protocol.models import AgentRunParams, AgentRunResult, SetModeParams, SetModeResult
+
+if TYPE_CHECKING:
+    from toold.server import TooldServer
+
+
+async def permissions_set_mode(server: TooldServer, params: SetModeParams) -> SetModeResult:
+    """Switch the guard's mode for this daemon's life."""
+    server.state.guard.mode = params.mode
+    return SetModeResult(mode=params.mode)
+
+
+async def agent_run(server: TooldServer, params: AgentRunParams) -> AgentRunResult:
+    """Run the agent on a prompt; with a token each tool call is a $/progress report."""
+    agents = server.state.agents
+    if agents is None:
+        raise JsonRpcException(
+            "Agent unavailable: provider is not configured (set ANTHROPIC_API_KEY, "
+            "or agent.api_key_env in toold.toml)",
+            code=errors.INVALID_REQUEST,
+        )
+    token = params.work_done_token
+    on_tool = None
+    if token is not None:
+        progress = server.work_done_progress
+        progress.begin(token, types.WorkDoneProgressBegin(title="agent", cancellable=True))
+
+        def on_tool(name: str, args: Any) -> None:
+            summary = str(args)[:120]
+            progress.report(token, types.WorkDoneProgressReport(message=f"{name}: {summary}"))
+
+    finished = False
+    try:
+        if params.agent_type:
+            text = await agents.run_subagent(params.prompt, params.agent_type)
+        else:
+            text = await agents.run(params.prompt, on_tool=on_tool)
+        finished = True
+    finally:
+        if token is not None:
+            message = "done" if finished else "stopped"
+            server.work_done_progress.end(token, types.WorkDoneProgressEnd(message=message))
+    return AgentRunResult(text=text)

@@ -1,0 +1,1 @@
+"""The permission guard: modes, rules, the dangerous-command detector and the audit log."""
