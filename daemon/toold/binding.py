@@ -6,9 +6,10 @@ Nothing here imports pygls: changes leave through the ``push`` callback.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ from toold.planning.tasks import TASKS_FILE, TaskManager
 from toold.planning.todos import TodoManager
 from toold.sandbox.runner import ToolRunner
 from toold.sandbox.runners import make_runner
+from toold.team.manager import TeamManager
 from toold.tools.context import CallContext
 from toold.tools.provider import BuiltinToolProvider
 from toold.tools.runtime import ToolRuntime
@@ -56,7 +58,12 @@ class WorkspaceState:
     push: Push
     guard: PermissionGuard
     agents: AgentSystem | None = None
+    team: TeamManager | None = None
     execution_events: bool = False
+    overrides: dict[str, Any] | None = None
+    """initializationOptions.config or the last didChangeConfiguration: kept over file edits."""
+    watching: asyncio.Event = field(default_factory=asyncio.Event)
+    """Set once outside changes are watched (see toold.watch)."""
 
     @property
     def state_dir(self) -> Path:
@@ -70,11 +77,15 @@ class WorkspaceState:
             guard = make_guard(config, self.root, self.guard.ask)
         except (ConfigError, ValueError) as exc:
             return f"{exc}; keeping the previous configuration"
+        runner = self.runner
+        if config.execution != self.config.execution:
+            try:
+                runner = make_runner(config, self.root, self.runner.on_event)
+            except Exception as exc:
+                return f"execution: {exc}; keeping the previous configuration"
         self.guard.mode, self.guard.allow, self.guard.deny = guard.mode, guard.allow, guard.deny
-        previous_runner = self.config.execution
         self.config = self.runtime.config = config
-        if config.execution != previous_runner:
-            self.runner = make_runner(config, self.root, self.runner.on_event)
+        self.runner, self.overrides = runner, overrides
         log.info("configuration reloaded")
         return None
 
@@ -186,7 +197,14 @@ def bind(
         push=push,
         guard=guard,
         execution_events=execution_events,
+        overrides=overrides,
     )
     state.agents = runtime.provider = make_agents(state)
+    state.team = runtime.team = TeamManager(
+        root,
+        state_dir,
+        agents=state.agents,
+        push=lambda message: push(names.TEAM_MESSAGE, {"message": message}),
+    )
     tasks.load()
     return state

@@ -217,6 +217,8 @@ class TooldServer(LanguageServer):
             task.cancel()
         if self._binding is not None and self._binding.done() and hasattr(self, "state"):
             await self.state.jobs.close()
+            if self.state.team is not None:
+                await self.state.team.close()
             await self.state.runner.close()
 
     def request_stop(self, exit_code: int = 0) -> None:

@@ -95,6 +95,17 @@ METHODS: dict[str, MethodSpec] = {
             models.AgentRunResult,
             doc="Run the agent loop on a prompt; tool calls pass the permission guard.",
         ),
+        MethodSpec(
+            names.TEAM_REGISTER,
+            models.TeamRegisterParams,
+            models.Teammate,
+            doc="Register (or replace) a teammate in .team.json.",
+        ),
+        _notification(
+            names.TEAM_MESSAGE,
+            models.TeamMessageNotification,
+            "A teammate wrote to the user's agent (main).",
+        ),
         _notification(names.TODOS_CHANGED, models.TodosChanged, "The TODO list changed."),
         _notification(names.TASKS_CHANGED, models.TasksChanged, "Tasks changed (here or on disk)."),
         _notification(names.SKILLS_CHANGED, models.SkillsChanged, "A skill folder changed."),

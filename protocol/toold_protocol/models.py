@@ -329,3 +329,52 @@ class AgentRunResult(WireModel):
 
     text: str
     """The agent's final answer."""
+
+
+# --- team -------------------------------------------------------------------------
+
+
+class TeamRegisterParams(WireModel):
+    """Params of ``team/register``."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9_-]+$")
+    """Teammate name: letters, digits, _ and -."""
+    role: str = Field(min_length=1)
+    system_prompt: str = ""
+    model: str | None = None
+
+
+class Teammate(WireModel):
+    """A registered teammate."""
+
+    name: str
+    role: str
+    system_prompt: str = ""
+    provider_config: dict[str, Any] = Field(default_factory=dict)
+    running: bool = False
+
+
+class TeamMessage(WireModel):
+    """One mailbox message."""
+
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        populate_by_name=True,
+        extra="allow",
+        use_attribute_docstrings=True,
+    )
+
+    id: str
+    from_: str = Field(alias="from")
+    to: str
+    content: str
+    type: str
+    """request, response, broadcast, shutdown, ..."""
+    timestamp: str
+    in_reply_to: str | None = None
+
+
+class TeamMessageNotification(WireModel):
+    """``team/message``: a message addressed to the user's agent (``main``)."""
+
+    message: TeamMessage

@@ -12,6 +12,8 @@ JOBS_GET = "jobs/get"
 JOBS_CANCEL = "jobs/cancel"
 PERMISSIONS_SET_MODE = "permissions/setMode"
 AGENT_RUN = "agent/run"
+TEAM_REGISTER = "team/register"
+TEAM_MESSAGE = "team/message"
 
 TODOS_CHANGED = "todos/changed"
 TASKS_CHANGED = "tasks/changed"
@@ -30,6 +32,7 @@ CLIENT_REQUESTS: tuple[str, ...] = (
     JOBS_CANCEL,
     PERMISSIONS_SET_MODE,
     AGENT_RUN,
+    TEAM_REGISTER,
 )
 """Requests a client sends to the daemon."""
 
@@ -39,6 +42,7 @@ SERVER_NOTIFICATIONS: tuple[str, ...] = (
     SKILLS_CHANGED,
     JOBS_FINISHED,
     EXECUTION_EVENT,
+    TEAM_MESSAGE,
 )
 """Notifications the daemon pushes to the client."""
 

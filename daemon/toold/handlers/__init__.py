@@ -20,4 +20,5 @@ HANDLERS: dict[str, str] = {
     names.JOBS_CANCEL: "toold.handlers.jobs:jobs_cancel",
     names.PERMISSIONS_SET_MODE: "toold.handlers.agents:permissions_set_mode",
     names.AGENT_RUN: "toold.handlers.agents:agent_run",
+    names.TEAM_REGISTER: "toold.handlers.agents:team_register",
 }

@@ -8,7 +8,14 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
 from toold_protocol import errors
-from toold_protocol.models import AgentRunParams, AgentRunResult, SetModeParams, SetModeResult
+from toold_protocol.models import (
+    AgentRunParams,
+    AgentRunResult,
+    SetModeParams,
+    SetModeResult,
+    Teammate,
+    TeamRegisterParams,
+)
 
 if TYPE_CHECKING:
     from toold.server import TooldServer
@@ -51,3 +58,15 @@ async def agent_run(server: TooldServer, params: AgentRunParams) -> AgentRunResu
             message = "done" if finished else "stopped"
             server.work_done_progress.end(token, types.WorkDoneProgressEnd(message=message))
     return AgentRunResult(text=text)
+
+
+async def team_register(server: TooldServer, params: TeamRegisterParams) -> Teammate:
+    """Register a teammate."""
+    import asyncio
+
+    team = server.state.team
+    assert team is not None, "bind() always creates the team manager"
+    entry = await asyncio.to_thread(
+        team.register, params.name, params.role, params.system_prompt, params.model
+    )
+    return Teammate.model_validate({**entry, "running": team.is_running(params.name)})

@@ -255,6 +255,30 @@ class TeamListTool(DeferredTool):
         return team.list() if team is not None else []
 
 
+class TeamRegisterArguments(_Args):
+    name: str = Field(description="Teammate name: letters, digits, _ and -.")
+    role: str = Field(description="What the teammate does, e.g. 'reviewer'.")
+    system_prompt: str = Field("", description="Extra instructions for the teammate.")
+    model: str | None = Field(None, description="Model to use instead of the default.")
+
+
+class TeamRegisterTool(DeferredTool):
+    name = "team_register"
+    description = "Register (or replace) a teammate in .team.json so team_spawn can start it."
+    Arguments = TeamRegisterArguments
+    deferred = False  # toold's own addition, not one of BareAgent's twelve
+    manager = "team"
+    unavailable = "Team registration unavailable for {teammate}."
+    effect_tags = ("filesystem:write",)
+
+    def run(self, name: str, role: str, system_prompt: str = "", model: str | None = None) -> Any:
+        """Delegate to the bound team handlers."""
+        team = self._manager()
+        if team is None:
+            return self._unavailable(teammate=name)
+        return team.register(name, role, system_prompt, model)
+
+
 TOOLS = (
     TodoWriteTool,
     TodoReadTool,
@@ -268,4 +292,5 @@ TOOLS = (
     TeamSpawnTool,
     TeamSendTool,
     TeamListTool,
+    TeamRegisterTool,
 )

@@ -1,0 +1,1 @@
+"""Teams: registered teammates, JSONL mailboxes, and teammates running as background agents."""

@@ -1,0 +1,255 @@
+"""TeamManager: team_spawn / team_send / team_list, running teammates, and main's inbox.
+
+A running teammate is an asyncio task in the daemon that spawned it; it holds an
+flock on ``.toold/team/<name>.lock`` so every daemon sharing the workspace knows
+it runs. Teammates and main's inbox wake on file events (watchfiles), not polling.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fcntl
+import logging
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from toold.agents.loop import AgentContext, agent_loop
+from toold.team.mailbox import MAIN, Mailboxes, new_message
+from toold.team.registry import TeamRegistry
+
+log = logging.getLogger(__name__)
+
+REPLY_TIMEOUT = 60.0
+DEBOUNCE_MS = 20
+
+
+class _Waker:
+    """Wakes readers of the mailbox folder on file events, one watcher per manager."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self._event = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        if self._task is None:
+            self._task = asyncio.create_task(self._watch(), name="toold-mailbox-watch")
+
+    async def _watch(self) -> None:
+        from watchfiles import awatch
+
+        self.folder.mkdir(parents=True, exist_ok=True)
+        async for _ in awatch(self.folder, debounce=DEBOUNCE_MS, step=5):
+            self._event.set()
+
+    async def wait(self) -> None:
+        await self._event.wait()
+        self._event.clear()
+
+    def poke(self) -> None:
+        self._event.set()
+
+    async def close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+
+class TeamManager:
+    """The team of one workspace, as seen from one daemon."""
+
+    def __init__(
+        self,
+        root: Path,
+        state_dir: Path,
+        *,
+        agents: Any,
+        push: Callable[[dict[str, Any]], None] | None = None,
+        reply_timeout: float = REPLY_TIMEOUT,
+    ) -> None:
+        self.registry = TeamRegistry(root / ".team.json", state_dir / "team" / "registry.lock")
+        self.mail = Mailboxes(state_dir / "mailboxes")
+        self.locks = state_dir / "team"
+        self.agents = agents
+        self.push = push
+        self.reply_timeout = reply_timeout
+        self._running: dict[str, asyncio.Task[None]] = {}
+        self._lock_fds: dict[str, int] = {}
+        self._waiters: dict[str, asyncio.Future[dict[str, Any]]] = {}
+        self._subscribers: list[asyncio.Event] = []
+        self._waker: _Waker | None = None
+        self._inbox: asyncio.Task[None] | None = None
+
+    # -- background machinery -------------------------------------------------------
+    def start(self) -> None:
+        """Start main's inbox (team/message notifications, team_send replies)."""
+        if self._waker is not None:
+            return
+        self._waker = _Waker(self.mail.folder)
+        self._waker.start()
+        self._inbox = asyncio.create_task(self._read_inbox(), name="toold-main-inbox")
+
+    async def _read_inbox(self) -> None:
+        assert self._waker is not None
+        offset = self.mail.size(MAIN)
+        while True:
+            await self._waker.wait()
+            for event in self._subscribers:
+                event.set()
+            messages, offset = self.mail.read_from(MAIN, offset)
+            for message in messages:
+                waiter = self._waiters.pop(str(message.get("inReplyTo")), None)
+                if waiter is not None and not waiter.done():
+                    waiter.set_result(message)
+                if self.push is not None:
+                    self.push(message)
+
+    async def close(self) -> None:
+        """Stop teammates and watchers; release the run locks."""
+        for name in list(self._running):
+            await self._stop(name)
+        for task in (self._inbox,):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+        if self._waker is not None:
+            await self._waker.close()
+
+    # -- running state --------------------------------------------------------------------
+    def _lock_path(self, name: str) -> Path:
+        return self.locks / f"{name}.lock"
+
+    def is_running(self, name: str) -> bool:
+        """Running here, or in another daemon sharing the workspace."""
+        if name in self._running:
+            return True
+        path = self._lock_path(name)
+        if not path.exists():
+            return False
+        fd = os.open(path, os.O_RDWR)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        finally:
+            os.close(fd)
+        return False
+
+    def _take_lock(self, name: str) -> bool:
+        self.locks.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self._lock_path(name), os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            return False
+        self._lock_fds[name] = fd
+        return True
+
+    def _release_lock(self, name: str) -> None:
+        fd = self._lock_fds.pop(name, None)
+        if fd is not None:
+            os.close(fd)
+
+    # -- the tools ----------------------------------------------------------------------------
+    def register(
+        self, name: str, role: str, system_prompt: str = "", model: str | None = None
+    ) -> dict[str, Any]:
+        """team_register: add or replace a teammate in .team.json."""
+        return self.registry.register(name, role, system_prompt, model)
+
+    def list(self) -> list[dict[str, Any]]:
+        """team_list: registered teammates with ``running``."""
+        return [{**t, "running": self.is_running(t["name"])} for t in self.registry.all()]
+
+    async def spawn(self, name: str) -> str:
+        """team_spawn: start a registered teammate in this daemon."""
+        teammate = self.registry.get(name)
+        if self.is_running(name):
+            return f"Teammate {name} is already running."
+        if self.agents is None:
+            return f"Team spawning unavailable for {name}: provider is not configured."
+        if not self._take_lock(name):
+            return f"Teammate {name} is already running."
+        self.start()
+        offset = self.mail.size(name)
+        task = asyncio.create_task(self._teammate(teammate, offset), name=f"teammate-{name}")
+        self._running[name] = task
+        task.add_done_callback(lambda _: self._forget(name))
+        return f"Spawned teammate {name} ({teammate['role']})"
+
+    def _forget(self, name: str) -> None:
+        self._running.pop(name, None)
+        self._release_lock(name)
+
+    async def _stop(self, name: str) -> None:
+        task = self._running.get(name)
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    async def send(self, to_agent: str, content: str) -> str:
+        """team_send: deliver a request and wait for the teammate's reply."""
+        self.registry.get(to_agent)
+        if not self.is_running(to_agent):
+            return f"Teammate {to_agent} is not running. Start it with team_spawn first."
+        self.start()
+        message = new_message(MAIN, to_agent, content, "request")
+        waiter: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        self._waiters[message["id"]] = waiter
+        self.mail.append(message)
+        try:
+            reply = await asyncio.wait_for(waiter, self.reply_timeout)
+        except TimeoutError:
+            return f"No reply from {to_agent} within {self.reply_timeout:g} s."
+        finally:
+            self._waiters.pop(message["id"], None)
+        return f"Reply from {to_agent}: {reply.get('content', '')}"
+
+    # -- a running teammate -------------------------------------------------------------------
+    async def _teammate(self, teammate: dict[str, Any], offset: int) -> None:
+        name = teammate["name"]
+        woken = asyncio.Event()
+        self._subscribers.append(woken)
+        try:
+            while True:
+                messages, offset = self.mail.read_from(name, offset)
+                for message in messages:
+                    kind = message.get("type")
+                    if kind == "shutdown":
+                        log.info("teammate %s shutting down", name)
+                        return
+                    if kind == "request":
+                        await self._answer(teammate, message)
+                if not messages:
+                    await woken.wait()
+                    woken.clear()
+        finally:
+            self._subscribers.remove(woken)
+
+    async def _answer(self, teammate: dict[str, Any], message: dict[str, Any]) -> None:
+        agents = self.agents
+        system = f"{agents.system_prompt}\n\nYou are teammate {teammate['name']}, role: "
+        system += f"{teammate['role']}.\n{teammate.get('system_prompt', '')}".rstrip()
+        ctx = AgentContext(
+            provider=agents.provider,
+            toolset=agents.toolset_for("general-purpose"),
+            guard=agents.guard.child(fail_closed=True),
+            system=system,
+            runner=agents.runner,
+            max_iterations=agents.max_iterations,
+        )
+        try:
+            text = await agent_loop(ctx, [{"role": "user", "content": message["content"]}])
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            text = f"Error: {type(exc).__name__}: {exc}"
+        reply = new_message(teammate["name"], message["from"], text, "response", message["id"])
+        self.mail.append(reply)
