@@ -1,0 +1,140 @@
+"""Team registry, mailboxes and the manager's bookkeeping (the agent side is in tests/agents)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from toold.team.mailbox import Mailboxes, new_message
+from toold.team.manager import TeamManager
+from toold.team.registry import TeamRegistry
+
+
+def test_register_writes_the_spec_format(tmp_path: Path) -> None:
+    registry = TeamRegistry(tmp_path / ".team.json", tmp_path / ".toold" / "team.lock")
+    entry = registry.register("alice", "reviewer", "Be terse.", model="claude-x")
+    assert entry == {
+        "name": "alice",
+        "role": "reviewer",
+        "system_prompt": "Be terse.",
+        "provider_config": {"model": "claude-x"},
+    }
+    data = json.loads((tmp_path / ".team.json").read_text())
+    assert data == {"teammates": {"alice": entry}}
+    assert registry.all() == [entry]
+
+
+@pytest.mark.parametrize("name", ["", "a b", "../x", "é", "main"])
+def test_register_refuses_bad_names(tmp_path: Path, name: str) -> None:
+    registry = TeamRegistry(tmp_path / ".team.json", tmp_path / "lock")
+    with pytest.raises(ValueError):
+        registry.register(name, "role")
+    assert not (tmp_path / ".team.json").exists()
+
+
+def test_unknown_teammate(tmp_path: Path) -> None:
+    registry = TeamRegistry(tmp_path / ".team.json", tmp_path / "lock")
+    with pytest.raises(ValueError, match="Unknown teammate: bob"):
+        registry.get("bob")
+
+
+def test_mailbox_round_trip_and_torn_lines(tmp_path: Path) -> None:
+    boxes = Mailboxes(tmp_path)
+    first = new_message("main", "alice", "hello")
+    assert len(first["id"]) == 12 and first["type"] == "request" and first["inReplyTo"] is None
+    boxes.append(first)
+    with boxes.path("alice").open("ab") as fh:
+        fh.write(b'{"torn": \n')  # a corrupt complete line
+        fh.write(b'{"id": "partial"')  # an unfinished last line
+    messages, offset = boxes.read_from("alice", 0)
+    assert messages == [first]
+    assert offset < boxes.size("alice")  # the unfinished line waits for its newline
+    with boxes.path("alice").open("ab") as fh:
+        fh.write(b', "to": "alice"}\n')
+    later, end = boxes.read_from("alice", offset)
+    assert later == [{"id": "partial", "to": "alice"}]
+    assert end == boxes.size("alice")
+
+
+def test_appends_from_many_processes_stay_whole_lines(tmp_path: Path) -> None:
+    script = textwrap.dedent(
+        f"""
+        import sys
+        from pathlib import Path
+        from toold.team.mailbox import Mailboxes, new_message
+        boxes = Mailboxes(Path({str(tmp_path)!r}))
+        for i in range(200):
+            boxes.append(new_message(sys.argv[1], "main", "x" * 5000 + str(i)))
+        """
+    )
+    procs = [subprocess.Popen([sys.executable, "-c", script, f"w{n}"]) for n in range(4)]
+    assert [p.wait(timeout=120) for p in procs] == [0, 0, 0, 0]
+    lines = Mailboxes(tmp_path).path("main").read_bytes().splitlines()
+    assert len(lines) == 800
+    senders = [json.loads(line)["from"] for line in lines]
+    assert sorted(set(senders)) == ["w0", "w1", "w2", "w3"]
+
+
+def _manager(tmp_path: Path) -> TeamManager:
+    return TeamManager(tmp_path, tmp_path / ".toold", agents=None, reply_timeout=1)
+
+
+def test_spawn_and_send_without_a_provider(tmp_path: Path) -> None:
+    team = _manager(tmp_path)
+    team.register("alice", "reviewer")
+
+    async def scenario() -> tuple[str, str]:
+        spawned = await team.spawn("alice")
+        sent = await team.send("alice", "hi")
+        await team.close()
+        return spawned, sent
+
+    spawned, sent = asyncio.run(scenario())
+    assert spawned == "Team spawning unavailable for alice: provider is not configured."
+    assert sent == "Teammate alice is not running. Start it with team_spawn first."
+    assert team.list() == [
+        {
+            "name": "alice",
+            "role": "reviewer",
+            "system_prompt": "",
+            "provider_config": {},
+            "running": False,
+        }
+    ]
+    with pytest.raises(ValueError, match="Unknown teammate: bob"):
+        asyncio.run(team.send("bob", "hi"))
+
+
+def test_running_is_seen_across_processes(tmp_path: Path) -> None:
+    team = _manager(tmp_path)
+    team.register("alice", "reviewer")
+    lock = tmp_path / ".toold" / "team" / "alice.lock"
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import fcntl, os, sys; fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT); "
+            "fcntl.flock(fd, fcntl.LOCK_EX); print('locked', flush=True); sys.stdin.read()",
+            str(lock),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
+        assert team.is_running("alice")
+        assert asyncio.run(team.spawn("alice")) == "Teammate alice is already running."
+    finally:
+        assert holder.stdin is not None and holder.stdout is not None
+        holder.stdin.close()
+        holder.wait(timeout=10)
+        holder.stdout.close()
+    assert not team.is_running("alice")
