@@ -47,6 +47,14 @@ class GrepQuery:
         return source
 
 
+def literal_pattern(text: str, flags: int = 0) -> re.Pattern[str]:
+    """A regex matching ``text`` literally, left unescaped when it has no regex syntax
+    so that GrepQuery.literal still recognises it (and ripgrep can prefilter)."""
+    if _REGEX_META.intersection(text) or "\n" in text:
+        return re.compile(re.escape(text), flags)
+    return re.compile(text, flags)
+
+
 @dataclass(frozen=True)
 class LineMatch:
     """One matching line; ``path`` is the absolute file path."""
@@ -169,4 +177,4 @@ def grep_lines(root: Path, query: GrepQuery) -> Iterator[LineMatch]:
                     return
 
 
-__all__ = ["GrepQuery", "LineMatch", "grep_lines", "split_lines"]
+__all__ = ["GrepQuery", "LineMatch", "grep_lines", "literal_pattern", "split_lines"]

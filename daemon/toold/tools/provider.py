@@ -28,6 +28,10 @@ BUILTIN_MODULES: tuple[str, ...] = (
     "toold.tools.builtin.files",
     "toold.tools.builtin.search",
     "toold.tools.builtin.deferred",
+    "toold.tools.builtin.calculator",
+    "toold.tools.builtin.python_repl",
+    "toold.tools.builtin.coding",
+    "toold.tools.builtin.web",
 )
 
 

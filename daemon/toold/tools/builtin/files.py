@@ -1,53 +1,109 @@
-"""read_file, write_file, edit_file: text files inside the workspace."""
+"""read_file, write_file, edit_file: text files inside the workspace.
+
+One tool per name serves BareAgent and Jianmu: the schema and result texts are
+BareAgent's; Jianmu's ``path`` and ``encoding`` are accepted, and Jianmu's limits
+(allowed extensions, content size, create_dirs) come from the ``files`` configuration.
+"""
 
 from __future__ import annotations
 
 import os
+from pathlib import Path
+from typing import Any, Self
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ModelWrapValidatorHandler, model_validator
+from pydantic.json_schema import SkipJsonSchema
 
 from toold.search.grep import split_lines
-from toold.storage import atomic_write_text, path_lock
+from toold.storage import atomic_write_bytes, atomic_write_text, path_lock
+from toold.tools.builtin._alternatives import validate_with_alternatives
 from toold.tools.builtin._workspace import WorkspaceTool
+
+_FILE_PATH = "Workspace-relative path of the file."
 
 
 class _Args(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-class ReadFileArguments(_Args):
-    file_path: str = Field(description="Workspace-relative path of the file.")
+class _PathArgs(_Args):
+    """Arguments naming a file as ``file_path`` (BareAgent) or ``path`` (Jianmu)."""
+
+    file_path: str = Field(description=_FILE_PATH)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _jianmu_path(cls, data: Any, handler: ModelWrapValidatorHandler[Self]) -> Self:
+        return validate_with_alternatives(data, handler, "file_path", ("path",))
+
+
+class ReadFileArguments(_PathArgs):
     offset: int = Field(0, description="0-based line to start from.")
     limit: int | None = Field(None, description="Maximum number of lines to return.")
+    # Jianmu's argument; kept out of the schema, which stays the base tool's.
+    encoding: SkipJsonSchema[str] = "utf-8"
 
 
-class WriteFileArguments(_Args):
-    file_path: str = Field(description="Workspace-relative path of the file.")
+class WriteFileArguments(_PathArgs):
     content: str = Field(description="Text to write.")
     append: bool = Field(False, description="Append instead of overwriting.")
+    # Jianmu's argument; kept out of the schema, which stays the base tool's.
+    encoding: SkipJsonSchema[str] = "utf-8"
 
 
-class EditFileArguments(_Args):
-    file_path: str = Field(description="Workspace-relative path of the file.")
+class EditFileArguments(_PathArgs):
     old_text: str = Field(min_length=1, description="Exact text to replace (first occurrence).")
     new_text: str = Field(description="Replacement text.")
 
 
-class ReadFileTool(WorkspaceTool):
+def decode_text(data: bytes, encoding: str) -> str:
+    """``data`` decoded; a failure keeps UnicodeDecodeError and says how to fix it."""
+    try:
+        return data.decode(encoding)
+    except UnicodeDecodeError as exc:
+        reason = (
+            f"{exc.reason}; Cannot decode file with {encoding} encoding: "
+            "pass the file's encoding (e.g. encoding='latin-1')"
+        )
+        raise UnicodeDecodeError(exc.encoding, exc.object, exc.start, exc.end, reason) from None
+
+
+class FileTool(WorkspaceTool):
+    """read_file and write_file: Jianmu's limits from the ``files`` configuration."""
+
+    def check_extension(self, path: Path) -> None:
+        """Refuse extensions outside ``files.allowed_extensions`` (when that list is set)."""
+        allowed = self.config.files.allowed_extensions
+        if not allowed:
+            return
+        normal = sorted({e.lower() if e.startswith(".") else f".{e.lower()}" for e in allowed})
+        ext = path.suffix.lower()
+        if ext not in normal:
+            raise ValueError(
+                f"Extension not allowed: {ext or '(none)'} "
+                f"(files.allowed_extensions: {', '.join(normal)})"
+            )
+
+
+class ReadFileTool(FileTool):
     name = "read_file"
     description = (
         "Read a UTF-8 text file with line numbers ('N: line', from 1). "
-        "offset is the 0-based first line, limit the number of lines."
+        "offset is the 0-based first line, limit the number of lines. "
+        "Also accepts path for file_path, and encoding (default utf-8)."
     )
     Arguments = ReadFileArguments
 
-    def run(self, file_path: str, offset: int = 0, limit: int | None = None) -> str:
+    def run(
+        self, file_path: str, offset: int = 0, limit: int | None = None, encoding: str = "utf-8"
+    ) -> str:
         """Numbered lines of the file."""
         if offset < 0:
             raise ValueError("offset must be >= 0")
         if limit is not None and limit < 0:
             raise ValueError("limit must be >= 0")
         path = self.resolve(file_path)
+        self.check_extension(path)
         max_size = self.config.limits.max_file_size
         size = path.stat().st_size
         if size > max_size:
@@ -55,23 +111,26 @@ class ReadFileTool(WorkspaceTool):
                 f"File too large: {size} bytes (max: {max_size}); "
                 "use grep or bash to look inside it, or raise limits.max_file_size in toold.toml"
             )
-        lines = split_lines(path.read_text(encoding="utf-8"))
+        lines = split_lines(decode_text(path.read_bytes(), encoding))
         end = None if limit is None else offset + limit
         return "\n".join(
             f"{number}: {line}" for number, line in enumerate(lines[offset:end], start=offset + 1)
         )
 
 
-class WriteFileTool(WorkspaceTool):
+class WriteFileTool(FileTool):
     name = "write_file"
     description = (
         "Write a text file (creating parent folders), replacing it atomically; "
-        "append=true adds to the end instead."
+        "append=true adds to the end instead. "
+        "Also accepts path for file_path, and encoding (default utf-8)."
     )
     Arguments = WriteFileArguments
     effect_tags = ("filesystem:write",)
 
-    def run(self, file_path: str, content: str, append: bool = False) -> str:
+    def run(
+        self, file_path: str, content: str, append: bool = False, encoding: str = "utf-8"
+    ) -> str:
         """Write or append, then say how much."""
         path = self.resolve(file_path)
         rel = self.relative(path)
@@ -79,14 +138,28 @@ class WriteFileTool(WorkspaceTool):
             # Checked first: the atomic write would stage its temp file in the parent,
             # which for the workspace root lies outside the workspace.
             raise IsADirectoryError(f"Is a directory: {rel}")
-        path.parent.mkdir(parents=True, exist_ok=True)
+        self.check_extension(path)
+        files = self.config.files
+        data = content.encode(encoding)
+        if len(data) > files.max_content_size:
+            raise ValueError(
+                f"Content too large ({len(data)} bytes, max: {files.max_content_size}); "
+                "write it in parts with append=true, or raise files.max_content_size"
+            )
+        if not path.parent.is_dir():
+            if not files.create_dirs:
+                raise FileNotFoundError(
+                    f"Parent folder does not exist: {self.relative(path.parent)}; "
+                    "create it first (files.create_dirs is false)"
+                )
+            path.parent.mkdir(parents=True, exist_ok=True)
         with path_lock(path):
             if append:
                 fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644)
-                with os.fdopen(fd, "a", encoding="utf-8") as fh:
-                    fh.write(content)
+                with os.fdopen(fd, "ab") as fh:
+                    fh.write(data)
                 return f"Appended {len(content)} characters to {rel}"
-            atomic_write_text(path, content)
+            atomic_write_bytes(path, data)
         return f"Wrote {len(content)} characters to {rel}"
 
 
@@ -101,7 +174,7 @@ class EditFileTool(WorkspaceTool):
         """Exact text replacement, first occurrence only."""
         path = self.resolve(file_path)
         with path_lock(path):
-            text = path.read_bytes().decode("utf-8")
+            text = decode_text(path.read_bytes(), "utf-8")
             if old_text not in text:
                 raise ValueError("old_text not found in file")
             atomic_write_text(path, text.replace(old_text, new_text, 1))

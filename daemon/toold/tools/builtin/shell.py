@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import sys
+from typing import Any, Self
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ModelWrapValidatorHandler, model_validator
 
 from toold.sandbox.process import Clipped, join_clipped, run_command
+from toold.tools.builtin._alternatives import validate_with_alternatives
 from toold.tools.builtin._workspace import WorkspaceTool
 from toold.tools.context import report_progress, set_exit_code
 
@@ -16,6 +18,12 @@ class BashArguments(BaseModel):
 
     command: str = Field(description="The shell command to run.")
     timeout: int = Field(30, ge=1, description="Seconds before the command is killed.")
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _jianmu_command(cls, data: Any, handler: ModelWrapValidatorHandler[Self]) -> Self:
+        # Jianmu's BashTool reads command, then input, then cmd.
+        return validate_with_alternatives(data, handler, "command", ("input", "cmd"))
 
 
 def format_command_result(

@@ -1,0 +1,278 @@
+"""Jianmu's coding tools: list_dir, glob_search, grep_search, file_info, str_replace.
+
+The searches run on the same engine as glob and grep (toold.search), so they skip the
+same folders, never follow symlinks and match patterns the same way. Every path
+passes safe_path.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from toold.search.grep import GrepQuery, grep_lines, literal_pattern
+from toold.search.patterns import compile_glob
+from toold.search.walk import walk_files
+from toold.storage import atomic_write_text, path_lock
+from toold.tools.builtin._workspace import WorkspaceTool
+from toold.tools.builtin.files import decode_text
+
+MAX_LIST_ENTRIES = 1000
+MAX_LINE_CHARS = 500
+
+
+class _Args(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ListDirArguments(_Args):
+    path: str = Field(".", description="Workspace-relative folder to list.")
+
+
+class GlobSearchArguments(_Args):
+    pattern: str = Field(
+        description=(
+            "Glob pattern. Without '/' it matches file names at any depth ('*.py'); "
+            "with '/' it is anchored at path, '**' spanning folders ('src/**/*.py')."
+        )
+    )
+    path: str = Field(".", description="Workspace-relative folder to search from.")
+    include_hidden: bool = Field(False, description="Also match files and folders named '.*'.")
+    limit: int = Field(200, ge=1, description="Most paths to return.")
+
+
+class GrepSearchArguments(_Args):
+    query: str = Field(min_length=1, description="Text to look for (a Python regex if regex).")
+    regex: bool = Field(False, description="Treat query as a Python regular expression.")
+    case_sensitive: bool = Field(True, description="Match case exactly.")
+    glob: str | None = Field(None, description="Only files matching this glob, e.g. '*.py'.")
+    path: str = Field(".", description="Workspace-relative folder (or file) to search.")
+    limit: int = Field(200, ge=1, description="Most matching lines to return.")
+
+
+class FileInfoArguments(_Args):
+    path: str = Field(description="Workspace-relative path of a file or folder.")
+
+
+class StrReplaceArguments(_Args):
+    path: str = Field(description="Workspace-relative path of the file to change.")
+    old: str = Field(min_length=1, description="Text to replace (a Python regex if regex).")
+    new: str = Field(description="Replacement text (may use \\1 or \\g<name> if regex).")
+    regex: bool = Field(False, description="Treat old as a Python regular expression.")
+    count: int = Field(0, ge=0, description="Most replacements to make; 0 replaces all.")
+
+
+def human_size(size: int) -> str:
+    """Bytes as B, KB or MB (binary multiples, one decimal above bytes)."""
+    if size < 1024:
+        return f"{size} B"
+    if size < 1024 * 1024:
+        return f"{size / 1024:.1f} KB"
+    return f"{size / (1024 * 1024):.1f} MB"
+
+
+def _compile(pattern: str, flags: int = 0) -> re.Pattern[str]:
+    try:
+        return re.compile(pattern, flags)
+    except re.error as exc:
+        raise ValueError(f"Invalid regex pattern: {exc}") from None
+
+
+class ListDirTool(WorkspaceTool):
+    name = "list_dir"
+    description = (
+        "List a folder: one line per entry, sorted by name, as 'TYPE  SIZE  NAME' where TYPE "
+        "is FILE or DIR and SIZE is in B, KB or MB ('-' for folders). At most 1000 entries."
+    )
+    Arguments = ListDirArguments
+
+    def run(self, path: str = ".") -> str:
+        """The folder's table."""
+        folder = self.resolve(path)
+        if not folder.is_dir():
+            if folder.exists():
+                raise NotADirectoryError(f"Not a directory: {self.relative(folder)}")
+            raise FileNotFoundError(f"Directory not found: {self.relative(folder)}")
+        with os.scandir(folder) as it:
+            entries = sorted(it, key=lambda e: e.name)
+        if not entries:
+            return "(empty directory)"
+        lines = []
+        for entry in entries[:MAX_LIST_ENTRIES]:
+            try:
+                info = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            if stat.S_ISDIR(info.st_mode):
+                lines.append(f"DIR   {'-':>9}  {entry.name}")
+            else:
+                lines.append(f"FILE  {human_size(info.st_size):>9}  {entry.name}")
+        if len(entries) > MAX_LIST_ENTRIES:
+            more = len(entries) - MAX_LIST_ENTRIES
+            lines.append(f"... ({more} more entries; list a sub-folder or use glob_search)")
+        return "\n".join(lines)
+
+
+class GlobSearchTool(WorkspaceTool):
+    name = "glob_search"
+    description = (
+        "Find files by glob pattern; returns sorted workspace-relative paths, one per line, "
+        "or 'No files matched.' Hidden files are skipped unless include_hidden. Past limit, "
+        "a last line says how many more matched."
+    )
+    Arguments = GlobSearchArguments
+
+    def run(
+        self, pattern: str, path: str = ".", include_hidden: bool = False, limit: int = 200
+    ) -> str:
+        """Matching paths, one per line."""
+        root = self.resolve(path)
+        if not root.exists():
+            raise FileNotFoundError(f"Path not found: {self.relative(root)}")
+        matcher = compile_glob(pattern)
+        found: list[str] = []
+        for file in walk_files(root, include_hidden=include_hidden):
+            rel_root = file.name if file == root else file.relative_to(root).as_posix()
+            if matcher.match(rel_root):
+                found.append(self.relative(file))
+        if not found:
+            return "No files matched."
+        found.sort()
+        lines = found[:limit]
+        if len(found) > limit:
+            lines.append(
+                f"... (truncated: {len(found) - limit} more of {len(found)} matches; "
+                "narrow the pattern or path, or raise limit)"
+            )
+        return "\n".join(lines)
+
+
+class GrepSearchTool(WorkspaceTool):
+    name = "grep_search"
+    description = (
+        "Search file contents for query (plain text, or a Python regex if regex); returns "
+        "'path:line:text' lines in file order, or 'No matches found.' Lines are cut at 500 "
+        "characters. Skips files over 1 MB and non-UTF-8 files. Past limit, a last line "
+        "says the output was truncated."
+    )
+    Arguments = GrepSearchArguments
+
+    def run(
+        self,
+        query: str,
+        regex: bool = False,
+        case_sensitive: bool = True,
+        glob: str | None = None,
+        path: str = ".",
+        limit: int = 200,
+    ) -> str:
+        """Matching lines, one per line."""
+        flags = 0 if case_sensitive else re.IGNORECASE
+        pattern = _compile(query, flags) if regex else literal_pattern(query, flags)
+        root = self.resolve(path)
+        if not root.exists():
+            raise FileNotFoundError(f"Path not found: {self.relative(root)}")
+        search = GrepQuery(
+            regex=pattern,
+            include=compile_glob(glob) if glob else None,
+            max_matches=limit + 1,
+        )
+        lines = []
+        for match in grep_lines(root, search):
+            text = match.text
+            if len(text) > MAX_LINE_CHARS:
+                text = f"{text[:MAX_LINE_CHARS]}... [{len(text) - MAX_LINE_CHARS} more characters]"
+            lines.append(f"{self.relative(match.path)}:{match.line_number}:{text}")
+        if not lines:
+            return "No matches found."
+        if len(lines) > limit:
+            lines[limit:] = [
+                f"... (truncated at {limit} matches; narrow query, glob or path, or raise limit)"
+            ]
+        return "\n".join(lines)
+
+
+class FileInfoTool(WorkspaceTool):
+    name = "file_info"
+    description = (
+        "Metadata of a file or folder: an object {path, type ('file' or 'directory'), size "
+        "(bytes), modified (ISO 8601, UTC), extension ('.py', or '' for none)}."
+    )
+    Arguments = FileInfoArguments
+
+    def run(self, path: str) -> dict[str, Any]:
+        """The entry's metadata."""
+        target = self.resolve(path)
+        rel = self.relative(target)
+        try:
+            info = target.stat()
+        except FileNotFoundError:
+            raise FileNotFoundError(f"Path not found: {rel}") from None
+        is_dir = stat.S_ISDIR(info.st_mode)
+        kind = "directory" if is_dir else "file" if stat.S_ISREG(info.st_mode) else "other"
+        modified = datetime.fromtimestamp(info.st_mtime, tz=UTC)
+        return {
+            "path": rel,
+            "type": kind,
+            "size": info.st_size,
+            "modified": modified.isoformat(timespec="seconds"),
+            "extension": "" if is_dir else target.suffix,
+        }
+
+
+class StrReplaceTool(WorkspaceTool):
+    name = "str_replace"
+    description = (
+        "Replace text in a file: every occurrence of old (count=0) or the first count, "
+        "literally or as a Python regex (regex=true; new may use \\1). The file is rewritten "
+        "atomically. Returns 'Replaced N occurrence(s) in path'; nothing matched is an error."
+    )
+    Arguments = StrReplaceArguments
+    parallel_safe = False
+    effect_tags = ("filesystem:write",)
+
+    def run(self, path: str, old: str, new: str, regex: bool = False, count: int = 0) -> str:
+        """Replace and say how many."""
+        target = self.resolve(path)
+        rel = self.relative(target)
+        pattern = _compile(old) if regex else literal_pattern(old)
+
+        def literal(_match: re.Match[str]) -> str:
+            # A literal replacement is literal: no backslash processing in new.
+            return new
+
+        replacement: str | Callable[[re.Match[str]], str] = new if regex else literal
+        with path_lock(target):
+            text = decode_text(self._read(target, rel), "utf-8")
+            try:
+                updated, replaced = pattern.subn(replacement, text, count=count)
+            except (re.error, IndexError) as exc:
+                raise ValueError(f"Invalid replacement {new!r}: {exc}") from None
+            if not replaced:
+                how = "the regex" if regex else "old (exact text, including whitespace)"
+                raise ValueError(f"No match in {rel}: {how} was not found; nothing replaced")
+            if updated != text:
+                atomic_write_text(target, updated)
+        return f"Replaced {replaced} occurrence{'s' if replaced != 1 else ''} in {rel}"
+
+    def _read(self, target: Path, rel: str) -> bytes:
+        if target.is_dir():
+            raise IsADirectoryError(f"Is a directory: {rel}")
+        try:
+            size = target.stat().st_size
+        except FileNotFoundError:
+            raise FileNotFoundError(f"File not found: {rel}") from None
+        max_size = self.config.limits.max_file_size
+        if size > max_size:
+            raise ValueError(f"File too large: {size} bytes (max: {max_size}); use bash instead")
+        return target.read_bytes()
+
+
+TOOLS = (ListDirTool, GlobSearchTool, GrepSearchTool, FileInfoTool, StrReplaceTool)

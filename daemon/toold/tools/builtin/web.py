@@ -1,0 +1,327 @@
+"""http_request and duckduckgo_search: Jianmu's network tools.
+
+Both import their libraries lazily, inside ``run``: listing tools never loads aiohttp,
+and duckduckgo_search works only where ``ddgs`` (or the older ``duckduckgo_search``)
+is installed — ``pip install 'toold[web]'``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import codecs
+import contextlib
+import importlib
+import json
+import math
+import random
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from toold.tools.builtin._workspace import WorkspaceTool
+
+if TYPE_CHECKING:
+    import aiohttp
+
+T = TypeVar("T")
+
+MAX_REDIRECTS = 10
+REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
+RETRY_STATUSES = frozenset({429, 502, 503, 504})
+"""Answers that say "try again later": retried like connection errors and timeouts."""
+# Headers that must not follow a redirect to another host.
+_CREDENTIAL_HEADERS = frozenset({"authorization", "cookie", "proxy-authorization"})
+
+
+class HttpRequestArguments(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    url: str = Field(description="The URL to request (http or https).")
+    method: Literal["GET", "POST", "PUT", "DELETE"] = Field(
+        "GET", description="HTTP method (default: GET)."
+    )
+    headers: dict[str, str] | None = Field(None, description="Optional HTTP headers.")
+    body: dict[str, Any] | None = Field(None, description="Optional JSON body.")
+    retries: int | None = Field(
+        None,
+        ge=0,
+        le=10,
+        description="Retry count after a failed attempt (default: http.retries, 3).",
+    )
+
+    @field_validator("method", mode="before")
+    @classmethod
+    def _upper(cls, value: Any) -> Any:
+        return value.upper() if isinstance(value, str) else value
+
+
+class HostPolicy:
+    """The ``http`` configuration's scheme and host rules."""
+
+    def __init__(self, allow: list[str], deny: list[str]) -> None:
+        self.allow = [_normal_host(h) for h in allow]
+        self.deny = [_normal_host(h) for h in deny]
+
+    def refusal(self, url: Any) -> str | None:
+        """Why ``url`` (a yarl URL) may not be requested, or None."""
+        if url.scheme not in ("http", "https"):
+            return f"Only http and https URLs are allowed, got: {url.scheme or '(no scheme)'}"
+        host = _normal_host(url.host or "")
+        if not host:
+            return f"URL has no host: {url}"
+        if any(_within(host, d) for d in self.deny):
+            return f"Host not allowed: {host} (http.deny_hosts)"
+        if self.allow and not any(_within(host, a) for a in self.allow):
+            return f"Host not allowed: {host} (not in http.allow_hosts)"
+        return None
+
+
+def _normal_host(host: str) -> str:
+    return host.strip().rstrip(".").lower().strip("[]")
+
+
+def _within(host: str, listed: str) -> bool:
+    """``host`` is ``listed`` or one of its subdomains."""
+    return bool(listed) and (host == listed or host.endswith("." + listed))
+
+
+def backoff_delay(attempt: int, base: float, cap: float = 10.0) -> float:
+    """Exponential backoff with full jitter before retry number ``attempt`` (from 1)."""
+    return random.uniform(0, min(cap, base * 2 ** (attempt - 1)))
+
+
+class _Retry(Exception):
+    """An attempt that failed in a way worth retrying; ``text`` is its final message."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(text)
+        self.text = text
+
+
+class HttpRequestTool(WorkspaceTool):
+    name = "http_request"
+    description = (
+        "Make HTTP requests to APIs. Supports GET, POST, PUT, DELETE methods with headers "
+        "and a JSON body. Returns '[HTTP status]' then the body (JSON pretty-printed, long "
+        "bodies truncated). Connection errors, timeouts and 429/502/503/504 are retried "
+        "with backoff."
+    )
+    Arguments = HttpRequestArguments
+    effect_tags = ("network",)
+    backoff_base = 0.5
+    """Seconds before the first retry (doubling, with full jitter)."""
+
+    async def run(
+        self,
+        url: str,
+        method: str = "GET",
+        headers: dict[str, str] | None = None,
+        body: dict[str, Any] | None = None,
+        retries: int | None = None,
+    ) -> str:
+        """Jianmu's ``[HTTP status]`` text, or ``Error: ...``."""
+        if not url or not url.strip():
+            return "Error: No URL provided"
+        import aiohttp
+        from yarl import URL
+
+        settings = self.config.http
+        try:
+            target = URL(url.strip())
+        except ValueError as exc:
+            return f"Error: {type(exc).__name__}: {exc}"
+        policy = HostPolicy(settings.allow_hosts, settings.deny_hosts)
+        refused = policy.refusal(target)
+        if refused:
+            return f"Error: {refused}"
+        attempts = 1 + (settings.retries if retries is None else retries)
+        timeout = aiohttp.ClientTimeout(total=settings.timeout)
+        text = ""
+        for attempt in range(attempts):
+            if attempt:
+                await asyncio.sleep(backoff_delay(attempt, self.backoff_base))
+            try:
+                async with aiohttp.ClientSession(timeout=timeout) as session:
+                    return await self._request(
+                        session, policy, method, target, dict(headers or {}), body
+                    )
+            except _Retry as retry:
+                text = retry.text
+            except TimeoutError:
+                text = f"Error: Request timed out after {settings.timeout}s"
+            except aiohttp.ClientError as exc:
+                text = f"Error: {type(exc).__name__}: {exc}"
+        return text
+
+    async def _request(
+        self,
+        session: aiohttp.ClientSession,
+        policy: HostPolicy,
+        method: str,
+        url: Any,
+        headers: dict[str, str],
+        body: dict[str, Any] | None,
+    ) -> str:
+        """One attempt, following redirects only to URLs the policy allows."""
+        from yarl import URL
+
+        for _ in range(MAX_REDIRECTS + 1):
+            async with session.request(
+                method, url, headers=headers, json=body, allow_redirects=False
+            ) as response:
+                location = response.headers.get("Location")
+                if response.status in REDIRECT_STATUSES and location:
+                    next_url = url.join(URL(location))
+                    refused = policy.refusal(next_url)
+                    if refused:
+                        return f"Error: redirect to {next_url} refused: {refused}"
+                    if response.status == 303 or (
+                        response.status in (301, 302) and method == "POST"
+                    ):
+                        method, body = "GET", None
+                    if next_url.origin() != url.origin():
+                        headers = {
+                            k: v for k, v in headers.items() if k.lower() not in _CREDENTIAL_HEADERS
+                        }
+                    url = next_url
+                    continue
+                text = await self._render(response)
+                if response.status in RETRY_STATUSES:
+                    raise _Retry(text)
+                return text
+        return f"Error: too many redirects (more than {MAX_REDIRECTS})"
+
+    async def _render(self, response: aiohttp.ClientResponse) -> str:
+        limit = self.config.http.max_response_length
+        # Enough bytes for ``limit`` characters of any UTF-8 text, plus one to see more.
+        cap = 4 * limit + 1
+        chunks: list[bytes] = []
+        size = 0
+        while size < cap:
+            chunk = await response.content.read(cap - size)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        more = size >= cap
+        text = b"".join(chunks).decode(_charset(response), "replace")
+        if "application/json" in response.headers.get("Content-Type", "") and not more:
+            with contextlib.suppress(ValueError):
+                text = json.dumps(json.loads(text), ensure_ascii=False, indent=2)
+        if more or len(text) > limit:
+            text = text[:limit] + "\n... (truncated)"
+        return f"[HTTP {response.status}]\n{text}"
+
+
+def _charset(response: aiohttp.ClientResponse) -> str:
+    """The declared charset when Python knows it, else UTF-8."""
+    declared = response.charset
+    if declared:
+        try:
+            return codecs.lookup(declared).name
+        except LookupError:
+            pass
+    return "utf-8"
+
+
+class WebSearchArguments(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    query: str = Field(description="The search query")
+    max_results: int | None = Field(
+        None, ge=1, le=50, description="Maximum number of results to return (default 5)."
+    )
+
+
+async def in_own_thread(work: Callable[[], T]) -> T:
+    """``work()`` on a new daemon thread.
+
+    The search library is synchronous and cannot be interrupted. A thread left behind
+    by a timeout must not hold one of the shared executor's few workers (which file
+    tools need), so it gets a thread of its own; the library's own timeout ends it.
+    """
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[T] = loop.create_future()
+
+    def settle(result: T | None, error: BaseException | None) -> None:
+        if future.done():
+            return
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(result)  # type: ignore[arg-type]
+
+    def target() -> None:
+        try:
+            result, error = work(), None
+        except BaseException as exc:
+            result, error = None, exc
+        with contextlib.suppress(RuntimeError):  # the loop may be gone by now
+            loop.call_soon_threadsafe(settle, result, error)
+
+    threading.Thread(target=target, name="toold-web-search", daemon=True).start()
+    return await future
+
+
+def resolve_ddgs_cls() -> Any:
+    """The DDGS class from ``ddgs`` or else ``duckduckgo_search`` (Jianmu's order)."""
+    errors: list[Exception] = []
+    for module_name in ("ddgs", "duckduckgo_search"):
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:
+            errors.append(exc)
+            continue
+        ddgs_cls = getattr(module, "DDGS", None)
+        if ddgs_cls is not None:
+            return ddgs_cls
+        errors.append(AttributeError(f"module '{module_name}' has no attribute 'DDGS'"))
+    detail = "; ".join(f"{type(e).__name__}: {e}" for e in errors)
+    raise RuntimeError(
+        "DuckDuckGoSearchTool requires optional dependency 'ddgs' or 'duckduckgo-search'. "
+        f"Import details: {detail}"
+    )
+
+
+def format_results(results: list[dict[str, Any]]) -> str:
+    """Jianmu's result text."""
+    if not results:
+        return "No results found for this query."
+    return "\n".join(
+        f"[{i}] {r.get('title')}\nURL: {r.get('href')}\nSnippet: {r.get('body')}\n"
+        for i, r in enumerate(results, 1)
+    )
+
+
+class DuckDuckGoSearchTool(WorkspaceTool):
+    name = "duckduckgo_search"
+    description = (
+        "Search the web for real-time information (DuckDuckGo, no API key). Useful for "
+        "current events, news, and general knowledge. Returns numbered results with "
+        "title, URL and snippet."
+    )
+    Arguments = WebSearchArguments
+    effect_tags = ("network",)
+
+    async def run(self, query: str, max_results: int | None = None) -> str:
+        """Numbered results, or ``Error performing search: ...``."""
+        ddgs_cls = resolve_ddgs_cls()
+        settings = self.config.web_search
+        count = settings.max_results if max_results is None else max_results
+
+        def search() -> list[dict[str, Any]]:
+            with ddgs_cls(timeout=max(1, math.ceil(settings.timeout))) as ddgs:
+                return list(ddgs.text(query, max_results=count) or [])
+
+        try:
+            results = await asyncio.wait_for(in_own_thread(search), settings.timeout)
+        except TimeoutError:
+            return f"Error performing search: no answer within {settings.timeout}s"
+        except Exception as exc:
+            return f"Error performing search: {exc}"
+        return format_results(results)
+
+
+TOOLS = (HttpRequestTool, DuckDuckGoSearchTool)
