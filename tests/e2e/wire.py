@@ -15,6 +15,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,10 @@ DEFAULT_TIMEOUT = 20.0
 class WireClient:
     """Spawns ``python -m toold serve`` and exchanges framed JSON with it."""
 
-    def __init__(self, workspace: Path | None, *extra_args: str) -> None:
+    def __init__(
+        self, workspace: Path | None, *extra_args: str, env: Mapping[str, str] | None = None
+    ) -> None:
+        """``env`` replaces the daemon's environment (default: this process's)."""
         argv = [sys.executable, "-m", "toold", "serve", *extra_args]
         if workspace is not None:
             argv += ["--workspace", os.fspath(workspace)]
@@ -34,6 +38,7 @@ class WireClient:
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             cwd=workspace or Path.cwd(),
+            env=None if env is None else dict(env),
         )
         self.messages: queue.Queue[dict[str, Any] | None] = queue.Queue()
         self._pending: list[dict[str, Any]] = []

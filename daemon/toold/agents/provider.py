@@ -1,11 +1,18 @@
-"""The model provider: Anthropic's Messages API through the official SDK."""
+"""The model provider: Anthropic's Messages API through the official SDK.
+
+The SDK takes seconds to import, so it is imported (on a worker thread) at the
+first model call, not when the workspace is bound: a daemon with an API key
+answers its first tools/call as fast as one without.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import importlib
 import os
 from typing import Any
 
-DEFAULT_MODEL = "claude-sonnet-4-5"
+DEFAULT_MODEL = "claude-sonnet-5-5"
 
 
 class ProviderError(RuntimeError):
@@ -24,13 +31,18 @@ class AnthropicProvider:
         max_tokens: int = 4096,
         timeout: float = 600.0,
     ) -> None:
-        import anthropic
-
         self.model = model
         self.max_tokens = max_tokens
-        self._client = anthropic.AsyncAnthropic(
-            api_key=api_key, base_url=base_url, timeout=timeout, max_retries=2
-        )
+        self.base_url = base_url
+        self._options: dict[str, Any] = {
+            "api_key": api_key,
+            "base_url": base_url,
+            "timeout": timeout,
+            "max_retries": 2,
+        }
+        self._sdk: Any = None
+        self._client: Any = None
+        self._lock = asyncio.Lock()
 
     @classmethod
     def from_settings(
@@ -52,21 +64,33 @@ class AnthropicProvider:
             max_tokens=max_tokens,
         )
 
+    async def _ready(self) -> Any:
+        async with self._lock:
+            if self._client is None:
+                self._sdk = await asyncio.to_thread(importlib.import_module, "anthropic")
+                self._client = self._sdk.AsyncAnthropic(**self._options)
+        return self._client
+
+    async def close(self) -> None:
+        """Close the HTTP client and its connections."""
+        if self._client is not None:
+            await self._client.close()
+            self._client = None
+
     async def create(
         self, *, system: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
     ) -> list[dict[str, Any]]:
         """One model turn: the assistant's content blocks as plain dicts."""
-        import anthropic
-
+        client = await self._ready()
         try:
-            response = await self._client.messages.create(
+            response = await client.messages.create(
                 model=self.model,
                 max_tokens=self.max_tokens,
                 system=system,
-                messages=messages,  # type: ignore[arg-type]
-                tools=tools,  # type: ignore[arg-type]
+                messages=messages,
+                tools=tools,
             )
-        except anthropic.APIError as exc:
+        except self._sdk.APIError as exc:
             raise ProviderError(f"{type(exc).__name__}: {exc}") from exc
         blocks: list[dict[str, Any]] = []
         for block in response.content:

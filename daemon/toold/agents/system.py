@@ -18,7 +18,7 @@ from toold.tools.toolset import ToolSet
 log = logging.getLogger(__name__)
 
 DEFAULT_TYPE = "general-purpose"
-MAIN_LOOP_ONLY = frozenset({"team_spawn", "team_send"})
+MAIN_LOOP_ONLY = frozenset({"team_spawn", "team_send", "team_register"})
 READ_ONLY_TOOLS = SAFE_TOOLS - {"todo_write"}
 
 
@@ -116,11 +116,21 @@ class AgentSystem:
             agent_depth.reset(token_depth)
             current_guard.reset(token_guard)
 
+    def child_guard(
+        self, parent: PermissionGuard, agent_type: str, background: bool
+    ) -> PermissionGuard:
+        """Read-only types: plan mode, fail-closed; background children: fail-closed."""
+        if AGENT_TYPES[agent_type].read_only:
+            return parent.child(mode="plan", fail_closed=True)
+        return parent.child(fail_closed=True if background else None)
+
     async def run_subagent(
         self,
         task: str,
         agent_type: str | None = None,
         run_in_background: bool = False,
+        *,
+        on_tool: Callable[[str, Any], None] | None = None,
     ) -> str:
         """The subagent tool: a fresh conversation with a filtered tool set."""
         kind_name = agent_type or DEFAULT_TYPE
@@ -131,11 +141,7 @@ class AgentSystem:
         depth = agent_depth.get() + 1
         if depth > self.max_depth:
             return f"Subagent refused: recursion depth {depth} exceeds limit {self.max_depth}."
-        parent = current_guard.get() or self.guard
-        if kind.read_only:
-            guard = parent.child(mode="plan", fail_closed=True)
-        else:
-            guard = parent.child(fail_closed=True if run_in_background else None)
+        guard = self.child_guard(current_guard.get() or self.guard, kind_name, run_in_background)
         ctx = AgentContext(
             provider=self.provider,
             toolset=self.toolset_for(kind_name),
@@ -143,6 +149,7 @@ class AgentSystem:
             system=f"{self.system_prompt}\n\n{kind.prompt}",
             runner=self.runner,
             max_iterations=kind.max_turns,
+            on_tool=on_tool,
         )
 
         async def work() -> str:

@@ -49,7 +49,7 @@ async def agent_run(server: TooldServer, params: AgentRunParams) -> AgentRunResu
     finished = False
     try:
         if params.agent_type:
-            text = await agents.run_subagent(params.prompt, params.agent_type)
+            text = await agents.run_subagent(params.prompt, params.agent_type, on_tool=on_tool)
         else:
             text = await agents.run(params.prompt, on_tool=on_tool)
         finished = True

@@ -11,10 +11,14 @@ from pathlib import Path
 from typing import Any
 
 REDACTED = "[REDACTED]"
+# Matched against the key's words (camelCase and separators split), so "author"
+# and "max_tokens" stay readable while "apiKey", "X-Api-Key" and "access_token" do not.
 _SECRET_KEY = re.compile(
-    r"(pass(word|wd)?|secret|token|api[_-]?key|auth(orization)?|cookie|credential|private[_-]?key)",
-    re.IGNORECASE,
+    r"(?:^|_)(?:pass|password|passwd|passphrase|secret|token|api_?key|auth|authorization"
+    r"|cookie|credentials?|private_?key|session_?id|access_?key)(?:_|$)"
 )
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+_NON_WORD = re.compile(r"[^A-Za-z0-9]+")
 _SECRET_VALUE = re.compile(
     r"(sk-(ant-)?[A-Za-z0-9_-]{16,}|gh[pousr]_[A-Za-z0-9]{20,}|AKIA[0-9A-Z]{16}"
     r"|xox[abpr]-[A-Za-z0-9-]{10,}|(?i:bearer)\s+[A-Za-z0-9._~+/=-]{8,}"
@@ -22,9 +26,15 @@ _SECRET_VALUE = re.compile(
 )
 
 
+def is_secret_key(key: str) -> bool:
+    """Whether a field named ``key`` holds a secret (api_key, password, token, ...)."""
+    words = _NON_WORD.sub("_", _CAMEL.sub("_", key)).lower()
+    return bool(_SECRET_KEY.search(words))
+
+
 def redact(value: Any, key: str = "") -> Any:
     """A copy of ``value`` with secret-looking keys and values replaced."""
-    if key and _SECRET_KEY.search(key):
+    if key and is_secret_key(key):
         return REDACTED
     if isinstance(value, dict):
         return {k: redact(v, str(k)) for k, v in value.items()}

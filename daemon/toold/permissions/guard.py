@@ -7,6 +7,12 @@ Decision for one call (REFERENCE.md §3):
 4. shell tools: deny rule → ask; dangerous command → ask; allow rule → allow;
    auto-safe command → allow; otherwise default asks, auto allows.
 5. other tools: deny rule → ask; allow rule → allow; safe tool → allow; else ask.
+(Deny rules are checked first of steps 2-5: every step asks on them anyway, and the
+reason decides whether a session approval may answer.)
+
+Then, for an "ask": plan mode refuses; a session approval ("Always allow") lets it
+run unless a deny rule or a dangerous command caused the ask; fail-closed guards
+and guards without an asker refuse; otherwise the user is asked.
 """
 
 from __future__ import annotations
@@ -18,7 +24,14 @@ from typing import Any, Literal
 
 from toold.permissions.audit import AuditLog
 from toold.permissions.commands import dangerous_reason, is_auto_safe
-from toold.permissions.rules import SHELL_TOOLS, Rule, match_value, parse_rules
+from toold.permissions.rules import (
+    SHELL_TOOLS,
+    Rule,
+    allow_rule,
+    deny_rule,
+    match_value,
+    parse_rules,
+)
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +57,8 @@ class Decision:
 
     action: Literal["allow", "ask"]
     reason: str
+    approvable: bool = True
+    """Whether a session approval ("Always allow") may answer this ask."""
 
 
 @dataclass
@@ -66,7 +81,8 @@ class PermissionGuard:
     ask: Asker | None = None
     fail_closed: bool = False
     audit: AuditLog | None = None
-    session_allowed: set[str] = field(default_factory=set)
+    session_rules: list[Rule] = field(default_factory=list)
+    """Allow rules added by "Always allow" answers, for this daemon's life."""
 
     @classmethod
     def from_config(
@@ -90,29 +106,27 @@ class PermissionGuard:
             ask=self.ask,
             fail_closed=self.fail_closed if fail_closed is None else fail_closed,
             audit=self.audit,
-            session_allowed=self.session_allowed,
+            session_rules=self.session_rules,
         )
-
-    def _rule(self, rules: list[Rule], tool: str, args: Any) -> Rule | None:
-        return next((r for r in rules if r.matches(tool, args)), None)
 
     def decide(self, tool: str, args: Any) -> Decision:
         """The rules' answer for an agent's call."""
         if self.mode == "bypass":
             return Decision("allow", "bypass mode")
+        denied = deny_rule(self.deny, tool, args)
+        if denied:
+            # Asks whatever comes next (steps 2-5), and "Always allow" never answers it.
+            return Decision("ask", f"deny rule {denied.source}", approvable=False)
         if tool in ALWAYS_CONFIRM:
             return Decision("ask", f"{tool} always asks")
         if self.mode == "plan" and tool not in SAFE_TOOLS:
             return Decision("ask", "plan mode is read-only")
-        denied = self._rule(self.deny, tool, args)
         if tool in SHELL_TOOLS:
             command = match_value(tool, args)
-            if denied:
-                return Decision("ask", f"deny rule {denied.source}")
             danger = dangerous_reason(command)
             if danger:
-                return Decision("ask", f"dangerous command ({danger})")
-            allowed = self._rule(self.allow, tool, args)
+                return Decision("ask", f"dangerous command ({danger})", approvable=False)
+            allowed = allow_rule(self.allow, tool, args)
             if allowed:
                 return Decision("allow", f"allow rule {allowed.source}")
             if is_auto_safe(command):
@@ -120,14 +134,22 @@ class PermissionGuard:
             if self.mode == "auto":
                 return Decision("allow", "auto mode")
             return Decision("ask", "shell command")
-        if denied:
-            return Decision("ask", f"deny rule {denied.source}")
-        allowed = self._rule(self.allow, tool, args)
+        allowed = allow_rule(self.allow, tool, args)
         if allowed:
             return Decision("allow", f"allow rule {allowed.source}")
         if tool in SAFE_TOOLS:
             return Decision("allow", "safe tool")
         return Decision("ask", "tool needs confirmation")
+
+    def approve_always(self, tool: str, args: Any) -> Rule:
+        """Remember an "Always allow": the exact command for shell tools, else the whole tool."""
+        if tool in SHELL_TOOLS:
+            rule = Rule(f"{tool}({match_value(tool, args)})", tool, match_value(tool, args), False)
+        else:
+            rule = Rule(tool, tool, None, False)
+        if rule not in self.session_rules:
+            self.session_rules.append(rule)
+        return rule
 
     async def check(self, tool: str, args: Any, origin: str = "agent") -> Verdict:
         """Decide, ask when needed, and record the decision."""
@@ -145,12 +167,10 @@ class PermissionGuard:
 
     async def _check(self, tool: str, args: Any, origin: str) -> Verdict:
         if origin == "user":
-            denied = self._rule(self.deny, tool, args)
+            denied = deny_rule(self.deny, tool, args)
             if denied:
                 return Verdict(False, "denied", f"deny rule {denied.source}", DENIED)
             return Verdict(True, "allowed", "the user asked for it")
-        if tool in self.session_allowed:
-            return Verdict(True, "allowed", "always allowed this session")
         decision = self.decide(tool, args)
         if decision.action == "allow":
             return Verdict(True, "allowed", decision.reason)
@@ -158,12 +178,14 @@ class PermissionGuard:
             return Verdict(
                 False, "denied", decision.reason, f"Plan mode: {tool} blocked (read-only)"
             )
+        if decision.approvable and any(r.matches(tool, args) for r in self.session_rules):
+            return Verdict(True, "allowed", f"always allowed this session ({decision.reason})")
         if self.fail_closed or self.ask is None:
             log.info("Non-interactive environment: %s denied", tool)
             return Verdict(False, "denied", f"non-interactive ({decision.reason})", DENIED)
         answer = await self.ask(tool, args, decision.reason)
         if answer == "always":
-            self.session_allowed.add(tool)
+            self.approve_always(tool, args)
             return Verdict(True, "always-allowed", decision.reason)
         if answer == "allow":
             return Verdict(True, "user-allowed", decision.reason)

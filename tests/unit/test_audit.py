@@ -1,0 +1,120 @@
+"""The audit log: whole JSON lines in .toold/audit.jsonl, secrets redacted."""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from toold.permissions.audit import REDACTED, AuditLog, is_secret_key, redact
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        "api_key",
+        "apiKey",
+        "API_KEY",
+        "x-api-key",
+        "password",
+        "passwd",
+        "db_password",
+        "token",
+        "access_token",
+        "refreshToken",
+        "github_token",
+        "authorization",
+        "Authorization",
+        "auth",
+        "secret",
+        "client_secret",
+        "AWS_SECRET_ACCESS_KEY",
+        "private_key",
+        "cookie",
+        "credentials",
+    ],
+)
+def test_secret_keys(key: str) -> None:
+    assert is_secret_key(key)
+    assert redact({key: "value"}) == {key: REDACTED}
+
+
+@pytest.mark.parametrize(
+    "key", ["author", "max_tokens", "path", "file_path", "command", "passage", "keyboard"]
+)
+def test_ordinary_keys_stay_readable(key: str) -> None:
+    assert not is_secret_key(key)
+    assert redact({key: "value"}) == {key: "value"}
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("export KEY=sk-ant-api03-abcdefghijklmnop1234", "export KEY=[REDACTED]"),
+        ("sk-proj-ABCDEFGHIJKLMNOPQRST", "[REDACTED]"),
+        ("git clone https://ghp_abcdefghijklmnopqrstuvwxyz0123456789@github.com/x", None),
+        (
+            "curl -H 'Authorization: Bearer abc.def-123456' x",
+            "curl -H 'Authorization: [REDACTED]' x",
+        ),
+        ("AKIAABCDEFGHIJKLMNOP", "[REDACTED]"),
+        ("mysql --password=hunter2 db", "mysql --[REDACTED] db"),
+        ("TOKEN=abc123 make deploy", "[REDACTED] make deploy"),
+        ("ls -la", "ls -la"),
+        ("sk-short", "sk-short"),
+    ],
+)
+def test_secret_values(text: str, expected: str | None) -> None:
+    out = redact(text)
+    if expected is None:
+        assert "ghp_" not in out and REDACTED in out
+    else:
+        assert out == expected
+
+
+def test_nested_values_are_redacted_and_the_input_is_untouched() -> None:
+    args: dict[str, Any] = {
+        "command": "deploy",
+        "env": {"API_KEY": "k", "region": "eu"},
+        "headers": [{"Authorization": "Bearer abcdefghij"}, "Bearer abcdefghijk"],
+        "count": 3,
+    }
+    assert redact(args) == {
+        "command": "deploy",
+        "env": {"API_KEY": REDACTED, "region": "eu"},
+        "headers": [{"Authorization": REDACTED}, REDACTED],
+        "count": 3,
+    }
+    assert args["env"]["API_KEY"] == "k"
+
+
+def test_record_appends_one_json_line_per_entry(tmp_path: Path) -> None:
+    log = AuditLog(tmp_path / ".toold" / "audit.jsonl")
+    log.record(event="decision", tool="bash", arguments={"command": "ls", "token": "t"})
+    log.record(event="call", tool="bash", arguments={"command": "ls"}, durationMs=1.5, outcome="ok")
+    first, second = (json.loads(line) for line in log.path.read_text().splitlines())
+    assert next(iter(first)) == "time"
+    assert first["arguments"] == {"command": "ls", "token": REDACTED}
+    assert second == {**second, "event": "call", "durationMs": 1.5, "outcome": "ok"}
+    assert log.path.stat().st_mode & 0o777 == 0o600
+
+
+def test_concurrent_writers_never_tear_lines(tmp_path: Path) -> None:
+    path = tmp_path / "audit.jsonl"
+    logs = [AuditLog(path), AuditLog(path)]  # two writers, as two daemons would be
+
+    def write(n: int) -> None:
+        for i in range(200):
+            logs[n % 2].record(event="call", tool=f"t{n}", arguments={"i": i, "pad": "x" * 500})
+
+    threads = [threading.Thread(target=write, args=(n,)) for n in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    lines = path.read_text().splitlines()
+    assert len(lines) == 800
+    assert all(json.loads(line)["event"] == "call" for line in lines)

@@ -1,0 +1,272 @@
+"""PermissionGuard: REFERENCE.md §3's decision order as tables, then asking and origins."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from toold.permissions.audit import AuditLog
+from toold.permissions.guard import DENIED, MODES, SAFE_TOOLS, PermissionGuard, Verdict
+
+CALLS: dict[str, tuple[str, dict[str, Any]]] = {
+    "always-confirm": ("write_file", {"file_path": "a.txt", "content": "x"}),
+    "safe": ("read_file", {"file_path": "a.txt"}),
+    "shell auto-safe": ("bash", {"command": "ls -la"}),
+    "shell dangerous": ("bash", {"command": "rm -rf build"}),
+    "shell other": ("bash", {"command": "make build"}),
+    "other tool": ("http_request", {"url": "https://example.com"}),
+}
+
+# What the rules decide, per mode in the order default, auto, plan, bypass:
+# "A" = allowed without asking, "?" = needs confirmation (plan mode turns it into a refusal).
+# Rules name the whole tool: "allow" = allow rule, "deny" = deny rule, "both" = both.
+TABLE: dict[tuple[str, str], str] = {
+    ("always-confirm", "none"): "???A",
+    ("always-confirm", "allow"): "???A",  # allow rules cannot skip an always-confirm tool
+    ("always-confirm", "deny"): "???A",
+    ("always-confirm", "both"): "???A",
+    ("safe", "none"): "AAAA",
+    ("safe", "allow"): "AAAA",
+    ("safe", "deny"): "???A",
+    ("safe", "both"): "???A",  # deny beats allow
+    ("shell auto-safe", "none"): "AA?A",
+    ("shell auto-safe", "allow"): "AA?A",
+    ("shell auto-safe", "deny"): "???A",
+    ("shell auto-safe", "both"): "???A",
+    ("shell dangerous", "none"): "???A",
+    ("shell dangerous", "allow"): "???A",  # dangerous beats allow rules
+    ("shell dangerous", "deny"): "???A",
+    ("shell dangerous", "both"): "???A",
+    ("shell other", "none"): "?A?A",  # default asks, auto allows
+    ("shell other", "allow"): "AA?A",
+    ("shell other", "deny"): "???A",
+    ("shell other", "both"): "???A",
+    ("other tool", "none"): "???A",  # asks in auto mode too
+    ("other tool", "allow"): "AA?A",
+    ("other tool", "deny"): "???A",
+    ("other tool", "both"): "???A",
+}
+ROWS = [
+    pytest.param(kind, rules, mode, expected[i], id=f"{kind}-{rules}-{mode}")
+    for (kind, rules), expected in TABLE.items()
+    for i, mode in enumerate(MODES)
+]
+
+
+def make_guard(mode: str, rules: str, tool: str, **kw: Any) -> PermissionGuard:
+    allow = [tool] if rules in ("allow", "both") else []
+    deny = [tool] if rules in ("deny", "both") else []
+    return PermissionGuard.from_config(mode, allow, deny, **kw)
+
+
+def check(guard: PermissionGuard, tool: str, args: Any, origin: str = "agent") -> Verdict:
+    return asyncio.run(guard.check(tool, args, origin))
+
+
+@dataclass
+class Asker:
+    answers: list[str | None] = field(default_factory=list)
+    asked: list[tuple[str, Any, str]] = field(default_factory=list)
+
+    async def __call__(self, tool: str, args: Any, reason: str) -> Any:
+        self.asked.append((tool, args, reason))
+        return self.answers.pop(0) if self.answers else None
+
+
+def test_the_table_covers_every_mode_class_and_rule_set() -> None:
+    assert len(ROWS) == 4 * 6 * 4
+
+
+@pytest.mark.parametrize(("kind", "rules", "mode", "expected"), ROWS)
+def test_decision_table(kind: str, rules: str, mode: str, expected: str) -> None:
+    tool, args = CALLS[kind]
+    decision = make_guard(mode, rules, tool).decide(tool, args)
+    assert decision.action == {"A": "allow", "?": "ask"}[expected], decision.reason
+
+
+@pytest.mark.parametrize(("kind", "rules", "mode", "expected"), ROWS)
+def test_without_anyone_to_ask_an_ask_is_refused(
+    kind: str, rules: str, mode: str, expected: str
+) -> None:
+    tool, args = CALLS[kind]
+    verdict = check(make_guard(mode, rules, tool), tool, args)
+    if expected == "A":
+        assert verdict.allowed and verdict.message is None
+    elif mode == "plan":
+        assert verdict == Verdict(
+            False, "denied", verdict.reason, f"Plan mode: {tool} blocked (read-only)"
+        )
+    else:
+        assert verdict.message == DENIED
+        assert verdict.decision == "denied"
+        assert verdict.reason.startswith("non-interactive")
+
+
+@pytest.mark.parametrize("tool", sorted(SAFE_TOOLS))
+def test_every_safe_tool_runs_in_plan_mode(tool: str) -> None:
+    assert PermissionGuard(mode="plan").decide(tool, {}).action == "allow"
+
+
+@pytest.mark.parametrize("tool", ["edit_file", "write_file", "task_create", "task_update"])
+def test_always_confirm_tools(tool: str) -> None:
+    guard = PermissionGuard.from_config("auto", [tool], [])
+    assert guard.decide(tool, {"file_path": "a"}).action == "ask"
+
+
+@pytest.mark.parametrize(
+    ("reason", "tool", "args"),
+    [
+        ("dangerous command (recursive rm)", "bash", {"command": "rm -rf x"}),
+        ("dangerous command (git reset --hard)", "background_run", {"command": "git reset --hard"}),
+        ("deny rule bash(make clean*)", "bash", {"command": "make clean"}),
+        ("read-only command", "bash", {"command": "git status"}),
+        ("allow rule bash(prefix:make*)", "bash", {"command": "make test"}),
+        ("shell command", "bash", {"command": "cargo build"}),
+        ("safe tool", "grep", {"pattern": "x"}),
+        ("write_file always asks", "write_file", {"file_path": "a"}),
+        ("tool needs confirmation", "python_repl", {"code": "1"}),
+    ],
+)
+def test_decisions_say_why(reason: str, tool: str, args: dict[str, Any]) -> None:
+    guard = PermissionGuard.from_config("default", ["bash(prefix:make*)"], ["bash(make clean*)"])
+    assert guard.decide(tool, args).reason == reason
+
+
+def test_answers_allow_and_deny() -> None:
+    asker = Asker(["allow", "deny", None])
+    guard = PermissionGuard(mode="default", ask=asker)
+    call = ("write_file", {"file_path": "a.txt", "content": "x"})
+    assert check(guard, *call) == Verdict(True, "user-allowed", "write_file always asks")
+    denied = check(guard, *call)
+    assert (denied.allowed, denied.message, denied.reason) == (
+        False,
+        DENIED,
+        "user denied (write_file always asks)",
+    )
+    unanswered = check(guard, *call)
+    assert (unanswered.allowed, unanswered.message) == (False, DENIED)
+    assert unanswered.reason.startswith("no answer")
+    assert [a[0] for a in asker.asked] == ["write_file"] * 3
+    assert asker.asked[0][2] == "write_file always asks"
+
+
+def test_always_allow_lasts_the_session_for_that_tool() -> None:
+    asker = Asker(["always"])
+    guard = PermissionGuard(mode="default", ask=asker)
+    first = check(guard, "write_file", {"file_path": "a.txt", "content": "1"})
+    second = check(guard, "write_file", {"file_path": "b.txt", "content": "2"})
+    assert first.decision == "always-allowed"
+    assert second.allowed and second.reason.startswith("always allowed this session")
+    assert len(asker.asked) == 1
+    # Other tools still ask.
+    assert not check(guard, "edit_file", {"file_path": "a.txt"}).allowed
+    assert len(asker.asked) == 2
+
+
+def test_always_allow_for_a_command_covers_that_command_only() -> None:
+    asker = Asker(["always"])
+    guard = PermissionGuard(mode="default", ask=asker)
+    assert check(guard, "bash", {"command": "make build"}).allowed
+    assert check(guard, "bash", {"command": "make build"}).allowed
+    assert len(asker.asked) == 1
+    assert not check(guard, "bash", {"command": "make clean"}).allowed
+    assert len(asker.asked) == 2
+
+
+def test_always_allow_never_skips_deny_rules_dangerous_commands_or_plan_mode() -> None:
+    # "always" for each first call; nobody answers the repeats, so a repeat that is asked fails.
+    asker = Asker(["always", None, "always", "always", None])
+    guard = PermissionGuard.from_config("default", [], ["write_file(prefix:secret*)"], ask=asker)
+    assert check(guard, "bash", {"command": "rm -rf build"}).allowed
+    assert not check(guard, "bash", {"command": "rm -rf build"}).allowed
+    assert asker.asked[1][2] == "dangerous command (recursive rm)"
+    assert check(guard, "write_file", {"file_path": "a.txt", "content": ""}).allowed
+    assert check(guard, "write_file", {"file_path": "secret.txt", "content": ""}).allowed
+    denied = check(guard, "write_file", {"file_path": "secret.txt", "content": ""})
+    assert (denied.allowed, denied.reason) == (
+        False,
+        "no answer (deny rule write_file(prefix:secret*))",
+    )
+    assert len(asker.asked) == 5
+    guard.mode = "plan"
+    plan = check(guard, "write_file", {"file_path": "a.txt", "content": ""})
+    assert plan.message == "Plan mode: write_file blocked (read-only)"
+
+
+def test_fail_closed_guards_never_ask() -> None:
+    asker = Asker(["allow"])
+    guard = PermissionGuard(mode="default", ask=asker, fail_closed=True)
+    verdict = check(guard, "bash", {"command": "make"})
+    assert (verdict.allowed, verdict.message) == (False, DENIED)
+    assert verdict.reason == "non-interactive (shell command)"
+    assert asker.asked == []
+    assert check(guard, "bash", {"command": "ls"}).allowed
+
+
+def test_plan_mode_refuses_without_asking() -> None:
+    asker = Asker(["allow"])
+    guard = PermissionGuard(mode="plan", ask=asker)
+    for tool, args in [("bash", {"command": "ls"}), ("subagent", {"task": "x"})]:
+        assert check(guard, tool, args).message == f"Plan mode: {tool} blocked (read-only)"
+    assert check(guard, "glob", {"pattern": "*"}).allowed
+    assert asker.asked == []
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_origin_user_skips_the_prompt_but_obeys_deny_rules(mode: str) -> None:
+    asker = Asker(["deny"])
+    guard = PermissionGuard.from_config(mode, [], ["bash(prefix:rm*)"], ask=asker)
+    for tool, args in CALLS.values():
+        if tool == "bash" and args["command"].startswith("rm"):
+            continue
+        assert check(guard, tool, args, origin="user").allowed
+    denied = check(guard, "bash", {"command": "rm -rf build"}, origin="user")
+    assert denied == Verdict(False, "denied", "deny rule bash(prefix:rm*)", DENIED)
+    assert not check(guard, "bash", {"command": "ls && rm x"}, origin="user").allowed
+    assert asker.asked == []
+
+
+def test_a_child_shares_rules_asker_audit_and_approvals(tmp_path: Path) -> None:
+    parent = PermissionGuard.from_config(
+        "auto", ["bash(prefix:make*)"], ["read_file"], ask=Asker(), audit=AuditLog(tmp_path / "a")
+    )
+    child = parent.child(mode="plan", fail_closed=True)
+    assert (child.mode, child.fail_closed) == ("plan", True)
+    assert (child.allow, child.deny, child.ask, child.audit) == (
+        parent.allow,
+        parent.deny,
+        parent.ask,
+        parent.audit,
+    )
+    assert child.session_rules is parent.session_rules
+    same = parent.child()
+    assert (same.mode, same.fail_closed) == ("auto", False)
+
+
+def test_configuration_errors_name_the_problem() -> None:
+    with pytest.raises(ValueError, match="unknown permission mode 'yolo'"):
+        PermissionGuard.from_config("yolo", [], [])
+    with pytest.raises(ValueError, match="invalid permission rule 'bash\\('"):
+        PermissionGuard.from_config("default", ["bash("], [])
+
+
+def test_every_decision_is_audited(tmp_path: Path) -> None:
+    audit = AuditLog(tmp_path / ".toold" / "audit.jsonl")
+    guard = PermissionGuard(mode="default", ask=Asker(["allow"]), audit=audit)
+    check(guard, "read_file", {"file_path": "a"})
+    check(guard, "write_file", {"file_path": "a", "content": "token=abc123"})
+    check(guard, "bash", {"command": "make"}, origin="user")
+    entries = [json.loads(line) for line in audit.path.read_text().splitlines()]
+    assert [(e["event"], e["tool"], e["origin"], e["decision"]) for e in entries] == [
+        ("decision", "read_file", "agent", "allowed"),
+        ("decision", "write_file", "agent", "user-allowed"),
+        ("decision", "bash", "user", "allowed"),
+    ]
+    assert entries[1]["arguments"] == {"file_path": "a", "content": "[REDACTED]"}
+    assert entries[1]["reason"] == "write_file always asks"
+    assert all("time" in e for e in entries)
