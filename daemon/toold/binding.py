@@ -83,7 +83,9 @@ class WorkspaceState:
                 runner = make_runner(config, self.root, self.runner.on_event)
             except Exception as exc:
                 return f"execution: {exc}; keeping the previous configuration"
-        self.guard.mode, self.guard.allow, self.guard.deny = guard.mode, guard.allow, guard.deny
+        if config.permissions.mode != self.config.permissions.mode:
+            self.guard.mode = guard.mode  # a live permissions/setMode survives unrelated edits
+        self.guard.allow, self.guard.deny = guard.allow, guard.deny
         self.config = self.runtime.config = config
         self.runner, self.overrides = runner, overrides
         log.info("configuration reloaded")

@@ -2,67 +2,213 @@
 
 watchfiles (inotify underneath) wakes us on events; there is no polling. Our own
 writes come back as events too; reloading compares content, so they notify nothing.
+A skill folder that does not exist yet is waited for by watching its nearest existing
+parent (not recursively), so ``.toold/skills`` created after start-up is seen.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from toold.binding import WorkspaceState
 from toold.config import CONFIG_FILE
-from toold.planning.tasks import TASKS_FILE
+from toold.planning.tasks import TASKS_FILE, TaskStoreError
 from toold_protocol import names
 
 log = logging.getLogger(__name__)
 
 DEBOUNCE_MS = 50
+STEP_MS = 10
 
 
-async def _watch_root(state: WorkspaceState, report: Callable[[str], None]) -> None:
-    from watchfiles import awatch
+class _Watch:
+    """One awatch over ``paths`` whose watches exist once ``start`` returns."""
 
-    async for changes in awatch(
-        state.root, recursive=False, debounce=DEBOUNCE_MS, step=10, ignore_permission_denied=True
-    ):
-        touched = {Path(path).name for _, path in changes}
-        if TASKS_FILE in touched:
-            await asyncio.to_thread(state.tasks.reload)
-        if CONFIG_FILE in touched:
-            problem = await asyncio.to_thread(state.reload_config)
-            if problem:
-                report(problem)
+    def __init__(self, paths: Sequence[Path], *, recursive: bool) -> None:
+        from watchfiles import awatch
+
+        self._stop = asyncio.Event()
+        self._changes = awatch(
+            *paths,
+            recursive=recursive,
+            debounce=DEBOUNCE_MS,
+            step=STEP_MS,
+            stop_event=self._stop,
+            ignore_permission_denied=True,
+        )
+        self._next: asyncio.Future[Any] | None = None
+
+    def _pull(self) -> asyncio.Future[Any]:
+        self._next = asyncio.ensure_future(anext(self._changes))
+        return self._next
+
+    async def start(self) -> _Watch:
+        """Enter awatch: it installs its watches before its first await."""
+        first = self._pull()
+        await asyncio.sleep(0)
+        error = first.exception() if first.done() else None
+        if error is not None:
+            raise error  # e.g. the folder vanished before the watch was set
+        return self
+
+    async def paths(self) -> AsyncIterator[set[Path]]:
+        """Each debounced batch of changed paths, until ``close``."""
+        while self._next is not None:
+            try:
+                # Shielded: cancelling awatch itself waits for its thread (up to 5 s);
+                # setting the stop event instead ends that thread within STEP_MS.
+                batch = await asyncio.shield(self._next)
+            except asyncio.CancelledError:
+                self._stop.set()
+                raise
+            except StopAsyncIteration:
+                return
+            self._pull()
+            yield {Path(path) for _, path in batch}
+
+    async def close(self) -> None:
+        """Stop watching (the watch thread notices within STEP_MS)."""
+        self._stop.set()
+        if self._next is not None:
+            with contextlib.suppress(StopAsyncIteration, asyncio.CancelledError, TimeoutError):
+                await asyncio.wait_for(self._next, 1.0)
+            self._next = None
+        await self._changes.aclose()
 
 
-def _skill_roots(state: WorkspaceState) -> list[Path]:
-    roots = [d for d in state.skills.dirs if d.is_dir()]
-    own = state.root / ".toold"
-    if not (own / "skills").is_dir() and own.is_dir():
-        roots.append(own)  # skills/ may appear later
-    return roots
+async def _watch_root(state: WorkspaceState, watch: _Watch, report: Callable[[str], None]) -> None:
+    async for touched in watch.paths():
+        names_ = {path.name for path in touched}
+        try:
+            if TASKS_FILE in names_:
+                await asyncio.to_thread(state.tasks.reload)
+            if CONFIG_FILE in names_:
+                problem = await asyncio.to_thread(state.reload_config, state.overrides)
+                if problem:
+                    report(problem)
+        except TaskStoreError as exc:
+            report(str(exc))
+        except Exception:
+            log.exception("reloading after an outside change failed")
 
 
-async def _watch_skills(state: WorkspaceState) -> None:
-    from watchfiles import awatch
+def _nearest_dir(path: Path) -> Path:
+    while not path.is_dir() and path.parent != path:
+        path = path.parent
+    return path
 
-    roots = _skill_roots(state)
-    if not roots:
-        return
-    last = await asyncio.to_thread(state.skills.list)
-    async for _ in awatch(*roots, debounce=DEBOUNCE_MS, step=10, ignore_permission_denied=True):
+
+class _SkillWatch:
+    """Skill folders watched recursively; missing ones waited for through their parents."""
+
+    def __init__(self, state: WorkspaceState) -> None:
+        self.state = state
+        self.live = [d for d in state.skills.dirs if d.is_dir()]
+        self.missing = [d for d in state.skills.dirs if not d.is_dir()]
+        self.watches: list[_Watch] = []
+
+    async def start(self) -> None:
+        if self.live:
+            self.watches.append(await _Watch(self.live, recursive=True).start())
+        parents = sorted({_nearest_dir(d) for d in self.missing})
+        if parents:
+            self.watches.append(await _Watch(parents, recursive=False).start())
+
+    def covers(self, touched: set[Path]) -> bool:
+        """Whether any changed path lies in a watched skill folder."""
+        return any(d == p or d in p.parents for p in touched for d in self.live)
+
+    def stale(self) -> bool:
+        """A missing folder appeared or a watched one vanished: watch again."""
+        return any(d.is_dir() for d in self.missing) or not all(d.is_dir() for d in self.live)
+
+    async def events(self) -> AsyncGenerator[set[Path], None]:
+        queue: asyncio.Queue[set[Path]] = asyncio.Queue()
+
+        async def forward(watch: _Watch) -> None:
+            async for batch in watch.paths():
+                queue.put_nowait(batch)
+
+        pumps = [asyncio.ensure_future(forward(w)) for w in self.watches]
+        try:
+            while True:
+                yield await queue.get()
+        finally:
+            for pump in pumps:
+                pump.cancel()
+
+    async def close(self) -> None:
+        for watch in self.watches:
+            await watch.close()
+
+
+async def _watch_skills(state: WorkspaceState, started: Callable[[], None]) -> None:
+    last: list[dict[str, Any]] | None = None
+
+    async def rescan() -> None:
+        nonlocal last
         skills = await asyncio.to_thread(state.skills.list)
-        if skills != last:
-            last = skills
+        if last is not None and skills != last:
             state.push(names.SKILLS_CHANGED, {"skills": skills})
+        last = skills
+
+    while True:
+        watch = _SkillWatch(state)
+        try:
+            try:
+                await watch.start()
+            finally:
+                started()
+            await rescan()  # after the watches exist, so no change falls in between
+            async with contextlib.aclosing(watch.events()) as events:
+                async for touched in events:
+                    if watch.stale():
+                        break
+                    if watch.covers(touched):
+                        await rescan()
+        finally:
+            await watch.close()
+
+
+async def _watch_files(
+    state: WorkspaceState, report: Callable[[str], None], started: Callable[[], None]
+) -> None:
+    try:
+        watch = await _Watch([state.root], recursive=False).start()
+    finally:
+        started()
+    try:
+        await _watch_root(state, watch, report)
+    finally:
+        await watch.close()
 
 
 async def watch_workspace(state: WorkspaceState, report: Callable[[str], None]) -> None:
-    """Run both watchers until cancelled; a watcher failure is logged, not fatal."""
-    results = await asyncio.gather(
-        _watch_root(state, report), _watch_skills(state), return_exceptions=True
-    )
-    for result in results:
-        if isinstance(result, Exception):
-            log.error("workspace watcher stopped: %s", result)
+    """Run the watchers until cancelled; ``state.watching`` is set once they are in place."""
+    files_ready, skills_ready = asyncio.Event(), asyncio.Event()
+
+    async def announce() -> None:
+        await files_ready.wait()
+        await skills_ready.wait()
+        state.watching.set()
+
+    async def logged(watcher: Awaitable[None], what: str) -> None:
+        try:
+            await watcher
+        except Exception:
+            log.exception("the %s watcher stopped", what)
+
+    announcer = asyncio.ensure_future(announce())
+    try:
+        await asyncio.gather(
+            logged(_watch_files(state, report, files_ready.set), "workspace"),
+            logged(_watch_skills(state, skills_ready.set), "skills"),
+        )
+    finally:
+        announcer.cancel()
+        state.watching.set()  # a failed watcher must not hold up the views waiting on it

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from typing import TYPE_CHECKING
 
 from pygls.exceptions import JsonRpcException
 
+from toold.planning.tasks import TaskStoreError
 from toold_protocol import errors
 from toold_protocol.models import (
     EmptyParams,
@@ -16,7 +19,17 @@ from toold_protocol.models import (
 )
 
 if TYPE_CHECKING:
+    from toold.binding import WorkspaceState
     from toold.server import TooldServer
+
+WATCH_WAIT_S = 2.0
+
+
+async def _watched(state: WorkspaceState) -> None:
+    """Answer a view only once outside changes are watched: an edit made after the
+    answer then always arrives as a notification (bounded, should watching fail)."""
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(state.watching.wait(), WATCH_WAIT_S)
 
 
 async def todos_list(server: TooldServer, params: EmptyParams) -> TodosListResult:
@@ -26,11 +39,8 @@ async def todos_list(server: TooldServer, params: EmptyParams) -> TodosListResul
 
 async def tasks_list(server: TooldServer, params: TasksListParams) -> TasksListResult:
     """Persistent tasks with their ready flag; a corrupt file is an error naming the fix."""
-    import asyncio
-
-    from toold.planning.tasks import TaskStoreError
-
     tasks = server.state.tasks
+    await _watched(server.state)
     try:
         await asyncio.to_thread(tasks.list)
     except TaskStoreError as exc:
@@ -41,7 +51,6 @@ async def tasks_list(server: TooldServer, params: TasksListParams) -> TasksListR
 
 async def skills_list(server: TooldServer, params: EmptyParams) -> SkillsListResult:
     """Every skill found."""
-    import asyncio
-
+    await _watched(server.state)
     skills = await asyncio.to_thread(server.state.skills.list)
     return SkillsListResult.model_validate({"skills": skills})

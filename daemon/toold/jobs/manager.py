@@ -42,6 +42,8 @@ class Outcome:
 
 
 Execute = Callable[[str, int, Callable[[str], None]], Awaitable[Outcome]]
+"""Runs a command (command, timeout, on_output) through the configured runner."""
+Work = Callable[[Callable[[str], None]], Awaitable[Outcome]]
 
 
 @dataclass
@@ -106,9 +108,8 @@ class BackgroundManager:
     def _log_path(self, job_id: str) -> Path:
         return self.folder / f"{job_id}.log"
 
-    # -- the tool ------------------------------------------------------------------
-    async def submit(self, command: str, timeout: int = 30, task_id: str | None = None) -> str:
-        """``background_run``: start the command and return at once."""
+    # -- starting jobs --------------------------------------------------------------
+    def _claim_id(self, task_id: str | None) -> str:
         job_id = task_id.strip() if task_id else ""
         if not job_id:
             job_id = "".join(secrets.choice(_ALPHABET) for _ in range(8))
@@ -116,15 +117,34 @@ class BackgroundManager:
             raise ValueError(f"Background task already running: {job_id}")
         if not all(c in _ALPHABET + "-_." for c in job_id):
             raise ValueError(f"task_id may hold only letters, digits, '-', '_' and '.': {job_id}")
-        record = JobRecord(job_id=job_id, command=command, timeout=timeout)
+        return job_id
+
+    def _start(self, record: JobRecord, work: Work) -> None:
+        job_id = record.job_id
         self._records[job_id] = record
         self._output[job_id] = CappedText(OUTPUT_CAP)
         self._save(record)
         self._log_path(job_id).write_bytes(b"")
-        self._tasks[job_id] = asyncio.create_task(self._run(record), name=f"job-{job_id}")
+        self._tasks[job_id] = asyncio.create_task(self._run(record, work), name=f"job-{job_id}")
+
+    async def submit(self, command: str, timeout: int = 30, task_id: str | None = None) -> str:
+        """``background_run``: start the command and return at once."""
+        job_id = self._claim_id(task_id)
+        record = JobRecord(job_id=job_id, command=command, timeout=timeout)
+        self._start(record, lambda on_output: self.execute(command, timeout, on_output))
         return f"Submitted background task {job_id}"
 
-    async def _run(self, record: JobRecord) -> None:
+    async def start_work(self, job_id: str, label: str, work: Callable[[], Awaitable[str]]) -> str:
+        """Run a coroutine (a background subagent) as a job whose text is its result."""
+
+        async def run(_: Callable[[str], None]) -> Outcome:
+            return Outcome(text=await work(), exit_code=None)
+
+        record = JobRecord(job_id=self._claim_id(job_id), command=label, timeout=0)
+        self._start(record, run)
+        return record.job_id
+
+    async def _run(self, record: JobRecord, work: Work) -> None:
         sink = self._output[record.job_id]
         written = 0
         log_file = self._log_path(record.job_id).open("a", encoding="utf-8")
@@ -139,7 +159,7 @@ class BackgroundManager:
                 written += len(chunk)
 
         try:
-            outcome = await self.execute(record.command, record.timeout, on_output)
+            outcome = await work(on_output)
         except asyncio.CancelledError:
             self._finish(record, "cancelled", None, error="Cancelled.")
             raise
@@ -167,7 +187,6 @@ class BackgroundManager:
     ) -> None:
         record.status, record.exit_code, record.finished_at = status, exit_code, now()
         record.result, record.error = result, error
-        self._save(record)
         # The agent loop sees BareAgent's two outcomes: done, or failed with the reason.
         note: dict[str, Any] = {
             "task_id": record.job_id,
@@ -175,8 +194,13 @@ class BackgroundManager:
         }
         note["result" if status == "done" else "error"] = result if status == "done" else error
         self._queue.append(note)
+        # Tell the editor first: the record's fsync must not delay the notification.
         if self.on_finished is not None:
             self.on_finished(record.public())
+        try:
+            self._save(record)
+        except OSError as exc:
+            log.error("could not save the record of job %s: %s", record.job_id, exc)
 
     # -- queries and control -----------------------------------------------------
     def drain_notifications(self) -> list[dict[str, Any]]:
@@ -217,6 +241,9 @@ class BackgroundManager:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+            if record.status == "running":  # cancelled before its first step: _run never ran
+                self._tasks.pop(job_id, None)
+                self._finish(record, "cancelled", None, error="Cancelled.")
         return record.public()
 
     async def close(self) -> None:

@@ -10,10 +10,12 @@ overwritten; the previous good version is kept as .toold/tasks.json.bak.
 from __future__ import annotations
 
 import builtins
+import contextlib
 import copy
 import json
+import logging
+import os
 import secrets
-import shutil
 import string
 import threading
 from collections.abc import Callable
@@ -21,14 +23,20 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from toold.storage import atomic_write_text, file_lock
+from toold.storage import atomic_write_bytes, file_lock
+
+log = logging.getLogger(__name__)
 
 TASK_STATUSES = ("done", "failed", "in_progress", "pending")
 TASKS_FILE = ".tasks.json"
 _ALPHABET = string.ascii_letters + string.digits
-_FIELDS = ("id", "title", "description", "status", "depends_on", "created_at", "updated_at")
+_TEXT_FIELDS = ("id", "title", "description", "status", "created_at", "updated_at")
+_FIELDS = (*_TEXT_FIELDS, "depends_on")
 
+Tasks = dict[str, dict[str, Any]]
 Listener = Callable[[list[dict[str, Any]]], None]
+Change = Callable[[Tasks], tuple[dict[str, Any], bool]]
+"""Edits the tasks in place; returns the task to answer with and whether anything changed."""
 
 
 class TaskStoreError(ValueError):
@@ -40,22 +48,71 @@ def now() -> str:
     return datetime.now(UTC).isoformat()
 
 
-def _parse(text: str, path: Path) -> dict[str, dict[str, Any]]:
+def _status_error(status: str) -> ValueError:
+    return ValueError(f"Invalid task status: {status}. Expected one of: {', '.join(TASK_STATUSES)}")
+
+
+def _task_problem(key: str, task: Any) -> str | None:
+    if not isinstance(task, dict):
+        return "is not an object"
+    for name in _TEXT_FIELDS:
+        if not isinstance(task.get(name), str):
+            return f"needs a string '{name}'"
+    deps = task.get("depends_on")
+    if not isinstance(deps, list) or not all(isinstance(d, str) for d in deps):
+        return "needs 'depends_on' as a list of task ids"
+    if task["id"] != key:
+        return f"is stored under a different key than its id {task['id']!r}"
+    if task["status"] not in TASK_STATUSES:
+        return f"has status {task['status']!r}, not one of {', '.join(TASK_STATUSES)}"
+    return None
+
+
+def _parse(text: str, path: Path) -> Tasks:
+    fix = "fix or remove it — toold will not overwrite it"
     try:
         data = json.loads(text) if text.strip() else {"tasks": {}}
     except ValueError as exc:
-        raise TaskStoreError(
-            f"{path.name} is not valid JSON ({exc}); fix or remove it — toold will not overwrite it"
-        ) from None
+        raise TaskStoreError(f"{path.name} is not valid JSON ({exc}); {fix}") from None
     tasks = data.get("tasks") if isinstance(data, dict) else None
-    if not isinstance(tasks, dict) or not all(
-        isinstance(t, dict) and all(f in t for f in _FIELDS) for t in tasks.values()
-    ):
-        raise TaskStoreError(
-            f'{path.name} must hold {{"tasks": {{id: {{{", ".join(_FIELDS)}}}}}}}; '
-            "fix or remove it — toold will not overwrite it"
-        )
+    if not isinstance(tasks, dict):
+        raise TaskStoreError(f'{path.name} must hold {{"tasks": {{id: task, ...}}}}; {fix}')
+    for key, task in tasks.items():
+        problem = _task_problem(key, task)
+        if problem:
+            raise TaskStoreError(f"{path.name}: task {key!r} {problem}; {fix}")
     return tasks
+
+
+def _copy(task: dict[str, Any]) -> dict[str, Any]:
+    return {**task, "depends_on": list(task["depends_on"])}
+
+
+class _Renderer:
+    """The text of ``json.dumps({"tasks": tasks}, indent=2)``, re-encoding only the tasks
+    that changed since the last call (indented dumps run in pure Python: O(file) a write)."""
+
+    def __init__(self) -> None:
+        self._done: dict[str, tuple[dict[str, Any], str]] = {}
+
+    def render(self, tasks: Tasks) -> str:
+        if not tasks:
+            self._done = {}
+            return '{\n  "tasks": {}\n}\n'
+        done: dict[str, tuple[dict[str, Any], str]] = {}
+        for key, task in tasks.items():
+            cached = self._done.get(key)
+            if cached is None or cached[0] != task or list(cached[0]) != list(task):
+                # A nested value is indented by 4 more spaces; JSON strings hold no raw
+                # newline, so every newline in the fragment is a line break.
+                text = json.dumps(task, indent=2, ensure_ascii=False).replace("\n", "\n    ")
+                cached = (copy.deepcopy(task), text)
+            done[key] = cached
+        self._done = done
+        entries = ",\n".join(
+            f"    {json.dumps(key, ensure_ascii=False)}: {text}" for key, (_, text) in done.items()
+        )
+        return '{\n  "tasks": {\n' + entries + "\n  }\n}\n"
 
 
 class TaskManager:
@@ -73,77 +130,114 @@ class TaskManager:
         self.lock_path = lock_path
         self.backup_path = backup_path
         self.on_change = on_change
-        self._tasks: dict[str, dict[str, Any]] = {}
-        self._seen: str | None = None
+        self._tasks: Tasks = {}
+        # What listeners were last told (or the state at load): reads refresh _tasks
+        # but only a notification refreshes this, so no outside edit goes unannounced.
+        self._shown: Tasks = {}
         self._guard = threading.Lock()
+        self._renderer = _Renderer()
 
     # -- reading -------------------------------------------------------------
-    def _read(self) -> dict[str, dict[str, Any]]:
+    def _parse_file(self) -> Tasks:
         try:
             text = self.path.read_text(encoding="utf-8")
         except FileNotFoundError:
             text = ""
         except UnicodeDecodeError:
             raise TaskStoreError(f"{self.path.name} is not UTF-8 text; fix or remove it") from None
-        tasks = _parse(text, self.path)
-        self._tasks, self._seen = tasks, text
-        return tasks
+        return _parse(text, self.path)
+
+    def _read(self) -> Tasks:
+        self._tasks = self._parse_file()
+        return self._tasks
 
     def load(self) -> None:
-        """Read the file without notifying; a corrupt file is reported by later calls."""
-        with self._guard:
-            try:
-                self._read()
-            except TaskStoreError as exc:
-                self._tasks, self._seen = {}, None
-                import logging
+        """Read the file without notifying; a corrupt file is reported by later calls.
 
-                logging.getLogger(__name__).warning("%s", exc)
+        Temp files a killed writer left behind are removed: writers only create them
+        while holding the lock, so under the lock any that exist are stale.
+        """
+        with self._guard:
+            if self.lock_path.parent.is_dir():
+                with file_lock(self.lock_path):
+                    for stale in self.path.parent.glob(f".{self.path.name}.*.tmp"):
+                        stale.unlink(missing_ok=True)
+            try:
+                self._shown = self._read()
+            except TaskStoreError as exc:
+                log.warning("%s", exc)
 
     def reload(self) -> bool:
-        """Re-read the file (after an outside edit); True when the tasks changed."""
+        """Re-read the file (after an outside edit) and notify when the tasks changed.
+
+        Raises TaskStoreError when the file is no longer valid.
+        """
         with self._guard:
-            before = self._tasks
-            try:
-                after = self._read()
-            except TaskStoreError:
-                return False
-        if after != before and self.on_change is not None:
+            tasks = self._read()
+            changed = tasks != self._shown
+            self._shown = tasks
+        if changed:
+            self._notify()
+        return changed
+
+    def _notify(self) -> None:
+        if self.on_change is None:
+            return
+        try:
             self.on_change(self.snapshot())
-        return after != before
+        except Exception:  # the change itself succeeded; only announcing it failed
+            log.exception("could not announce the tasks' change")
 
     # -- writing -------------------------------------------------------------
-    def _mutate(self, change: Callable[[dict[str, dict[str, Any]]], dict[str, Any]]) -> dict:
+    def _mutate(self, change: Change) -> dict[str, Any]:
         with self._guard, file_lock(self.lock_path):
-            # Work on a copy: a failed change or write leaves the known state untouched.
-            tasks = copy.deepcopy(self._read())
-            result = change(tasks)
-            text = json.dumps({"tasks": tasks}, indent=2, ensure_ascii=False) + "\n"
-            if self.backup_path is not None and self._seen:
-                self.backup_path.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copyfile(self.path, self.backup_path)
-            atomic_write_text(self.path, text)
-            self._tasks, self._seen = tasks, text
-        if self.on_change is not None:
-            self.on_change(self.snapshot())
-        return dict(result)
+            # A fresh parse, owned here: a failed change or write leaves the known state as is.
+            tasks = self._parse_file()
+            result, changed = change(tasks)
+            if changed:
+                data = self._renderer.render(tasks).encode("utf-8")
+                self._keep_backup()
+                atomic_write_bytes(self.path, data)
+                self._tasks = self._shown = tasks
+        if changed:
+            self._notify()
+        return _copy(result)
+
+    def _keep_backup(self) -> None:
+        """Keep the current (valid) file as the backup before it is replaced."""
+        backup = self.backup_path
+        if backup is None:
+            return
+        backup.parent.mkdir(parents=True, exist_ok=True)
+        staged = backup.with_name(backup.name + ".tmp")
+        with contextlib.suppress(FileNotFoundError):
+            staged.unlink()
+        try:
+            # The replaced file's inode becomes the backup: no copy, and atomic.
+            os.link(self.path, staged)
+        except FileNotFoundError:
+            return  # no file yet: nothing to keep
+        except OSError:  # another filesystem, or no hard links there
+            atomic_write_bytes(backup, self.path.read_bytes())
+            return
+        os.replace(staged, backup)
 
     def create(
-        self, title: str, description: str = "", depends_on: list[str] | None = None
+        self, title: str, description: str = "", depends_on: builtins.list[str] | None = None
     ) -> dict[str, Any]:
-        """A new pending task; dependencies must exist."""
+        """A new pending task; dependencies must exist and form no cycle."""
         clean_title = title.strip()
         if not clean_title:
             raise ValueError("title must not be empty")
-        deps: list[str] = []
+        deps: builtins.list[str] = []
         for raw in depends_on or []:
-            dep = raw.strip()
+            dep = str(raw).strip()
             if not dep:
                 raise ValueError("depends_on entries must not be empty")
             if dep not in deps:
                 deps.append(dep)
 
-        def change(tasks: dict[str, dict[str, Any]]) -> dict[str, Any]:
+        def change(tasks: Tasks) -> tuple[dict[str, Any], bool]:
             for dep in deps:
                 if dep not in tasks:
                     raise ValueError(f"Unknown dependency task id: {dep}")
@@ -151,44 +245,41 @@ class TaskManager:
             while task_id in tasks:
                 task_id = "".join(secrets.choice(_ALPHABET) for _ in range(8))
             stamp = now()
-            task = {
+            tasks[task_id] = {
                 "id": task_id,
                 "title": clean_title,
-                "description": description,
+                "description": description.strip(),
                 "status": "pending",
                 "depends_on": deps,
                 "created_at": stamp,
                 "updated_at": stamp,
             }
-            tasks[task_id] = task
             _check_acyclic(tasks, task_id)
-            return task
+            return tasks[task_id], True
 
         return self._mutate(change)
 
     def update(
         self, task_id: str, status: str | None = None, title: str | None = None
     ) -> dict[str, Any]:
-        """Change a task's status and/or title."""
+        """Change a task's status and/or title; an update that changes nothing writes nothing."""
         if status is None and title is None:
             raise ValueError("status or title is required")
-        if status is not None and status not in TASK_STATUSES:
-            raise ValueError(
-                f"Invalid task status: {status}. Expected one of: {', '.join(TASK_STATUSES)}"
-            )
-        if title is not None and not title.strip():
-            raise ValueError("title must not be empty")
 
-        def change(tasks: dict[str, dict[str, Any]]) -> dict[str, Any]:
-            task = tasks.get(task_id)
+        def change(tasks: Tasks) -> tuple[dict[str, Any], bool]:
+            task = tasks.get(task_id.strip())
             if task is None:
                 raise ValueError(f"Unknown task id: {task_id}")
-            if status is not None:
-                task["status"] = status
-            if title is not None:
-                task["title"] = title.strip()
-            task["updated_at"] = now()
-            return task
+            new_status = task["status"] if status is None else status.strip()
+            if new_status not in TASK_STATUSES:
+                raise _status_error(status or "")
+            new_title = task["title"] if title is None else title.strip()
+            if not new_title:
+                raise ValueError("title must not be empty")
+            changed = (new_status, new_title) != (task["status"], task["title"])
+            if changed:
+                task["status"], task["title"], task["updated_at"] = new_status, new_title, now()
+            return task, changed
 
         return self._mutate(change)
 
@@ -196,14 +287,14 @@ class TaskManager:
         """pending → in_progress only if still pending (for teammates); True when claimed."""
         claimed = False
 
-        def change(tasks: dict[str, dict[str, Any]]) -> dict[str, Any]:
+        def change(tasks: Tasks) -> tuple[dict[str, Any], bool]:
             nonlocal claimed
             task = tasks.get(task_id)
             if task is None:
                 raise ValueError(f"Unknown task id: {task_id}")
             if task["status"] == "pending":
                 task["status"], task["updated_at"], claimed = "in_progress", now(), True
-            return task
+            return task, claimed
 
         self._mutate(change)
         return claimed
@@ -212,51 +303,63 @@ class TaskManager:
     def get(self, task_id: str) -> dict[str, Any]:
         """One task."""
         with self._guard:
-            task = self._read().get(task_id)
+            task = self._read().get(task_id.strip())
         if task is None:
             raise ValueError(f"Unknown task id: {task_id}")
-        return dict(task)
+        return _copy(task)
 
-    def list(self, status: str | None = None) -> list[dict[str, Any]]:
+    def list(self, status: str | None = None) -> builtins.list[dict[str, Any]]:
         """Every task, or those with ``status``."""
-        if status is not None and status not in TASK_STATUSES:
-            raise ValueError(
-                f"Invalid task status: {status}. Expected one of: {', '.join(TASK_STATUSES)}"
-            )
+        wanted = None if status is None else status.strip()
+        if wanted is not None and wanted not in TASK_STATUSES:
+            raise _status_error(status or "")
         with self._guard:
             tasks = self._read()
-        return [dict(t) for t in tasks.values() if status is None or t["status"] == status]
+        return [_copy(t) for t in tasks.values() if wanted is None or t["status"] == wanted]
 
     def snapshot(self) -> builtins.list[dict[str, Any]]:
-        """The last known tasks, each with ``ready`` (pending, every dependency done)."""
+        """The last known tasks, each with ``ready`` (pending, every dependency done).
+
+        Only the spec's fields: keys someone else added to the file stay in the file.
+        """
         tasks = self._tasks
-        return [{**t, "ready": is_ready(t, tasks)} for t in tasks.values()]
+        return [
+            {
+                **{f: t[f] for f in _FIELDS},
+                "depends_on": list(t["depends_on"]),
+                "ready": is_ready(t, tasks),
+            }
+            for t in tasks.values()
+        ]
 
     def ready_tasks(self) -> builtins.list[dict[str, Any]]:
         """Tasks that can start now."""
-        return [t for t in self.list() if is_ready(t, self._tasks)]
+        with self._guard:
+            tasks = self._read()
+        return [_copy(t) for t in tasks.values() if is_ready(t, tasks)]
 
 
-def is_ready(task: dict[str, Any], tasks: dict[str, dict[str, Any]]) -> bool:
+def is_ready(task: dict[str, Any], tasks: Tasks) -> bool:
     """Pending with every dependency done."""
     return task["status"] == "pending" and all(
         tasks.get(dep, {}).get("status") == "done" for dep in task["depends_on"]
     )
 
 
-def _check_acyclic(tasks: dict[str, dict[str, Any]], start: str) -> None:
-    visiting: set[str] = set()
-    done: set[str] = set()
-
-    def visit(task_id: str) -> None:
-        if task_id in done:
-            return
-        if task_id in visiting:
-            raise ValueError(f"Cyclic task dependency detected at: {task_id}")
-        visiting.add(task_id)
-        for dep in tasks.get(task_id, {}).get("depends_on", []):
-            visit(dep)
-        visiting.discard(task_id)
-        done.add(task_id)
-
-    visit(start)
+def _check_acyclic(tasks: Tasks, start: str) -> None:
+    """Depth-first walk from ``start`` (iterative: dependency chains may be long)."""
+    on_path, done = {start}, set()
+    stack = [(start, iter(tasks[start]["depends_on"]))]
+    while stack:
+        node, deps = stack[-1]
+        for dep in deps:
+            if dep in on_path:
+                raise ValueError(f"Cyclic task dependency detected at: {dep}")
+            if dep in tasks and dep not in done:
+                on_path.add(dep)
+                stack.append((dep, iter(tasks[dep]["depends_on"])))
+                break
+        else:
+            stack.pop()
+            on_path.discard(node)
+            done.add(node)

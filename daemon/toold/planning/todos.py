@@ -13,7 +13,7 @@ from toold.storage import atomic_write_text
 
 log = logging.getLogger(__name__)
 
-TODO_STATUSES = ("pending", "in_progress", "done")
+TODO_STATUSES = ("done", "in_progress", "pending")
 
 Listener = Callable[[list[dict[str, Any]]], None]
 
@@ -39,14 +39,15 @@ class TodoManager:
         except (ValueError, KeyError, TypeError) as exc:
             log.error("ignoring unreadable TODO snapshot %s: %s", self.snapshot, exc)
 
-    def _commit(self) -> None:
-        items = self.items()
+    def _commit(self, items: dict[str, dict[str, Any]], next_id: int) -> None:
+        # Snapshot first: a failed write leaves the list as it was.
         if self.snapshot is not None:
             self.snapshot.parent.mkdir(parents=True, exist_ok=True)
-            payload = {"next": self._next, "items": items}
+            payload = {"next": next_id, "items": list(items.values())}
             atomic_write_text(self.snapshot, json.dumps(payload, indent=2, ensure_ascii=False))
+        self._items, self._next = items, next_id
         if self.on_change is not None:
-            self.on_change(items)
+            self.on_change(self.items())
 
     def items(self) -> list[dict[str, Any]]:
         """Every item, oldest first, as ``{id, task, status, priority}``."""
@@ -75,10 +76,9 @@ class TodoManager:
         if not text:
             raise ValueError("task must not be empty")
         item_id = f"t{self._next}"
-        label = priority or "normal"
-        self._items[item_id] = {"id": item_id, "task": text, "status": "pending", "priority": label}
-        self._next += 1
-        self._commit()
+        label = (priority or "").strip() or "normal"
+        item = {"id": item_id, "task": text, "status": "pending", "priority": label}
+        self._commit({**self._items, item_id: item}, self._next + 1)
         return f"Added TODO {item_id} [{label}]: {text}"
 
     def _update(self, task_id: str | None, status: str | None) -> str:
@@ -86,22 +86,24 @@ class TodoManager:
             raise ValueError("task_id is required when action=update")
         if status is None:
             raise ValueError("status is required when action=update")
-        if status not in TODO_STATUSES:
-            raise ValueError(f"Invalid TODO status: {status}")
-        item = self._items.get(task_id)
-        if item is None:
+        key = task_id.strip()
+        if key not in self._items:
             raise ValueError(f"Unknown TODO id: {task_id}")
-        item["status"] = status
-        self._commit()
-        return f"Updated TODO {task_id} -> {status}"
+        new_status = status.strip()
+        if new_status not in TODO_STATUSES:
+            raise ValueError(
+                f"Invalid TODO status: {status}. Expected one of: {', '.join(TODO_STATUSES)}"
+            )
+        items = {**self._items, key: {**self._items[key], "status": new_status}}
+        self._commit(items, self._next)
+        return f"Updated TODO {key} -> {new_status}"
 
     def read(self) -> str:
         """``todo_read``: the list as text for a model."""
-        if not self._items:
+        with self._lock:
+            items = list(self._items.values())
+        if not items:
             return "No TODO items."
         lines = ["TODO items:"]
-        lines += [
-            f"- {i['id']} [{i['status']}] ({i['priority']}) {i['task']}"
-            for i in self._items.values()
-        ]
+        lines += [f"- {i['id']} [{i['status']}] ({i['priority']}) {i['task']}" for i in items]
         return "\n".join(lines)

@@ -34,7 +34,7 @@ class DeferredTool(Tool):
 
 
 class TodoWriteArguments(_Args):
-    action: Literal["add", "update"] = Field(description="'add' a TODO or 'update' one.")
+    action: str = Field(description="'add' a TODO or 'update' one.")
     task: str | None = Field(None, description="Text of the TODO (action=add).")
     priority: str | None = Field(None, description="Priority label (action=add), e.g. 'high'.")
     task_id: str | None = Field(None, description="TODO id such as 't1' (action=update).")
