@@ -7,7 +7,7 @@ otherwise answers with the spec's "unavailable" text.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
