@@ -1,0 +1,79 @@
+"""A team round trip across two daemon processes sharing one workspace.
+
+Daemon B runs the teammate; daemon A registers it, sees it running, sends it a request
+and gets the reply, which also reaches A's editor as team/message. The teammate's model
+is the scripted Messages API server on 127.0.0.1, reached through the real SDK.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.agents.conftest import API_KEY, ModelServer
+from tests.e2e.wire import WireClient
+
+
+@pytest.fixture
+def daemons(tmp_path: Path, model: ModelServer) -> Iterator[tuple[WireClient, WireClient]]:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
+    env |= {"ANTHROPIC_API_KEY": API_KEY, "ANTHROPIC_BASE_URL": model.url}
+    pair = (WireClient(workspace, env=env), WireClient(workspace, env=env))
+    for client in pair:
+        client.initialize(rootUri=workspace.as_uri())
+    yield pair
+    for client in pair:
+        client.close()
+
+
+def test_team_round_trip_across_two_daemons(
+    daemons: tuple[WireClient, WireClient], model: ModelServer
+) -> None:
+    a, b = daemons
+    registered = a.call(
+        "team/register", {"name": "alice", "role": "reviewer", "systemPrompt": "Be brief."}
+    )
+    assert registered == {
+        "name": "alice",
+        "role": "reviewer",
+        "systemPrompt": "Be brief.",
+        "providerConfig": {},
+        "running": False,
+    }
+    spawn = {"name": "team_spawn", "arguments": {"name": "alice"}, "origin": "user"}
+    assert b.call("tools/call", spawn)["content"] == "Spawned teammate alice (reviewer)"
+    assert b.call("tools/call", spawn)["content"] == "Teammate alice is already running."
+    listed = a.tool("team_list")["content"]
+    assert [(t["name"], t["running"]) for t in listed] == [("alice", True)]
+
+    model.text("LGTM from alice")
+    sent = a.tool("team_send", to_agent="alice", content="please review src/")
+    assert sent == {"content": "Reply from alice: LGTM from alice", "isError": False}
+    request = model.wait_requests(1)[0]
+    assert request["messages"][0] == {"role": "user", "content": "please review src/"}
+    assert "teammate alice" in str(request["system"]) and "Be brief." in str(request["system"])
+    tools = {t["name"] for t in request["tools"]}
+    assert "team_send" not in tools and "team_spawn" not in tools
+
+    note = a.notification("team/message")["params"]["message"]
+    assert note["from"] == "alice" and note["to"] == "main"
+    assert note["type"] == "response" and note["content"] == "LGTM from alice"
+    assert len(note["id"]) == 12 and note["inReplyTo"]
+
+    assert b.close() == 0  # the teammate stops with its daemon and releases its lock
+    listed = a.tool("team_list")["content"]
+    assert [(t["name"], t["running"]) for t in listed] == [("alice", False)]
+    assert a.tool("team_send", to_agent="alice", content="x")["content"] == (
+        "Teammate alice is not running. Start it with team_spawn first."
+    )
+
+
+def test_unknown_teammate_is_an_error(daemons: tuple[WireClient, WireClient]) -> None:
+    a, _ = daemons
+    result = a.tool("team_send", to_agent="nobody", content="hi")
+    assert result == {"content": "Error: ValueError: Unknown teammate: nobody", "isError": True}
