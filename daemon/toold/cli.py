@@ -1,4 +1,4 @@
-"""Command line: ``toold serve``, ``toold tools``, ``toold call``."""
+"""Command line: ``toold serve``, ``toold tools``, ``toold call``, ``toold run``, ``toold mcp``."""
 
 from __future__ import annotations
 
@@ -39,6 +39,16 @@ def _parser() -> argparse.ArgumentParser:
     call.add_argument("arguments", nargs="?", default="{}", help="JSON object, or - for stdin")
     call.add_argument("--workspace", type=Path, default=Path.cwd())
     call.add_argument("--json", action="store_true", help="print the whole result as JSON")
+
+    run = sub.add_parser("run", help="run a CI script of tool steps through a daemon")
+    run.add_argument("script", help="a .json or .toml script, or - for JSON on stdin")
+    run.add_argument("--workspace", type=Path, default=Path.cwd())
+    run.add_argument("--junit", type=Path, metavar="FILE", help="also write a JUnit XML report")
+
+    mcp = sub.add_parser("mcp", help="serve the tools over the Model Context Protocol on stdio")
+    mcp.add_argument("--workspace", type=Path, default=Path.cwd())
+    mcp.add_argument("--log-file", type=Path, help="also log to this file")
+    mcp.add_argument("--log-level", default="warning", help="debug, info, warning, error")
     return parser
 
 
@@ -135,6 +145,51 @@ def _call(args: argparse.Namespace) -> int:
     return EXIT_TOOL_FAILED if failed else 0
 
 
+def _run(args: argparse.Namespace) -> int:
+    from toold.ci.report import ConsoleReporter, write_junit
+    from toold.ci.runner import run_in_daemon
+    from toold.ci.script import ScriptError, load_script
+    from toold.client import RpcError
+
+    if not args.workspace.is_dir():
+        print(f"toold: workspace {args.workspace} is not a folder", file=sys.stderr)
+        return EXIT_USAGE
+    reporter = ConsoleReporter(sys.stdout, details=sys.stderr)
+    try:
+        script = load_script(args.script)
+        outcome = run_in_daemon(script, args.workspace, reporter, source=args.script)
+    except ScriptError as exc:
+        print(f"toold: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except (RpcError, OSError) as exc:
+        print(f"toold: the daemon could not run the script: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    reporter.summary(outcome)
+    if args.junit is not None:
+        try:
+            write_junit(outcome, args.junit)
+        except OSError as exc:
+            print(f"toold: cannot write the JUnit report {args.junit}: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+    return 0 if outcome.ok else EXIT_TOOL_FAILED
+
+
+def _mcp(args: argparse.Namespace) -> int:
+    _configure_logging(args.log_level, args.log_file)
+    workspace = args.workspace.resolve()
+    if not workspace.is_dir():
+        print(f"toold: workspace {workspace} is not a folder", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        from toold.bridge.mcp_server import serve_mcp
+    except ImportError as exc:
+        print(
+            f"toold: the MCP bridge needs the mcp package ({exc}): pip install mcp", file=sys.stderr
+        )
+        return EXIT_USAGE
+    return serve_mcp(workspace)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``toold`` console script and ``python -m toold``."""
     args = _parser().parse_args(argv)
@@ -144,5 +199,9 @@ def main(argv: list[str] | None = None) -> int:
         return _tools(args)
     if args.command == "call":
         return _call(args)
+    if args.command == "run":
+        return _run(args)
+    if args.command == "mcp":
+        return _mcp(args)
     _parser().print_help()
     return EXIT_USAGE

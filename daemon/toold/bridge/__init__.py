@@ -1,0 +1,1 @@
+"""Bridges from toold to other protocols (the Model Context Protocol: mcp_server.py)."""

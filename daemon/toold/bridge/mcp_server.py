@@ -1,0 +1,206 @@
+"""``toold mcp``: toold's tools over the Model Context Protocol on stdio.
+
+The same catalogue, runner and guard as ``toold serve``: the workspace is bound by
+``toold.binding.bind`` and every call goes through ``guarded_invoke``. MCP clients
+(Claude Desktop, Cursor, Claude Code) call tools because a model decided to, so
+calls have origin "agent". The bridge has no way to ask the user, so whatever the
+guard would ask about is refused; ``[permissions]`` in toold.toml (allow rules, or
+a mode) decides what runs. Edits to toold.toml apply without a restart.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import signal
+from pathlib import Path
+from typing import Any
+
+import anyio
+import mcp.types as types
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel import Server
+from mcp.server.stdio import stdio_server
+from mcp.shared.exceptions import MCPError
+
+from toold import __version__
+from toold.binding import WorkspaceState, bind
+from toold.permissions.calls import guarded_invoke
+from toold.permissions.guard import ALWAYS_CONFIRM, DENIED
+from toold.tools.context import CallContext
+from toold.tools.toolset import ToolOutcome, UnknownToolError
+
+log = logging.getLogger(__name__)
+
+EXIT_CODE_META = "toold/exitCode"
+"""``_meta`` key of a result carrying the exit status of the command a tool ran."""
+
+
+def tool_definitions(state: WorkspaceState) -> list[types.Tool]:
+    """Every tool, its JSON Schema as ``inputSchema``."""
+    return [
+        types.Tool(name=t.name, description=t.description, input_schema=t.parameters())
+        for t in state.toolset
+    ]
+
+
+def refusal(state: WorkspaceState, tool: str, args: Any) -> str:
+    """Why the guard refused a call it would have asked about, and how to allow it."""
+    decision = state.guard.decide(tool, args)
+    if not decision.approvable and decision.reason.startswith("deny rule"):
+        how = "remove that rule from [permissions] deny in toold.toml to allow it"
+    elif tool in ALWAYS_CONFIRM or not decision.approvable:
+        how = 'only [permissions] mode = "bypass" in toold.toml lets it run'
+    else:
+        example = "bash(prefix:npm test*)" if tool in ("bash", "background_run") else tool
+        how = (
+            f'allow it in toold.toml: [permissions] allow = ["{example}"], '
+            'or mode = "auto" (shell commands that are not dangerous) or "bypass"'
+        )
+    return (
+        f"Denied: {tool} needs the user's confirmation ({decision.reason}), and toold's MCP "
+        f"bridge cannot ask for it; {how}."
+    )
+
+
+def call_result(
+    state: WorkspaceState, tool: str, args: Any, outcome: ToolOutcome
+) -> types.CallToolResult:
+    """A toold outcome as MCP: text content (JSON pretty-printed), isError, the exit code."""
+    content = outcome.content
+    if content is None:
+        text = ""
+    elif isinstance(content, str):
+        text = content
+    else:
+        text = json.dumps(content, indent=2, ensure_ascii=False)
+    if outcome.is_error and content == DENIED:
+        text = refusal(state, tool, args)
+    meta = {EXIT_CODE_META: outcome.exit_code} if outcome.exit_code is not None else None
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=text)],
+        is_error=outcome.is_error,
+        _meta=meta,
+    )
+
+
+class ProgressRelay:
+    """Sends a call's progress (reported from any thread) as MCP progress, in order.
+
+    A no-op on the wire unless the client's request carried a progress token.
+    """
+
+    def __init__(self, ctx: ServerRequestContext[Any, Any]) -> None:
+        self._ctx = ctx
+        self._loop = asyncio.get_running_loop()
+        self._queue: asyncio.Queue[str | None] = asyncio.Queue()
+        self._task = asyncio.ensure_future(self._send_all())
+
+    def report(self, text: str) -> None:
+        """CallContext.progress: queue one message."""
+        self._loop.call_soon_threadsafe(self._queue.put_nowait, text)
+
+    async def _send_all(self) -> None:
+        count = 0
+        while (text := await self._queue.get()) is not None:
+            count += 1
+            try:
+                await self._ctx.session.report_progress(count, None, text)
+            except Exception as exc:
+                log.debug("progress dropped: %s", exc)
+
+    async def flush(self) -> None:
+        """Send everything reported so far and stop, so progress precedes the result."""
+        self._loop.call_soon_threadsafe(self._queue.put_nowait, None)
+        await self._task
+
+    def cancel(self) -> None:
+        """Stop without sending the rest (the call was cancelled)."""
+        self._task.cancel()
+
+
+def build_server(state: WorkspaceState) -> Server[Any]:
+    """The MCP server for a bound workspace: tools/list and tools/call."""
+
+    async def list_tools(
+        ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=tool_definitions(state))
+
+    async def call_tool(
+        ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        try:
+            tool = state.toolset.require(params.name)
+        except UnknownToolError as exc:
+            raise MCPError(types.INVALID_PARAMS, str(exc)) from None
+        args = params.arguments if params.arguments is not None else {}
+        relay = ProgressRelay(ctx)
+        context = CallContext(origin="agent", progress=relay.report)
+        try:
+            outcome = await guarded_invoke(
+                state.toolset, state.guard, tool.name, args, context=context, runner=state.runner
+            )
+        except BaseException:
+            relay.cancel()
+            raise
+        await relay.flush()
+        return call_result(state, tool.name, args, outcome)
+
+    return Server(
+        "toold",
+        version=__version__,
+        instructions=(
+            f"Tools for the workspace {state.root}; paths are relative to it. Calls that need "
+            "the user's confirmation are refused unless toold.toml's [permissions] allows them."
+        ),
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+    )
+
+
+async def _close(state: WorkspaceState) -> None:
+    await state.jobs.close()
+    if state.team is not None:
+        await state.team.close()
+    await state.runner.close()
+
+
+async def serve(workspace: Path) -> None:
+    """Bind ``workspace`` and serve MCP on stdin/stdout until the client hangs up."""
+    from toold.watch import watch_workspace
+
+    main = asyncio.current_task()
+    loop = asyncio.get_running_loop()
+    if main is not None:
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(signal.SIGTERM, main.cancel)
+
+    def drop(method: str, params: dict[str, Any]) -> None:
+        log.debug("no MCP equivalent for %s; dropped", method)
+
+    # Inside stdio_server fd 0/1 are diverted, so workers the runner starts never
+    # inherit the MCP pipes.
+    async with stdio_server() as (read_stream, write_stream):
+        state = await asyncio.to_thread(bind, workspace, None, drop, log.error)
+        watcher = asyncio.ensure_future(watch_workspace(state, log.error))
+        try:
+            server = build_server(state)
+            await server.run(read_stream, write_stream, server.create_initialization_options())
+        finally:
+            watcher.cancel()
+            with anyio.CancelScope(shield=True):
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await watcher
+                await _close(state)
+
+
+def serve_mcp(workspace: Path) -> int:
+    """Entry point of ``toold mcp``: 0 when the client closed the connection."""
+    try:
+        asyncio.run(serve(workspace))
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        log.info("stopped")
+    return 0

@@ -1,0 +1,1 @@
+"""``toold run``: CI scripts of tool steps, run through a real daemon (see script.py, runner.py)."""

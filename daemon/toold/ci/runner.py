@@ -1,0 +1,247 @@
+"""Running a CI script: a sequence of tool calls, each with an optional fallback.
+
+In behaviour-tree terms a script is a Sequence of ToolNodes; a step with a
+``fallback`` is a Selector over the step and the Sequence of its fallback steps.
+A rescued step counts as passed, and its content becomes the fallback's last result.
+``continue_on_error`` lets the sequence go on after a failure, but the run still fails.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+from toold.ci.script import Expect, Script, ScriptError, Step, UnresolvedReference, substitute, walk
+
+Status = Literal["passed", "failed", "rescued", "skipped"]
+
+Call = Callable[[str, dict[str, Any]], dict[str, Any]]
+"""Run one tool: (name, arguments) → the wire result ``{content, isError, exitCode?}``."""
+
+
+class CallError(Exception):
+    """The call itself went wrong (not the tool); ``fatal`` when no further call can work."""
+
+    def __init__(self, message: str, *, fatal: bool = False) -> None:
+        super().__init__(message)
+        self.fatal = fatal
+
+
+@dataclass
+class StepResult:
+    """What one step did."""
+
+    step: Step
+    path: str
+    """Where the step is in the script, e.g. ``steps[1].fallback[0]``."""
+    depth: int
+    """0 for the script's steps, 1 for their fallback steps, and so on."""
+    status: Status = "skipped"
+    duration: float = 0.0
+    content: Any = None
+    is_error: bool = False
+    exit_code: int | None = None
+    reason: str | None = None
+    """Why the step failed (or was skipped)."""
+    value: Any = None
+    """What ``${steps.<id>.content}`` gives: the content, or the rescuing fallback's."""
+    answered: bool = False
+    """Whether the daemon answered the call (``content`` is real)."""
+
+    @property
+    def label(self) -> str:
+        """The step's id, else its location."""
+        return self.step.id or self.path
+
+
+class Reporter(Protocol):
+    """Told about each step as the run goes."""
+
+    def finished(self, result: StepResult) -> None:
+        """A step ran (passed or failed) or was skipped."""
+
+    def rescued(self, result: StepResult) -> None:
+        """A failed step was rescued by its fallback."""
+
+
+@dataclass
+class RunOutcome:
+    """A whole run: every step that ran or was skipped, in order."""
+
+    results: list[StepResult] = field(default_factory=list)
+    ok: bool = True
+    duration: float = 0.0
+
+
+def text_of(content: Any) -> str:
+    """The string form of a content: itself if a string, else its JSON."""
+    if isinstance(content, str):
+        return content
+    return json.dumps(content, ensure_ascii=False)
+
+
+def first_line(text: str, width: int = 120) -> str:
+    """The first non-blank line, cut to ``width`` characters."""
+    line = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
+    return line if len(line) <= width else line[: width - 1] + "…"
+
+
+def judge(reply: dict[str, Any], expect: Expect | None) -> str | None:
+    """Why a result fails its step, or None when it passes."""
+    content = reply.get("content")
+    text = text_of(content)
+    exit_code = reply.get("exitCode")
+    failed = bool(reply.get("isError")) or bool(exit_code)
+    line = first_line(text) or "no output"
+    wanted_failure = expect.is_error if expect is not None else None
+    if wanted_failure is None and failed:
+        if reply.get("isError") or f"exit code {exit_code}" in line:
+            return line
+        return f"exit code {exit_code}: {line}"
+    if wanted_failure is not None and failed != wanted_failure:
+        got = "it failed" if failed else "it succeeded"
+        return f"expected isError={str(wanted_failure).lower()}, but {got}: {line}"
+    if expect is not None and expect.contains is not None and expect.contains not in text:
+        return f"expected the content to contain {expect.contains!r}; got: {line}"
+    if expect is not None and expect.checks_equals and content != expect.equals:
+        want = first_line(text_of(expect.equals), 60)
+        return f"expected the content to equal {want}; got: {first_line(text, 60)}"
+    return None
+
+
+class ScriptRunner:
+    """Runs a script's steps through ``call``, reporting each as it finishes."""
+
+    def __init__(self, call: Call, reporter: Reporter | None = None) -> None:
+        self._call = call
+        self._reporter = reporter
+        self._values: dict[str, Any] = {}
+        self._aborted: str | None = None
+        self.outcome = RunOutcome()
+
+    def run(self, script: Script) -> RunOutcome:
+        """Run every step; ``outcome.ok`` is False when a step failed unrescued."""
+        started = time.perf_counter()
+        self.outcome.ok = self._sequence(script.steps, "steps", 0)[0]
+        self.outcome.duration = time.perf_counter() - started
+        return self.outcome
+
+    def _sequence(self, steps: list[Step], prefix: str, depth: int) -> tuple[bool, Any]:
+        """Run ``steps`` in order: (all passed, the last step's value)."""
+        ok, value = True, None
+        for i, step in enumerate(steps):
+            result = self._step(step, f"{prefix}[{i}]", depth)
+            value = result.value
+            if result.status == "failed":
+                ok = False
+                if self._aborted or not step.continue_on_error:
+                    why = self._aborted or f"not run: {result.label} failed"
+                    for j, rest in enumerate(steps[i + 1 :], start=i + 1):
+                        self._skip(rest, f"{prefix}[{j}]", depth, why)
+                    break
+        return ok, value
+
+    def _skip(self, step: Step, path: str, depth: int, why: str) -> None:
+        result = StepResult(step, path, depth, "skipped", reason=why)
+        self.outcome.results.append(result)
+        self._report("finished", result)
+
+    def _step(self, step: Step, path: str, depth: int) -> StepResult:
+        result = StepResult(step, path, depth, "failed")
+        self.outcome.results.append(result)
+        started = time.perf_counter()
+        try:
+            arguments = substitute(step.arguments, self._lookup)
+            expect = self._resolve_expect(step.expect)
+            reply = self._call(step.tool, arguments)
+        except (UnresolvedReference, CallError) as exc:
+            result.reason = str(exc)
+            if isinstance(exc, CallError) and exc.fatal:
+                self._aborted = f"not run: {exc}"
+        else:
+            result.answered = True
+            result.content = result.value = reply.get("content")
+            result.is_error = bool(reply.get("isError"))
+            result.exit_code = reply.get("exitCode")
+            result.reason = judge(reply, expect)
+        result.duration = time.perf_counter() - started
+        if result.reason is None:
+            result.status = "passed"
+        if step.id is not None and result.answered:
+            self._values[step.id] = result.value
+        self._report("finished", result)
+        if result.status == "failed" and step.fallback and not self._aborted:
+            rescued, value = self._sequence(step.fallback, f"{path}.fallback", depth + 1)
+            if rescued:
+                result.status, result.value = "rescued", value
+                if step.id is not None:
+                    self._values[step.id] = value
+                self._report("rescued", result)
+        return result
+
+    def _resolve_expect(self, expect: Expect | None) -> Expect | None:
+        if expect is None:
+            return None
+        resolved = expect.model_copy()
+        if expect.contains is not None:
+            resolved.contains = substitute(expect.contains, self._lookup)
+        if expect.checks_equals:
+            resolved.equals = substitute(expect.equals, self._lookup)
+        return resolved
+
+    def _lookup(self, step_id: str) -> Any:
+        if step_id not in self._values:
+            raise UnresolvedReference(
+                f"${{steps.{step_id}.content}}: step {step_id!r} has no result "
+                "(it did not run, or its call never reached the tool)"
+            )
+        return self._values[step_id]
+
+    def _report(self, event: Literal["finished", "rescued"], result: StepResult) -> None:
+        if self._reporter is not None:
+            getattr(self._reporter, event)(result)
+
+
+def check_tools(script: Script, catalogue: list[dict[str, Any]], source: str) -> None:
+    """Refuse (ScriptError) steps whose tool is neither a tool name nor an alias."""
+    names = {t["name"] for t in catalogue}
+    known = names | {alias for t in catalogue for alias in t.get("aliases") or ()}
+    problems = []
+    for path, step in walk(script.steps):
+        if step.tool not in known:
+            close = difflib.get_close_matches(step.tool, sorted(names), n=1)
+            hint = f"did you mean {close[0]!r}? " if close else ""
+            problems.append(f"{path}.tool: unknown tool {step.tool!r}; {hint}see `toold tools`")
+    if problems:
+        raise ScriptError(source, problems)
+
+
+def run_in_daemon(
+    script: Script, workspace: Path, reporter: Reporter | None = None, *, source: str = "script"
+) -> RunOutcome:
+    """Start a daemon for ``workspace`` and run ``script`` through it, origin "user".
+
+    Unknown tools are refused (ScriptError) before any step runs.
+    """
+    from toold.client import DaemonClient, RpcError
+
+    with DaemonClient(workspace) as client:
+        catalogue = client.request("tools/list", {"format": "native"})["tools"]
+        check_tools(script, catalogue, source)
+
+        def call(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+            params = {"name": name, "arguments": arguments, "origin": "user"}
+            try:
+                reply: dict[str, Any] = client.request("tools/call", params)
+            except RpcError as exc:
+                raise CallError(exc.message, fatal=exc.code == -32099) from None
+            except OSError as exc:
+                raise CallError(f"the daemon is gone: {exc}", fatal=True) from None
+            return reply
+
+        return ScriptRunner(call, reporter).run(script)

@@ -1,0 +1,262 @@
+"""CI scripts: the models, loading from JSON or TOML, and ``${steps.<id>.content}`` references.
+
+Everything here is checked before any tool runs; a problem names where it is
+(``steps[1].fallback[0].tool``) and how to fix it.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+import sys
+import tomllib
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+ID_PATTERN = r"^[A-Za-z0-9_][A-Za-z0-9_-]*$"
+REFERENCE_FORM = "${steps.<id>.content}"
+_REFERENCE = re.compile(r"\$(\$?)\{steps\.([^{}]*)\}")
+_REFERENCE_INNER = re.compile(r"^([A-Za-z0-9_][A-Za-z0-9_-]*)\.content$")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, use_attribute_docstrings=True)
+
+
+class Expect(_Strict):
+    """What a step's result must look like; every given check must hold."""
+
+    is_error: bool | None = Field(None, alias="isError")
+    """Whether the call must fail (isError, or a non-zero exitCode); by default it must not."""
+    contains: str | None = None
+    """Text the content must contain (a non-string content is compared as JSON)."""
+    equals: Any = None
+    """The exact content (any JSON value); checked only when given."""
+
+    @property
+    def checks_equals(self) -> bool:
+        """Whether ``equals`` was given (``null`` is a value to compare with)."""
+        return "equals" in self.model_fields_set
+
+
+class Step(_Strict):
+    """One tool call."""
+
+    id: str | None = Field(None, pattern=ID_PATTERN)
+    """Name for reports and for ${steps.<id>.content} in later steps."""
+    tool: str = Field(min_length=1)
+    """Tool name or alias, as `toold tools` lists them."""
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    """The tool's arguments; strings may contain ${steps.<id>.content}."""
+    expect: Expect | None = None
+    """Checks on the result; without them the call must simply succeed."""
+    continue_on_error: bool = False
+    """Run the next steps even when this one fails (the run still fails)."""
+    fallback: list[Step] = Field(default_factory=list)
+    """Steps run in sequence when this step fails; if they all pass the step is rescued."""
+
+
+class Script(_Strict):
+    """A CI script: steps run in sequence through one daemon."""
+
+    steps: list[Step] = Field(min_length=1)
+
+
+class ScriptError(ValueError):
+    """The script cannot run; ``problems`` says where and how to fix each."""
+
+    def __init__(self, source: str, problems: list[str]) -> None:
+        self.source = source
+        self.problems = problems
+        lines = "\n".join(f"  {p}" for p in problems)
+        super().__init__(f"invalid script {source}:\n{lines}")
+
+
+class UnresolvedReference(LookupError):
+    """A reference to a step that has not produced a result (yet)."""
+
+
+def load_script(source: str) -> Script:
+    """Read and check a script: a .json or .toml path, or ``-`` for JSON on stdin."""
+    data = _parse(source)
+    try:
+        script = Script.model_validate(data)
+    except ValidationError as exc:
+        raise ScriptError(
+            source, [_describe(err) for err in exc.errors(include_url=False)]
+        ) from None
+    problems = check_script(script)
+    if problems:
+        raise ScriptError(source, problems)
+    return script
+
+
+def _parse(source: str) -> Any:
+    if source == "-":
+        return _parse_json(source, sys.stdin.read())
+    path = Path(source)
+    suffix = path.suffix.lower()
+    if suffix not in (".json", ".toml"):
+        raise ScriptError(source, ["unknown script format: name it *.json or *.toml"])
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ScriptError(source, [f"cannot read it: {exc}"]) from None
+    if suffix == ".json":
+        return _parse_json(source, text)
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ScriptError(source, [f"not valid TOML: {exc}"]) from None
+
+
+def _parse_json(source: str, text: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ScriptError(source, [f"not valid JSON: {exc}"]) from None
+
+
+# -- validation messages --------------------------------------------------------------------
+
+_KEYS = {
+    "script": ["steps"],
+    "step": ["id", "tool", "arguments", "expect", "continue_on_error", "fallback"],
+    "expect": ["isError", "contains", "equals"],
+}
+_EXAMPLES = {
+    "steps": 'e.g. "steps": [{"tool": "grep", "arguments": {"pattern": "TODO"}}]',
+    "tool": 'the tool to call, e.g. "tool": "read_file" (see `toold tools`)',
+}
+
+
+def location(loc: tuple[int | str, ...] | list[int | str]) -> str:
+    """``('steps', 1, 'tool')`` → ``steps[1].tool``."""
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "script"
+
+
+def _describe(err: Any) -> str:
+    loc = tuple(err["loc"])
+    where, kind, msg = location(loc), err["type"], err["msg"]
+    field = loc[-1] if loc else ""
+    if kind == "missing":
+        return f"{where}: required; add it, {_EXAMPLES.get(str(field), 'see the script format')}"
+    if kind == "extra_forbidden":
+        section = "script" if len(loc) == 1 else "expect" if loc[-2:-1] == ("expect",) else "step"
+        allowed = _KEYS[section]
+        close = difflib.get_close_matches(str(field), allowed, n=1)
+        hint = f"did you mean {close[0]!r}? " if close else ""
+        return f"{where}: unknown key; {hint}expected one of: {', '.join(allowed)}"
+    if kind == "string_pattern_mismatch":
+        return f"{where}: {err['input']!r} is not a valid id; use letters, digits, _ and -"
+    if kind in ("dict_type", "model_type"):
+        return f"{where}: must be an object (a table in TOML) (got {err['input']!r:.80})"
+    if kind == "too_short" and field == "steps":
+        return f"{where}: a script needs at least one step; {_EXAMPLES['steps']}"
+    got = f" (got {err['input']!r:.80})" if "input" in err else ""
+    return f"{where}: {msg}{got}"
+
+
+# -- references -----------------------------------------------------------------------------
+
+
+def references(text: str) -> Iterator[tuple[str, str | None]]:
+    """Each ``${steps...}`` in ``text``: its text and the step id (None when malformed)."""
+    for found in _REFERENCE.finditer(text):
+        if found.group(1):  # $${steps...} is an escaped, literal ${steps...}
+            continue
+        inner = _REFERENCE_INNER.match(found.group(2))
+        yield found.group(0), inner.group(1) if inner else None
+
+
+def substitute(value: Any, lookup: Callable[[str], Any]) -> Any:
+    """``value`` with every reference in its strings replaced by ``lookup(id)``.
+
+    Non-string content is inserted as JSON; ``$${steps...}`` leaves a literal ``${steps...}``.
+    """
+    if isinstance(value, str):
+
+        def replace(found: re.Match[str]) -> str:
+            if found.group(1):
+                return found.group(0)[1:]
+            inner = _REFERENCE_INNER.match(found.group(2))
+            if inner is None:
+                raise UnresolvedReference(f"malformed reference {found.group(0)}")
+            content = lookup(inner.group(1))
+            return content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
+
+        return _REFERENCE.sub(replace, value)
+    if isinstance(value, dict):
+        return {key: substitute(item, lookup) for key, item in value.items()}
+    if isinstance(value, list):
+        return [substitute(item, lookup) for item in value]
+    return value
+
+
+def walk(steps: list[Step], prefix: str = "steps") -> Iterator[tuple[str, Step]]:
+    """Every step with its location, in run order (a step, then its fallback)."""
+    for i, step in enumerate(steps):
+        path = f"{prefix}[{i}]"
+        yield path, step
+        yield from walk(step.fallback, f"{path}.fallback")
+
+
+def _strings(value: Any, where: str) -> Iterator[tuple[str, str]]:
+    if isinstance(value, str):
+        yield where, value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from _strings(item, f"{where}.{key}")
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from _strings(item, f"{where}[{i}]")
+
+
+def step_strings(step: Step, path: str) -> Iterator[tuple[str, str]]:
+    """Every string a step's references may appear in, with its location."""
+    yield from _strings(step.arguments, f"{path}.arguments")
+    if step.expect is not None:
+        if step.expect.contains is not None:
+            yield f"{path}.expect.contains", step.expect.contains
+        if step.expect.checks_equals:
+            yield from _strings(step.expect.equals, f"{path}.expect.equals")
+
+
+def check_script(script: Script) -> list[str]:
+    """Duplicate ids and references that no earlier step can satisfy."""
+    defined: dict[str, str] = {}
+    for path, step in walk(script.steps):
+        if step.id is not None:
+            defined.setdefault(step.id, path)
+    problems: list[str] = []
+    earlier: list[str] = []
+    for path, step in walk(script.steps):
+        for where, text in step_strings(step, path):
+            for ref, ref_id in references(text):
+                if ref_id is None:
+                    problems.append(f"{where}: malformed reference {ref}; write {REFERENCE_FORM}")
+                elif ref_id not in earlier:
+                    why = (
+                        f"step {ref_id!r} ({defined[ref_id]}) does not run before it"
+                        if ref_id in defined
+                        else f"no step has the id {ref_id!r}"
+                    )
+                    known = f" (ids usable here: {', '.join(earlier)})" if earlier else ""
+                    problems.append(f"{where}: unknown reference {ref}: {why}{known}")
+        if step.id is None:
+            continue
+        if defined[step.id] != path:
+            problems.append(
+                f"{path}.id: {step.id!r} is already the id of {defined[step.id]}; "
+                "ids must be unique"
+            )
+        elif step.id not in earlier:
+            earlier.append(step.id)
+    return problems

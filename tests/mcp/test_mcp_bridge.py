@@ -1,0 +1,185 @@
+"""``toold mcp`` driven by the mcp SDK's own client (stdio_client + ClientSession)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any, TypeVar
+
+import mcp.types as types
+import pytest
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.shared.exceptions import MCPError
+
+T = TypeVar("T")
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    ws = tmp_path / "ws"
+    (ws / "src").mkdir(parents=True)
+    (ws / "src" / "main.py").write_text("print('needle')\n", encoding="utf-8")
+    return ws
+
+
+@asynccontextmanager
+async def bridge(workspace: Path) -> AsyncIterator[ClientSession]:
+    """An initialized MCP session with ``toold mcp`` for ``workspace``."""
+    server = StdioServerParameters(
+        command=sys.executable, args=["-m", "toold", "mcp", "--workspace", str(workspace)]
+    )
+    async with stdio_client(server) as (read, write), ClientSession(read, write) as session:
+        init = await session.initialize()
+        assert init.server_info.name == "toold"
+        assert init.capabilities.tools is not None
+        yield session
+
+
+def run(workspace: Path, scenario: Callable[[ClientSession], Awaitable[T]]) -> T:
+    async def main() -> T:
+        async with bridge(workspace) as session:
+            return await asyncio.wait_for(scenario(session), 45)
+
+    return asyncio.run(main())
+
+
+def text(result: types.CallToolResult) -> str:
+    assert len(result.content) == 1
+    block = result.content[0]
+    assert isinstance(block, types.TextContent)
+    return block.text
+
+
+def audit(workspace: Path) -> list[dict[str, Any]]:
+    lines = (workspace / ".toold" / "audit.jsonl").read_text(encoding="utf-8").splitlines()
+    return [json.loads(line) for line in lines]
+
+
+def test_lists_every_tool_with_its_schema(workspace: Path) -> None:
+    listed = run(workspace, lambda s: s.list_tools())
+    tools = {t.name: t for t in listed.tools}
+    assert {"bash", "read_file", "write_file", "edit_file", "glob", "grep"} <= set(tools)
+    read_file = tools["read_file"].input_schema
+    assert read_file["type"] == "object"
+    assert read_file["required"] == ["file_path"]
+    assert read_file["properties"]["file_path"]["type"] == "string"
+    assert "pattern" in tools["grep"].input_schema["properties"]
+    assert all(t.description for t in listed.tools)
+
+
+def test_read_only_tools_run_and_failures_are_is_error(workspace: Path) -> None:
+    async def scenario(s: ClientSession) -> dict[str, Any]:
+        unknown: MCPError | None = None
+        try:
+            await s.call_tool("no_such_tool", {})
+        except MCPError as exc:
+            unknown = exc
+        return {
+            "read": await s.call_tool("read_file", {"file_path": "src/main.py"}),
+            "alias": await s.call_tool("file_read", {"file_path": "src/main.py"}),
+            "grep": await s.call_tool("grep", {"pattern": "needle"}),
+            "escape": await s.call_tool("read_file", {"file_path": "../outside.txt"}),
+            "bad_args": await s.call_tool("read_file", {"offset": "x"}),
+            "unknown": unknown,
+        }
+
+    got = run(workspace, scenario)
+    assert text(got["read"]) == "1: print('needle')" and not got["read"].is_error
+    assert text(got["alias"]) == "1: print('needle')"
+    assert json.loads(text(got["grep"])) == ["src/main.py:1:print('needle')"]
+    assert not got["grep"].is_error
+    assert got["escape"].is_error
+    assert text(got["escape"]).startswith("Error: PermissionError: Path '../outside.txt' escapes")
+    assert got["bad_args"].is_error
+    assert text(got["bad_args"]).startswith("Error: invalid arguments for read_file: file_path")
+    assert got["unknown"] is not None
+    assert got["unknown"].code == types.INVALID_PARAMS
+    assert got["unknown"].message == "Unknown tool: no_such_tool"
+    calls = [e for e in audit(workspace) if e["event"] == "call"]
+    assert {e["origin"] for e in calls} == {"agent"}
+
+
+def test_the_guard_refuses_write_file_in_default_mode(workspace: Path) -> None:
+    result = run(
+        workspace, lambda s: s.call_tool("write_file", {"file_path": "x.txt", "content": "hi"})
+    )
+    assert result.is_error
+    assert text(result).startswith("Denied: write_file needs the user's confirmation")
+    assert 'mode = "bypass"' in text(result)
+    assert not (workspace / "x.txt").exists()
+    decision = next(e for e in audit(workspace) if e["tool"] == "write_file")
+    assert (decision["event"], decision["origin"], decision["decision"]) == (
+        "decision",
+        "agent",
+        "denied",
+    )
+
+
+def test_allow_rules_cover_other_tools_but_never_write_file(workspace: Path) -> None:
+    (workspace / "toold.toml").write_text(
+        '[permissions]\nallow = ["write_file", "bash(prefix:touch *)"]\n'
+        'deny = ["bash(prefix:touch secret*)"]\n',
+        encoding="utf-8",
+    )
+
+    async def scenario(s: ClientSession) -> list[types.CallToolResult]:
+        return [
+            await s.call_tool("bash", {"command": "touch made.txt"}),
+            await s.call_tool("bash", {"command": "mkdir other"}),
+            await s.call_tool("bash", {"command": "touch secret.txt"}),
+            await s.call_tool("write_file", {"file_path": "x.txt", "content": "hi"}),
+        ]
+
+    touch, mkdir, denied, write = run(workspace, scenario)
+    assert not touch.is_error and (workspace / "made.txt").exists()
+    assert mkdir.is_error and not (workspace / "other").exists()
+    assert "bash(prefix:npm test*)" in text(mkdir)
+    assert denied.is_error and not (workspace / "secret.txt").exists()
+    assert "remove that rule from [permissions] deny" in text(denied)
+    assert write.is_error and not (workspace / "x.txt").exists()
+
+
+def test_bypass_mode_runs_writes_with_exit_codes_and_progress(workspace: Path) -> None:
+    (workspace / "toold.toml").write_text('[permissions]\nmode = "bypass"\n', encoding="utf-8")
+    progress: list[str] = []
+    saw_two = asyncio.Event()
+
+    async def on_progress(value: float, total: float | None, message: str | None) -> None:
+        progress.append(message or "")
+        if "two" in (message or ""):
+            saw_two.set()
+
+    async def scenario(s: ClientSession) -> list[types.CallToolResult]:
+        results = [
+            await s.call_tool("write_file", {"file_path": "x.txt", "content": "hi"}),
+            await s.call_tool(
+                "bash", {"command": "echo one; echo two; exit 3"}, progress_callback=on_progress
+            ),
+        ]
+        await asyncio.wait_for(saw_two.wait(), 10)
+        return results
+
+    write, bash = run(workspace, scenario)
+    assert not write.is_error and text(write) == "Wrote 2 characters to x.txt"
+    assert (workspace / "x.txt").read_text() == "hi"
+    assert text(bash) == "Command failed with exit code 3\none\ntwo"
+    assert not bash.is_error
+    assert bash.meta == {"toold/exitCode": 3}
+    assert "\n".join(progress).split() == ["one", "two"]
+
+
+def test_the_daemon_never_imports_the_mcp_sdk() -> None:
+    probe = (
+        "import sys, toold.cli, toold.server, toold.handlers, toold.binding\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('mcp', 'mcp_types')))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert done.stdout.strip() == "[]"
