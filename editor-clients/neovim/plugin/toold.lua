@@ -1,0 +1,34 @@
+-- :Toold* commands. The daemon starts on first use; configure it with
+-- require("toold").setup({ cmd = ..., root_dir = ..., config = ... }).
+if vim.g.loaded_toold then
+  return
+end
+vim.g.loaded_toold = true
+
+local function command(name, opts)
+  vim.api.nvim_create_user_command(name, function(args)
+    require("toold.commands")[name](args)
+  end, opts)
+end
+
+command("TooldTools", { desc = "toold: list the tools" })
+command("TooldCall", {
+  nargs = "+",
+  desc = "toold: run a tool — :TooldCall {tool} [{json arguments}]",
+  complete = function(lead, line)
+    return require("toold.commands").complete_tools(lead, line)
+  end,
+})
+command("TooldJobs", { desc = "toold: background jobs (<CR> output, x cancel, r refresh)" })
+command("TooldTasks", { desc = "toold: persistent tasks with their dependencies" })
+command("TooldTodos", { desc = "toold: the session's TODO list" })
+command("TooldBackground", { nargs = "+", desc = "toold: background_run a shell command" })
+command("TooldMode", {
+  nargs = 1,
+  desc = "toold: set the permission mode",
+  complete = function()
+    return { "default", "auto", "plan", "bypass" }
+  end,
+})
+command("TooldRestart", { desc = "toold: restart the daemon" })
+command("TooldStop", { desc = "toold: stop the daemon" })

@@ -1,0 +1,362 @@
+// Generated from protocol/schema.json by scripts/generate-protocol.mjs. Do not edit:
+// run `npm run generate` after the contract changes (a test checks this file is current).
+
+export const PROTOCOL_VERSION = "1";
+
+/** Params of `agent/run`. */
+export interface AgentRunParams {
+  /** general-purpose (default), explore, plan or code-review. */
+  agentType?: string | null;
+  /** The task for the agent. */
+  prompt: string;
+  /** When given, each tool call is reported as `$/progress`. */
+  workDoneToken?: number | string | null;
+}
+
+/** Result of `agent/run`. */
+export interface AgentRunResult {
+  /** The agent's final answer. */
+  text: string;
+}
+
+/** A tool in the Anthropic Messages API format. */
+export interface AnthropicTool {
+  description: string;
+  input_schema: JsonSchemaObject;
+  name: string;
+}
+
+/** Params of a method that takes none. */
+export type EmptyParams = Record<string, never>;
+
+/**
+ * `execution/event`: a tool run's lifecycle.
+ *
+ * Sent only to clients whose initializationOptions set `executionEvents`.
+ */
+export interface ExecutionEvent {
+  callId: string;
+  durationMs?: number | null;
+  error?: string | null;
+  event: "execution.started" | "execution.completed" | "execution.failed";
+  /** local, subprocess, bwrap or docker. */
+  runner: string;
+  tool: string;
+}
+
+/** Result of `jobs/get`: the record plus output so far. */
+export interface JobDetail {
+  command: string;
+  /** What went wrong, for any other final status. */
+  error?: string | null;
+  exitCode?: number | null;
+  finishedAt?: string | null;
+  jobId: string;
+  /** Output so far (head and tail kept when long). */
+  output?: string;
+  /** Output of a job that succeeded. */
+  result?: string | null;
+  startedAt: string;
+  status: "running" | "done" | "failed" | "cancelled" | "timed_out";
+}
+
+/** `jobs/finished`: pushed when a background job ends. */
+export interface JobFinished {
+  command: string;
+  error?: string | null;
+  exitCode?: number | null;
+  finishedAt: string;
+  jobId: string;
+  result?: string | null;
+  startedAt: string;
+  status: "done" | "failed" | "cancelled" | "timed_out";
+}
+
+/** Params naming one job. */
+export interface JobIdParams {
+  jobId: string;
+}
+
+/** A background job's record. */
+export interface JobInfo {
+  command: string;
+  /** What went wrong, for any other final status. */
+  error?: string | null;
+  exitCode?: number | null;
+  finishedAt?: string | null;
+  jobId: string;
+  /** Output of a job that succeeded. */
+  result?: string | null;
+  startedAt: string;
+  status: "running" | "done" | "failed" | "cancelled" | "timed_out";
+}
+
+/** Result of `jobs/list`. */
+export interface JobsListResult {
+  jobs: JobInfo[];
+}
+
+/** A JSON Schema of type object, as models receive it. */
+export interface JsonSchemaObject {
+  properties?: Record<string, unknown>;
+  required?: string[];
+  type?: "object";
+  [key: string]: unknown;
+}
+
+/** A tool in toold's native format. */
+export interface NativeTool {
+  /** Other names that resolve to this tool. */
+  aliases?: string[];
+  /** True for BareAgent's deferred tools (schema visible at once, runtime bound lazily). */
+  deferred?: boolean;
+  /** What the tool does, written for a model. */
+  description: string;
+  /** Side-effect labels such as `filesystem:write`. */
+  effectTags?: string[];
+  /** Canonical tool name. */
+  name: string;
+  /** Whether calls may run concurrently with other calls in one turn. */
+  parallelSafe?: boolean;
+  /** JSON Schema of the tool's arguments. */
+  parameters: JsonSchemaObject;
+}
+
+/** The `function` member of an OpenAI chat tool. */
+export interface OpenAIFunction {
+  description: string;
+  name: string;
+  parameters: JsonSchemaObject;
+}
+
+/** A tool in the OpenAI chat-completions format. */
+export interface OpenAITool {
+  function: OpenAIFunction;
+  type?: "function";
+}
+
+/** Params of `permissions/setMode`. */
+export interface SetModeParams {
+  mode: "default" | "auto" | "plan" | "bypass";
+}
+
+/** Result of `permissions/setMode`: the mode now in force. */
+export interface SetModeResult {
+  mode: "default" | "auto" | "plan" | "bypass";
+}
+
+/** A skill folder holding SKILL.md. */
+export interface Skill {
+  /** First non-heading line of SKILL.md. */
+  description: string;
+  name: string;
+  /** Absolute path of SKILL.md. */
+  path: string;
+}
+
+/** `skills/changed`: the skills after a skill folder changed. */
+export interface SkillsChanged {
+  skills: Skill[];
+}
+
+/** Result of `skills/list`. */
+export interface SkillsListResult {
+  skills: Skill[];
+}
+
+/** A persistent task from `.tasks.json`. */
+export interface Task {
+  /** UTC ISO-8601. */
+  createdAt: string;
+  dependsOn?: string[];
+  description?: string;
+  /** Eight random alphanumerics. */
+  id: string;
+  /** Pending, with every dependency done. */
+  ready?: boolean;
+  status: "pending" | "in_progress" | "done" | "failed";
+  title: string;
+  updatedAt: string;
+}
+
+/** `tasks/changed`: every task after a change, made by toold or by anyone else. */
+export interface TasksChanged {
+  tasks: Task[];
+}
+
+/** Params of `tasks/list`. */
+export interface TasksListParams {
+  /** Only tasks with this status. */
+  status?: "pending" | "in_progress" | "done" | "failed" | null;
+}
+
+/** Result of `tasks/list`. */
+export interface TasksListResult {
+  tasks: Task[];
+}
+
+/** One mailbox message. */
+export interface TeamMessage {
+  content: string;
+  from: string;
+  id: string;
+  inReplyTo?: string | null;
+  timestamp: string;
+  to: string;
+  /** request, response, broadcast, shutdown, ... */
+  type: string;
+  [key: string]: unknown;
+}
+
+/** `team/message`: a message addressed to the user's agent (`main`). */
+export interface TeamMessageNotification {
+  message: TeamMessage;
+}
+
+/** Params of `team/register`. */
+export interface TeamRegisterParams {
+  model?: string | null;
+  /** Teammate name: letters, digits, _ and -. */
+  name: string;
+  role: string;
+  systemPrompt?: string;
+}
+
+/** A registered teammate. */
+export interface Teammate {
+  name: string;
+  providerConfig?: Record<string, unknown>;
+  role: string;
+  running?: boolean;
+  systemPrompt?: string;
+}
+
+/** One item of the session's TODO list. */
+export interface TodoItem {
+  /** `t1`, `t2`, ... */
+  id: string;
+  priority?: string;
+  status: "pending" | "in_progress" | "done";
+  task: string;
+}
+
+/** `todos/changed`: the whole list after a change. */
+export interface TodosChanged {
+  todos: TodoItem[];
+}
+
+/** Result of `todos/list`. */
+export interface TodosListResult {
+  todos: TodoItem[];
+}
+
+/** Params of `tools/call`. */
+export interface ToolsCallParams {
+  /** The tool's arguments, checked against its schema. */
+  arguments?: Record<string, unknown>;
+  /** Tool name or alias. */
+  name: string;
+  /** Who decided the call: `agent` (a model) or `user` (a person). */
+  origin?: "agent" | "user";
+  /** When given, the daemon reports `$/progress` begin/report/end on this token. */
+  workDoneToken?: number | string | null;
+}
+
+/** Result of `tools/call`. */
+export interface ToolsCallResult {
+  /** The tool's return value as JSON: a string, a list or an object. */
+  content: unknown;
+  /** Exit status of the command, for tools that run one (bash, background jobs). */
+  exitCode?: number | null;
+  /** True when the call failed: bad arguments, a handler exception, a refusal. */
+  isError?: boolean;
+}
+
+/** Params of `tools/list`. */
+export interface ToolsListParams {
+  /** Schema flavour: `native` (default), `anthropic` or `openai`. */
+  format?: "native" | "anthropic" | "openai";
+}
+
+/** Result of `tools/list`. */
+export interface ToolsListResult {
+  /** Every tool of the catalogue, in the requested format. */
+  tools: (NativeTool | AnthropicTool | OpenAITool)[];
+}
+
+/** Requests a client sends, with their params and result types. */
+export interface RequestTypes {
+  /** Run the agent loop on a prompt; tool calls pass the permission guard. */
+  "agent/run": { params: AgentRunParams; result: AgentRunResult };
+  /** Cancel a running job: its whole process group is killed. */
+  "jobs/cancel": { params: JobIdParams; result: JobInfo };
+  /** One job with its output so far (capped). */
+  "jobs/get": { params: JobIdParams; result: JobDetail };
+  /** Background jobs, running and finished (finished ones survive restarts). */
+  "jobs/list": { params: EmptyParams; result: JobsListResult };
+  /** Switch the permission mode for this daemon's life. */
+  "permissions/setMode": { params: SetModeParams; result: SetModeResult };
+  /** Skills found in BAREAGENT_SKILLS_DIR, .toold/skills and toold's own. */
+  "skills/list": { params: EmptyParams; result: SkillsListResult };
+  /** Persistent tasks from .tasks.json, each with its ready flag. */
+  "tasks/list": { params: TasksListParams; result: TasksListResult };
+  /** Register (or replace) a teammate in .team.json. */
+  "team/register": { params: TeamRegisterParams; result: Teammate };
+  /** The session's TODO items. */
+  "todos/list": { params: EmptyParams; result: TodosListResult };
+  /** Run one tool; failures of the tool itself come back as isError results. */
+  "tools/call": { params: ToolsCallParams; result: ToolsCallResult };
+  /** List every tool's schema in the requested format. */
+  "tools/list": { params: ToolsListParams; result: ToolsListResult };
+}
+
+/** Notifications the daemon pushes, with their params types. */
+export interface NotificationTypes {
+  /** A tool run started, completed or failed (opt-in). */
+  "execution/event": ExecutionEvent;
+  /** A background job ended. */
+  "jobs/finished": JobFinished;
+  /** A skill folder changed. */
+  "skills/changed": SkillsChanged;
+  /** Tasks changed (here or on disk). */
+  "tasks/changed": TasksChanged;
+  /** A teammate wrote to the user's agent (main). */
+  "team/message": TeamMessageNotification;
+  /** The TODO list changed. */
+  "todos/changed": TodosChanged;
+}
+
+export const REQUESTS = [
+  "agent/run",
+  "jobs/cancel",
+  "jobs/get",
+  "jobs/list",
+  "permissions/setMode",
+  "skills/list",
+  "tasks/list",
+  "team/register",
+  "todos/list",
+  "tools/call",
+  "tools/list",
+] as const;
+
+export const NOTIFICATIONS = [
+  "execution/event",
+  "jobs/finished",
+  "skills/changed",
+  "tasks/changed",
+  "team/message",
+  "todos/changed",
+] as const;
+
+export const ERROR_CODES = {
+  InternalError: -32603,
+  InvalidParams: -32602,
+  InvalidRequest: -32600,
+  MessageTooLarge: -33001,
+  MethodNotFound: -32601,
+  NotFound: -33002,
+  ParseError: -32700,
+  RequestCancelled: -32800,
+  ServerNotInitialized: -32002,
+} as const;

@@ -1,0 +1,266 @@
+-- Drives editor-clients/neovim against the real daemon inside `nvim --headless`.
+-- Run by tests/clients/test_neovim.py with:
+--   TOOLD_TEST_CMD  JSON list that starts the daemon (["python", "-m", "toold", "serve"])
+--   TOOLD_TEST_WS   a workspace folder holding main.py with "needle" in it
+-- Prints "ok - NAME" / "not ok - NAME: ERROR" lines and exits non-zero on any failure.
+
+local results = { passed = 0, failed = 0 }
+
+local function out(line)
+  io.stdout:write(line .. "\n")
+  io.stdout:flush()
+end
+
+local function check(cond, message, ...)
+  if not cond then
+    error(string.format(message, ...), 2)
+  end
+end
+
+local function wait_for(what, predicate, timeout_ms)
+  local ok = vim.wait(timeout_ms or 20000, predicate, 20)
+  check(ok, "timed out waiting for %s", what)
+end
+
+local function test(name, fn)
+  local ok, err = xpcall(fn, debug.traceback)
+  if ok then
+    results.passed = results.passed + 1
+    out("ok - " .. name)
+  else
+    results.failed = results.failed + 1
+    out("not ok - " .. name .. ": " .. tostring(err))
+  end
+end
+
+local function contains(lines, pattern)
+  for _, line in ipairs(lines) do
+    if line:find(pattern) then
+      return true
+    end
+  end
+  return false
+end
+
+local function read_file(path)
+  local f = io.open(path, "r")
+  if f == nil then
+    return nil
+  end
+  local text = f:read("*a")
+  f:close()
+  return text
+end
+
+-- Everything the plugin tells the user, captured.
+local notes = {}
+vim.notify = function(msg, level)
+  table.insert(notes, { msg = msg, level = level })
+end
+
+local function find_note(pattern)
+  for _, note in ipairs(notes) do
+    if note.msg:find(pattern) then
+      return note
+    end
+  end
+  return nil
+end
+
+-- Permission prompts, answered by the test through a stubbed vim.ui.select.
+local selects = {}
+local answer = "Allow"
+local answer_later = false
+vim.ui.select = function(items, opts, on_choice)
+  table.insert(selects, { items = items, prompt = opts.prompt })
+  if answer_later then
+    vim.defer_fn(function()
+      on_choice(answer)
+    end, 50)
+  else
+    on_choice(answer)
+  end
+end
+
+local ws = os.getenv("TOOLD_TEST_WS")
+local cmd_json = os.getenv("TOOLD_TEST_CMD")
+if ws == nil or cmd_json == nil then
+  out("not ok - environment: TOOLD_TEST_WS and TOOLD_TEST_CMD must be set")
+  vim.cmd("cquit")
+end
+local cmd = vim.json.decode(cmd_json)
+
+vim.cmd("runtime plugin/toold.lua")
+local toold = require("toold")
+
+local function main()
+
+test("setup and request: tools/list through the real daemon", function()
+  toold.setup({ cmd = cmd, root_dir = ws, config = { permissions = { mode = "default" } } })
+  check(toold.root_dir() == ws, "root_dir is %s", toold.root_dir())
+  local tools = toold.request("tools/list", { format = "native" }, 20000).tools
+  local names = {}
+  for _, tool in ipairs(tools) do
+    names[tool.name] = true
+  end
+  for _, expected in ipairs({ "grep", "read_file", "write_file", "background_run" }) do
+    check(names[expected], "%s missing from tools/list", expected)
+  end
+  check(vim.fn.exists(":TooldCall") == 2, ":TooldCall is not defined")
+end)
+
+test("request raises with the daemon's error message", function()
+  local ok, err = pcall(toold.request, "tools/call", { name = "no_such_tool" })
+  check(not ok, "an unknown tool did not raise")
+  check(tostring(err):find("Unknown tool: no_such_tool", 1, true), "unexpected error: %s", err)
+end)
+
+test(":TooldTools lists the tools in toold://tools", function()
+  vim.cmd("TooldTools")
+  local lines = require("toold.ui").buffer_lines("tools")
+  check(contains(lines, "^grep%s"), "no grep line in %s", vim.inspect(lines))
+  check(contains(lines, "requires: file_path"), "required arguments are not shown")
+  local completions = vim.fn.getcompletion("TooldCall gre", "cmdline")
+  check(vim.tbl_contains(completions, "grep"), "completions %s", vim.inspect(completions))
+end)
+
+test(":TooldCall runs grep and writes its output to toold://call/grep", function()
+  vim.cmd([[TooldCall grep {"pattern": "needle"}]])
+  local ui = require("toold.ui")
+  wait_for("the grep result", function()
+    return #ui.buffer_lines("call/grep") > 0 and ui.buffer_lines("call/grep")[1] ~= ""
+  end)
+  local lines = ui.buffer_lines("call/grep")
+  check(vim.deep_equal(lines, { "main.py:1:print('needle')" }), "grep wrote %s", vim.inspect(lines))
+  local result = vim.api.nvim_buf_get_var(ui.find_buffer("call/grep"), "toold_result")
+  check(result.isError == false, "grep failed: %s", vim.inspect(result))
+end)
+
+test(":TooldCall without JSON asks for the required arguments", function()
+  local original = vim.ui.input
+  local prompts = {}
+  vim.ui.input = function(opts, on_confirm)
+    table.insert(prompts, opts.prompt)
+    on_confirm("main.py")
+  end
+  vim.cmd("TooldCall read_file")
+  vim.ui.input = original
+  local ui = require("toold.ui")
+  wait_for("the read_file result", function()
+    return #ui.buffer_lines("call/read_file") > 0
+  end)
+  check(#prompts == 1 and prompts[1]:find("file_path"), "prompts: %s", vim.inspect(prompts))
+  local lines = ui.buffer_lines("call/read_file")
+  check(lines[1] == "1: print('needle')", "read_file wrote %s", vim.inspect(lines))
+end)
+
+test("a background job's jobs/finished notification reaches vim.notify", function()
+  local result = toold.call("background_run", { command = "echo from-the-job" })
+  check(not result.isError, "background_run failed: %s", vim.inspect(result))
+  local job_id = result.content:match("background task (%S+)")
+  check(job_id, "no job id in %s", result.content)
+  wait_for("jobs/finished", function()
+    return find_note("job " .. job_id) ~= nil
+  end)
+  local note = find_note("job " .. job_id)
+  check(note.msg:find("`echo from-the-job` finished (exit 0)", 1, true), "notification: %s", note.msg)
+  check(note.level == vim.log.levels.INFO, "level %s", tostring(note.level))
+
+  vim.cmd("TooldJobs")
+  local ui = require("toold.ui")
+  local jobs = ui.buffer_lines("jobs")
+  check(contains(jobs, "^" .. job_id .. "%s+done"), "jobs: %s", vim.inspect(jobs))
+  local job = toold.request("jobs/get", { jobId = job_id })
+  check(vim.trim(job.output) == "from-the-job", "output %s", job.output)
+end)
+
+test("a permission request answered Allow through vim.ui.select writes the file", function()
+  selects = {}
+  answer, answer_later = "Allow", false
+  local args = { file_path = "allowed.txt", content = "hello" }
+  local result = toold.call("write_file", args, { origin = "agent" })
+  check(not result.isError, "write_file failed: %s", vim.inspect(result))
+  check(read_file(ws .. "/allowed.txt") == "hello", "allowed.txt was not written")
+  check(#selects == 1, "%d prompts", #selects)
+  local items = selects[1].items
+  check(vim.deep_equal(items, { "Allow", "Always allow", "Deny" }), "items %s", vim.inspect(items))
+  check(selects[1].prompt:find("write_file", 1, true), "prompt %s", selects[1].prompt)
+end)
+
+test("an asynchronous picker answering Deny refuses the call", function()
+  answer, answer_later = "Deny", true
+  local args = { file_path = "denied.txt", content = "no" }
+  local result = toold.call("write_file", args, { origin = "agent" })
+  check(result.isError and result.content == "User denied.", "result %s", vim.inspect(result))
+  check(read_file(ws .. "/denied.txt") == nil, "denied.txt was written")
+  answer_later = false
+end)
+
+test(":TooldTasks shows tasks with status and dependencies", function()
+  local first = toold.call("task_create", { title = "design" }).content
+  toold.call("task_create", { title = "build", depends_on = { first.id } })
+  wait_for("tasks/changed", function()
+    return #toold.state.tasks == 2
+  end)
+  vim.cmd("TooldTasks")
+  local lines = require("toold.ui").buffer_lines("tasks")
+  check(contains(lines, "design%s+pending %(ready%)"), "tasks: %s", vim.inspect(lines))
+  check(contains(lines, "build%s+pending$"), "tasks: %s", vim.inspect(lines))
+  local dependency = "depends on " .. first.id .. ": design %(pending%)"
+  check(contains(lines, dependency), "tasks: %s", vim.inspect(lines))
+end)
+
+test("team/message notifications reach vim.notify", function()
+  -- A teammate needs a model provider to write; the handler is driven directly.
+  toold.handlers["team/message"](nil, {
+    message = {
+      id = "m1",
+      from = "reviewer",
+      to = "main",
+      content = "LGTM",
+      type = "response",
+      timestamp = "t",
+    },
+  }, {})
+  check(find_note("reviewer → main %(response%): LGTM"), "no team note")
+end)
+
+test(":TooldMode plan blocks the agent's writes", function()
+  vim.cmd("TooldMode plan")
+  check(find_note("permission mode is now plan"), "no mode note")
+  local args = { file_path = "plan.txt", content = "x" }
+  local result = toold.call("write_file", args, { origin = "agent" })
+  check(result.isError and result.content:find("Plan mode"), "result %s", vim.inspect(result))
+end)
+
+test(":TooldRestart starts a fresh daemon (the permission mode is back to default)", function()
+  local before = toold.start()
+  vim.cmd("TooldRestart")
+  check(find_note("toold: restarted"), "no restart note")
+  check(toold.start() ~= before, "the same client survived the restart")
+  selects, answer = {}, "Allow"
+  local args = { file_path = "after-restart.txt", content = "again" }
+  local result = toold.call("write_file", args, { origin = "agent" })
+  check(not result.isError and #selects == 1, "result %s, %d prompts", vim.inspect(result), #selects)
+end)
+
+local client = vim.lsp.get_client_by_id(toold.start())
+toold.stop(10000)
+test("the daemon stops on :TooldStop / stop()", function()
+  check(client == nil or client:is_stopped(), "the daemon is still running")
+end)
+end
+
+local ok, err = xpcall(main, debug.traceback)
+if not ok then
+  results.failed = results.failed + 1
+  out("not ok - the test script itself: " .. tostring(err))
+  pcall(toold.stop, 5000)
+end
+
+out(string.format("# %d passed, %d failed", results.passed, results.failed))
+if results.failed > 0 then
+  vim.cmd("cquit")
+else
+  vim.cmd("qall!")
+end

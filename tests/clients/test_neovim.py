@@ -1,0 +1,62 @@
+"""The Neovim plugin (editor-clients/neovim) against the real daemon, inside nvim --headless.
+
+tests/clients/neovim_test.lua does the driving; this runs it and checks its report.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.clients.toolchain import CLIENTS, ROOT, require_tool, run
+
+SCRIPT = Path(__file__).with_name("neovim_test.lua")
+EXPECTED = [
+    "setup and request: tools/list through the real daemon",
+    ":TooldTools lists the tools in toold://tools",
+    ":TooldCall runs grep and writes its output to toold://call/grep",
+    "a background job's jobs/finished notification reaches vim.notify",
+    "a permission request answered Allow through vim.ui.select writes the file",
+    "an asynchronous picker answering Deny refuses the call",
+    ":TooldTasks shows tasks with status and dependencies",
+]
+
+
+@pytest.mark.timeout(600)
+def test_neovim_plugin_against_the_daemon(tmp_path: Path) -> None:
+    nvim = require_tool("nvim", ["neovim"], (0, 7, 0), "--version")
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "main.py").write_text("print('needle')\n", encoding="utf-8")
+    env = {
+        **os.environ,
+        "TOOLD_TEST_WS": os.fspath(workspace),
+        "TOOLD_TEST_CMD": json.dumps([sys.executable, "-m", "toold", "serve"]),
+        # Keep nvim's state, cache and LSP log out of the user's home.
+        "XDG_CACHE_HOME": os.fspath(tmp_path / "cache"),
+        "XDG_STATE_HOME": os.fspath(tmp_path / "state"),
+        "XDG_DATA_HOME": os.fspath(tmp_path / "data"),
+    }
+    argv = [
+        nvim,
+        "--headless",
+        "-u",
+        "NONE",
+        "-i",
+        "NONE",
+        "-n",
+        "--cmd",
+        f"set rtp+={CLIENTS / 'neovim'}",
+        "-c",
+        f"luafile {SCRIPT}",
+    ]
+    output = run(argv, cwd=ROOT, timeout=300, env=env)
+    lines = output.splitlines()
+    assert not [line for line in lines if line.startswith("not ok")], output
+    for name in EXPECTED:
+        assert f"ok - {name}" in lines, output
+    assert lines[-1].endswith(" passed, 0 failed"), output
