@@ -650,6 +650,43 @@ def footnotes(results: dict[str, Any]) -> str:
     )
 
 
+SECTIONS = {
+    "state": ("state", "bench_state"),
+    "agents": ("agents", "bench_agents"),
+    "runners": ("runners", "bench_runners"),
+    "peers": ("peers", "bench_peers"),
+}
+"""Further benchmarks, each in its own module next to this file: name → (module, function)."""
+
+
+def flatten(data: Any, prefix: str = "") -> list[tuple[str, str]]:
+    """Rows ``(dotted.key, value)`` of a nested result, for the sections table."""
+    if isinstance(data, dict):
+        rows: list[tuple[str, str]] = []
+        for key, value in data.items():
+            rows += flatten(value, f"{prefix}.{key}" if prefix else str(key))
+        return rows
+    if isinstance(data, list):
+        if len(data) > 6:
+            return [(prefix, f"[{len(data)} values]")]
+        return [(prefix, ", ".join(str(v) for v in data))]
+    return [(prefix, str(data))]
+
+
+def run_sections(names: list[str], quick: bool, results: dict[str, Any], started: float) -> None:
+    """Run the named sections; print a table of each."""
+    import importlib
+
+    for name in names:
+        module_name, func = SECTIONS[name]
+        print(f"[{time.perf_counter() - started:5.1f} s] {name} …", file=sys.stderr, flush=True)
+        results[name] = getattr(importlib.import_module(module_name), func)(quick)
+        rows = flatten(results[name])
+        width = max(len(k) for k, _ in rows)
+        print(f"\n{name}")
+        print("\n".join(f"  {k:<{width}}  {v}" for k, v in rows))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="fewer runs (about a minute)")
@@ -660,8 +697,17 @@ def main(argv: list[str] | None = None) -> int:
         default=Path(sysconfig.get_paths()["purelib"]),
         help="tree for the grep benchmark (default: site-packages)",
     )
+    parser.add_argument(
+        "--sections",
+        default=",".join(SECTIONS),
+        help="further sections to run, comma-separated ('' for none; default: all)",
+    )
     args = parser.parse_args(argv)
     settings = QUICK if args.quick else FULL
+    sections = [n for n in args.sections.split(",") if n]
+    unknown = set(sections) - set(SECTIONS)
+    if unknown:
+        parser.error(f"unknown sections: {', '.join(sorted(unknown))}")
     started_at = time.perf_counter()
 
     results: dict[str, Any] = {
@@ -686,11 +732,12 @@ def main(argv: list[str] | None = None) -> int:
             elapsed = time.perf_counter() - started_at
             print(f"[{elapsed:5.1f} s] {key} …", file=sys.stderr, flush=True)
             results[key] = step()
-    results["bench_seconds"] = round(time.perf_counter() - started_at, 1)
-
     print(table(results))
     print()
     print(footnotes(results))
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    run_sections(sections, args.quick, results, started_at)
+    results["bench_seconds"] = round(time.perf_counter() - started_at, 1)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     print(f"\nresults written to {args.out} ({results['bench_seconds']} s)")
