@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import json
 import logging
 import os
@@ -31,18 +32,94 @@ ASK_ACTIONS = {"Allow": "allow", "Always allow": "always", "Deny": "deny"}
 
 
 class TooldProtocol(LanguageServerProtocol):
-    """LSP lifecycle rules pygls leaves out, and raw params for toold's methods."""
+    """LSP lifecycle rules pygls leaves out, and a short path for toold's own methods.
+
+    The transport hands over messages already parsed and checked as JSON-RPC 2.0
+    (``dispatch``). Requests for toold's methods go straight to their handler with raw
+    params (validated by pydantic in rpc.py); everything else takes pygls's path. Replies
+    are written as JSON directly, through lsprotocol's converter only for LSP's types.
+    """
 
     _server: TooldServer
 
     def __init__(self, server: TooldServer, converter: Any) -> None:
         super().__init__(server, converter)
         self.initialized = False
+        self._initialize_seen = False
+
+    # -- incoming ----------------------------------------------------------------
+    def dispatch(self, data: dict[str, Any]) -> None:
+        """Route one JSON-RPC 2.0 message (a dict the transport has checked)."""
+        method = data.get("method")
+        if method is None:
+            self._dispatch_response(data)
+            return
+        if "id" not in data:
+            self._dispatch_notification(method, data)
+            return
+        msg_id = data["id"]
+        if not self._admit(msg_id, method):
+            return
+        if method in ALL_METHODS:
+            contextvars.copy_context().run(self._handle_request, msg_id, method, data.get("params"))
+            return
+        try:
+            message = self.structure_message(data)
+        except JsonRpcException as exc:
+            self._reject(msg_id, exc.code, exc.message or "Invalid params")
+            return
+        super().handle_message(message)
+
+    def _admit(self, msg_id: Any, method: str) -> bool:
+        """Lifecycle rules for a request: -32600 after shutdown, -32002 before initialize."""
+        if self._shutdown:
+            self._reject(msg_id, errors.INVALID_REQUEST, "Server is shutting down")
+            return False
+        if method == types.INITIALIZE:
+            if self._initialize_seen:
+                self._reject(msg_id, errors.INVALID_REQUEST, "initialize may only be sent once")
+                return False
+            return True
+        if not self.initialized:
+            self._reject(msg_id, errors.SERVER_NOT_INITIALIZED, "Server not initialized")
+            return False
+        return True
+
+    def _dispatch_notification(self, method: str, data: dict[str, Any]) -> None:
+        if not self.initialized and method != types.EXIT:
+            log.warning("dropping %s received before initialize", method)
+            return
+        if method == types.CANCEL_REQUEST:
+            params = data.get("params")
+            target = params.get("id") if isinstance(params, dict) else None
+            if not isinstance(target, (str, int)) or isinstance(target, bool):
+                log.warning("dropping $/cancelRequest without a valid id: %r", params)
+                return
+        try:
+            message = self.structure_message(data)
+        except JsonRpcException as exc:
+            log.warning("dropping undecodable notification %s: %s", method, exc)
+            return
+        super().handle_message(message)
+
+    def _dispatch_response(self, data: dict[str, Any]) -> None:
+        msg_id = data["id"]
+        # Only ids of requests this daemon sent: a client's "response" must never
+        # complete one of its own requests' futures.
+        if not isinstance(msg_id, (str, int)) or msg_id not in self._result_types:
+            log.warning("ignoring a response to unknown request %r", msg_id)
+            return
+        try:
+            message = self.structure_message(data)
+        except JsonRpcException as exc:
+            log.warning("dropping undecodable response to %r: %s", msg_id, exc)
+            return
+        super().handle_message(message)
 
     def structure_message(self, data: dict[str, Any]) -> Any:
-        """Keep toold's params as raw JSON (validated by pydantic in rpc.py)."""
+        """Raw JSON params for methods without an LSP type (toold's, unknown ones)."""
         method = data.get("method")
-        if isinstance(method, str) and method in ALL_METHODS:
+        if isinstance(method, str) and self.get_message_type(method) is None:
             if "id" in data:
                 return JsonRPCRequestMessage(
                     id=data["id"], method=method, jsonrpc="2.0", params=data.get("params")
@@ -51,26 +128,61 @@ class TooldProtocol(LanguageServerProtocol):
         return super().structure_message(data)
 
     def handle_message(self, message: Any) -> None:
-        """Answer -32002 before initialize and InvalidRequest after shutdown."""
+        """pygls's entry point for structured messages, with toold's lifecycle rules."""
         method = getattr(message, "method", None)
         if isinstance(message, RPCRequest):
-            if self._shutdown:
-                self._reject(message.id, errors.INVALID_REQUEST, "Server is shutting down")
-                return
-            if not self.initialized and method != types.INITIALIZE:
-                self._reject(message.id, errors.SERVER_NOT_INITIALIZED, "Server not initialized")
+            if not self._admit(message.id, method or ""):
                 return
         elif isinstance(message, RPCNotification) and not self.initialized and method != types.EXIT:
             log.warning("dropping %s received before initialize", method)
             return
         super().handle_message(message)
 
+    # -- outgoing ----------------------------------------------------------------
+    def send_json(self, payload: dict[str, Any]) -> None:
+        """Write one message; LSP's attrs types inside go through lsprotocol's converter."""
+        writer = self.writer
+        if writer is None:
+            log.error("no transport to send %s", payload.get("method") or payload.get("id"))
+            return
+        try:
+            body = json.dumps(payload, default=self._serialize_message, allow_nan=False).encode(
+                "utf-8"
+            )
+        except (TypeError, ValueError, RecursionError) as exc:
+            log.error("cannot encode a message: %s", exc)
+            if "id" in payload and "method" not in payload:
+                error = {"code": errors.INTERNAL_ERROR, "message": f"Unencodable result: {exc}"}
+                self.send_json({"jsonrpc": "2.0", "id": payload["id"], "error": error})
+            return
+        writer.write(b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+
+    def _send_data(self, data: Any) -> None:
+        if not data:
+            return
+        if isinstance(data, dict):
+            self.send_json(data)
+            return
+        super()._send_data(data)
+
+    def _send_response(self, msg_id: Any, result: Any = None, error: Any = None) -> None:
+        """Answer a request; internal errors keep their traceback in the log, not the wire."""
+        if error is None:
+            self._result_types.pop(msg_id, None)
+            self.send_json({"jsonrpc": "2.0", "id": msg_id, "result": result})
+            return
+        if getattr(error, "code", None) == errors.INTERNAL_ERROR and getattr(error, "data", None):
+            log.error("internal error answering %r: %s", msg_id, error.data)
+            error.data = None
+        self.send_json({"jsonrpc": "2.0", "id": msg_id, "error": error})
+
     def _reject(self, msg_id: Any, code: int, text: str) -> None:
-        self._send_data({"jsonrpc": "2.0", "id": msg_id, "error": {"code": code, "message": text}})
+        self.send_json({"jsonrpc": "2.0", "id": msg_id, "error": {"code": code, "message": text}})
 
     @lsp_method(types.INITIALIZE)
     def lsp_initialize(self, params: types.InitializeParams) -> Any:
         """pygls's initialize, plus toold's methods under capabilities.experimental."""
+        self._initialize_seen = True
         result = yield from super().lsp_initialize(params)
         result.capabilities.experimental = {
             "toold": {
@@ -85,6 +197,8 @@ class TooldProtocol(LanguageServerProtocol):
 
 class TooldServer(LanguageServer):
     """One daemon for one workspace."""
+
+    protocol: TooldProtocol
 
     def __init__(
         self,
@@ -138,9 +252,10 @@ class TooldServer(LanguageServer):
         """Load the configuration and bind stores, runner and tools to ``root``."""
         from toold.binding import bind
 
-        self.state = bind(
-            root, overrides, self.push, self.show_error, execution_events, ask=self.ask_user
-        )
+        # Capabilities are known by now (binding follows initialize) and never change:
+        # a client that cannot show message requests makes the guard non-interactive.
+        ask = self.ask_user if self.can_ask() else None
+        self.state = bind(root, overrides, self.push, self.show_error, execution_events, ask=ask)
         self.root = self.state.root
         self.max_message_bytes = (
             self._max_message_flag or self.state.config.limits.max_message_bytes

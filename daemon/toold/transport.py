@@ -13,11 +13,10 @@ import contextlib
 import json
 import logging
 import os
+import re
 import sys
 import threading
 from typing import TYPE_CHECKING, Any, BinaryIO
-
-from pygls.exceptions import JsonRpcException
 
 from toold_protocol import errors
 
@@ -27,7 +26,19 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 HEADER_LIMIT = 8192
+HEADER_BLOCK_LIMIT = 4 * HEADER_LIMIT
 DISCARD_CHUNK = 1 << 20
+MAX_DEPTH = 64
+"""Deepest nesting of objects and arrays accepted in a message."""
+MAX_LENGTH_DIGITS = 15
+"""A Content-Length of more digits (a petabyte) is not a size but garbage: no body is skipped."""
+WRITE_HIGH_WATER = 16 * 1024 * 1024
+"""Output queued for a client that does not read; past it, reading pauses until it drains."""
+
+_LENGTH_MARKER = "content-length:"
+_MARKER_TAIL = 64
+_HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+_LONE_SURROGATE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
 class PipeWriter:
@@ -48,6 +59,16 @@ class PipeWriter:
 
     def close(self) -> None:
         """Flushing happens in drain(); closing is left to shutdown."""
+
+    async def wait_writable(self) -> None:
+        """Return once queued output is under WRITE_HIGH_WATER (at once, usually)."""
+        transport = self._transport
+        while (
+            transport is not None
+            and not transport.is_closing()
+            and transport.get_write_buffer_size() > WRITE_HIGH_WATER
+        ):
+            await asyncio.sleep(0.01)
 
     async def drain(self, timeout: float = 5.0) -> None:
         """Wait until queued bytes reached the pipe (bounded)."""
@@ -86,47 +107,95 @@ async def _stdout_writer(stdout: BinaryIO) -> PipeWriter:
 
 def send_error(server: TooldServer, msg_id: Any, code: int, message: str) -> None:
     """Write a JSON-RPC error response (``msg_id`` None when the id is unknown)."""
-    server.protocol._send_data(
+    server.protocol.send_json(
         {"jsonrpc": "2.0", "id": msg_id, "error": {"code": code, "message": message}}
     )
 
 
-async def _read_headers(reader: asyncio.StreamReader) -> dict[str, str] | None:
-    """Header block as lower-cased names; None at end of input."""
-    headers: dict[str, str] = {}
-    while True:
+class _HeaderReader:
+    """Reads header blocks and finds the next frame again after a desynchronised one.
+
+    A body shorter or longer than its Content-Length, or a body sent without one, leaves
+    bytes that are not headers in front of the next frame's ``Content-Length:`` line
+    (a body has no newline of its own, so it is glued to that line). Such bytes are
+    reported as a parse error and skipped up to the ``Content-Length:`` that follows.
+    """
+
+    def __init__(self, reader: asyncio.StreamReader) -> None:
+        self._reader = reader
+        self._carry = b""
+
+    async def _line(self) -> tuple[bytes, bool] | None:
+        """The next line and whether part of it was dropped for being too long."""
         try:
-            line = await reader.readuntil(b"\n")
+            line = await self._reader.readuntil(b"\n")
         except asyncio.IncompleteReadError:
             return None
         except asyncio.LimitOverrunError as exc:
-            await reader.readexactly(exc.consumed)
-            headers["x-invalid"] = "header line too long"
-            continue
-        text = line.decode("latin-1").strip()
-        if not text:
-            if headers:
+            dropped = await self._reader.readexactly(exc.consumed)
+            # Keep the tail: a Content-Length header may start inside it.
+            self._carry = dropped[-_MARKER_TAIL:]
+            return b"", True
+        if self._carry:
+            line, self._carry = self._carry + line, b""
+        return line, False
+
+    async def read(self) -> dict[str, str] | None:
+        """Header block as lower-cased names (``x-invalid`` names a problem); None at EOF."""
+        headers: dict[str, str] = {}
+        size = 0
+        while True:
+            got = await self._line()
+            if got is None:
+                return None
+            raw, truncated = got
+            if truncated:
+                headers["x-invalid"] = "header line too long"
+                continue
+            text = raw.decode("latin-1").strip()
+            size += len(raw)
+            if not text:
+                if headers:
+                    return headers
+                continue
+            marker = text.lower().rfind(_LENGTH_MARKER)
+            if marker > 0:
+                headers = {"x-invalid": f"unexpected bytes before a header: {text[:40]!r}"}
+                text = text[marker:]
+            name, sep, value = text.partition(":")
+            if sep and _HEADER_NAME.fullmatch(name.strip()):
+                headers[name.strip().lower()] = value.strip()
+            else:
+                headers["x-invalid"] = f"malformed header line {text[:80]!r}"
+            if size > HEADER_BLOCK_LIMIT:
+                headers["x-invalid"] = "header block too long"
+                headers.pop("content-length", None)
                 return headers
-            continue
-        name, sep, value = text.partition(":")
-        if sep:
-            headers[name.strip().lower()] = value.strip()
-        else:
-            headers["x-invalid"] = f"malformed header line {text[:80]!r}"
 
 
 def dispatch_body(server: TooldServer, body: bytes) -> None:
-    """Decode one message and hand it to pygls; answer what pygls would drop."""
+    """Decode one message and hand it to the protocol; answer what pygls would drop."""
     try:
-        data = json.loads(body)
-    except (ValueError, UnicodeDecodeError) as exc:
+        text = body.decode("utf-8")
+        data = json.loads(text, parse_constant=_not_json)
+    except UnicodeDecodeError as exc:
+        send_error(server, None, errors.PARSE_ERROR, f"Parse error: body is not UTF-8 ({exc})")
+        return
+    except (ValueError, RecursionError) as exc:
         send_error(server, None, errors.PARSE_ERROR, f"Parse error: {exc}")
+        return
+    if _LONE_SURROGATE.search(text) and _has_lone_surrogate(data):
+        send_error(
+            server, None, errors.PARSE_ERROR, "Parse error: a string holds a lone UTF-16 surrogate"
+        )
         return
     if isinstance(data, list):
         send_error(server, None, errors.INVALID_REQUEST, "Batch messages are not supported")
         return
     msg_id = data.get("id") if isinstance(data, dict) else None
     problem = _invalid_message(data)
+    if problem is None and text.count("{") + text.count("[") > MAX_DEPTH and _too_deep(data):
+        problem = f"Message nested deeper than {MAX_DEPTH} levels"
     if problem:
         if not isinstance(data, dict) or "method" in data or "id" not in data:
             send_error(
@@ -136,14 +205,41 @@ def dispatch_body(server: TooldServer, body: bytes) -> None:
             log.warning("dropping invalid message: %s", problem)
         return
     try:
-        message = server.protocol.structure_message(data)
-    except JsonRpcException as exc:
+        server.protocol.dispatch(data)
+    except (SystemExit, KeyboardInterrupt):
+        raise
+    except Exception:
+        log.exception("unhandled error while dispatching a message")
         if "method" in data and "id" in data:
-            send_error(server, msg_id, exc.code, exc.message or "Invalid params")
-        else:
-            log.warning("dropping undecodable message %s: %s", data.get("method"), exc)
-        return
-    server.protocol.handle_message(message)
+            send_error(
+                server, msg_id, errors.INTERNAL_ERROR, "Internal error (see the daemon's log)"
+            )
+
+
+def _not_json(constant: str) -> Any:
+    raise ValueError(f"{constant} is not JSON")
+
+
+def _has_lone_surrogate(data: Any) -> bool:
+    try:
+        json.dumps(data, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def _too_deep(data: Any) -> bool:
+    """Whether ``data`` nests containers deeper than MAX_DEPTH (iteratively: no recursion)."""
+    stack: list[tuple[Any, int]] = [(data, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            return True
+        if isinstance(value, dict):
+            stack.extend((v, depth + 1) for v in value.values() if isinstance(v, (dict, list)))
+        elif isinstance(value, list):
+            stack.extend((v, depth + 1) for v in value if isinstance(v, (dict, list)))
+    return False
 
 
 def _valid_id(value: Any) -> bool:
@@ -171,7 +267,7 @@ async def serve_stdio(server: TooldServer, stdin: BinaryIO, stdout: BinaryIO) ->
     reader = await _stdin_reader(stdin)
     writer = await _stdout_writer(stdout)
     server.protocol.set_writer(writer)
-    read_task = asyncio.create_task(_read_loop(server, reader))
+    read_task = asyncio.create_task(_read_loop(server, reader, writer))
     stop_task = asyncio.create_task(server.stopped.wait())
     await asyncio.wait({read_task, stop_task}, return_when=asyncio.FIRST_COMPLETED)
     for task in (read_task, stop_task):
@@ -184,9 +280,12 @@ async def serve_stdio(server: TooldServer, stdin: BinaryIO, stdout: BinaryIO) ->
     return server.exit_code
 
 
-async def _read_loop(server: TooldServer, reader: asyncio.StreamReader) -> None:
+async def _read_loop(server: TooldServer, reader: asyncio.StreamReader, writer: PipeWriter) -> None:
+    headers_in = _HeaderReader(reader)
     while True:
-        headers = await _read_headers(reader)
+        # A client that stops reading stops being read: bounded output buffering.
+        await writer.wait_writable()
+        headers = await headers_in.read()
         if headers is None:
             log.info("client closed stdin")
             server.request_stop(0 if server.protocol._shutdown else 1)
@@ -195,6 +294,9 @@ async def _read_loop(server: TooldServer, reader: asyncio.StreamReader) -> None:
         if isinstance(length, str):
             send_error(server, None, errors.PARSE_ERROR, length)
             continue
+        if "x-invalid" in headers:
+            # Junk in front of a good frame: report it, then read the frame.
+            send_error(server, None, errors.PARSE_ERROR, f"Invalid header: {headers['x-invalid']}")
         if length > server.max_message_bytes:
             await _discard(reader, length)
             send_error(
@@ -215,17 +317,16 @@ async def _read_loop(server: TooldServer, reader: asyncio.StreamReader) -> None:
         except SystemExit as exc:
             server.request_stop(exc.code if isinstance(exc.code, int) else 0)
             return
-        except Exception:
-            log.exception("unhandled error while dispatching a message")
 
 
 def _content_length(headers: dict[str, str]) -> int | str:
-    if "x-invalid" in headers and "content-length" not in headers:
-        return f"Invalid header: {headers['x-invalid']}"
     raw = headers.get("content-length")
     if raw is None:
+        if "x-invalid" in headers:
+            return f"Invalid header: {headers['x-invalid']}"
         return "Missing Content-Length header"
-    if not raw.isdigit():
+    # isascii: str.isdigit() also accepts digits int() refuses, such as "²".
+    if not (raw.isascii() and raw.isdigit()) or len(raw) > MAX_LENGTH_DIGITS:
         return f"Invalid Content-Length header: {raw[:40]!r}"
     return int(raw)
 

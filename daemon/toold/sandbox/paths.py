@@ -1,20 +1,27 @@
-"""safe_path: the workspace boundary every file and search tool passes through."""
+"""safe_path and open_in_workspace: the workspace boundary every file and search tool passes.
+
+``safe_path`` checks a path (lexically, then for symlinks on the way) and returns it;
+between that check and the tool's ``open`` a symlink can still be swapped in.
+``open_in_workspace`` closes that gap: it opens the path one component at a time
+from a descriptor of the workspace, each with ``O_NOFOLLOW``, so no symlink is ever
+followed, and checks where the opened file lies.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
 import re
+import stat
 from pathlib import Path
 
 _WINDOWS_ABSOLUTE = re.compile(r"^(?:[A-Za-z]:[\\/]|\\\\|//)")
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
-def safe_path(workspace: Path, path: str | os.PathLike[str]) -> Path:
-    """Resolve ``path`` inside ``workspace`` or raise PermissionError.
-
-    Checks, in the spec's order: home-relative, absolute, escaping the workspace,
-    then any existing symlink in the chain. ``workspace`` must already be resolved.
-    """
+def _checked(workspace: Path, path: str | os.PathLike[str]) -> tuple[str, str, list[str]]:
+    """The lexical checks: (workspace root, normalised candidate, its parts below root)."""
     raw = os.fspath(path)
     if "\x00" in raw:
         raise PermissionError(f"NUL bytes are not allowed in paths: {raw!r}")
@@ -24,16 +31,126 @@ def safe_path(workspace: Path, path: str | os.PathLike[str]) -> Path:
         raise PermissionError(f"Absolute paths are not allowed: '{raw}'")
     root = os.fspath(workspace)
     candidate = os.path.normpath(os.path.join(root, raw))
-    if candidate != root and not candidate.startswith(root.rstrip(os.sep) + os.sep):
+    if candidate == root:
+        return root, candidate, []
+    prefix = root.rstrip(os.sep) + os.sep
+    if not candidate.startswith(prefix):
         raise PermissionError(f"Path '{raw}' escapes workspace {workspace}")
+    return root, candidate, candidate[len(prefix) :].split(os.sep)
+
+
+def safe_path(workspace: Path, path: str | os.PathLike[str]) -> Path:
+    """Resolve ``path`` inside ``workspace`` or raise PermissionError.
+
+    Checks, in the spec's order: home-relative, absolute, escaping the workspace,
+    then any existing symlink in the chain. ``workspace`` must already be resolved.
+    """
+    root, candidate, parts = _checked(workspace, path)
     current = root
-    for part in Path(os.path.relpath(candidate, root)).parts:
-        if part == ".":
-            continue
+    for part in parts:
         current = os.path.join(current, part)
-        if os.path.islink(current):
+        try:
+            mode = os.lstat(current).st_mode
+        except OSError:
+            break  # missing: nothing below it exists, so no link either
+        if stat.S_ISLNK(mode):
             raise PermissionError(f"Symlink detected in path chain: {current}")
     return Path(candidate)
+
+
+def open_in_workspace(
+    workspace: Path,
+    path: str | os.PathLike[str],
+    flags: int = os.O_RDONLY,
+    mode: int = 0o644,
+    *,
+    create_parents: bool = False,
+    single_link: bool = False,
+) -> int:
+    """A descriptor of ``path`` opened without following any symlink, or PermissionError.
+
+    Runs safe_path's lexical checks, then walks from the workspace with ``openat`` and
+    ``O_NOFOLLOW`` on every component, so a symlink swapped in after a check is refused
+    (``Symlink detected in path chain``) instead of followed. ``create_parents`` makes
+    missing folders on the way (``mkdirat``, which never follows a link either).
+    ``single_link`` refuses a regular file with more than one hard link: another name of
+    it may lie outside the workspace, so in-place writes (append) must not go through.
+    Finally the opened file's real path must lie in the workspace (``/proc/self/fd``),
+    which catches a folder moved out from under the walk. The caller closes the fd.
+    """
+    root, candidate, parts = _checked(workspace, path)
+    dir_fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    current = root
+    try:
+        for part in parts[:-1]:
+            current = os.path.join(current, part)
+            child = _step(dir_fd, part, current, create_parents)
+            os.close(dir_fd)
+            dir_fd = child
+        if not parts:
+            fd = os.open(".", flags | os.O_CLOEXEC, mode, dir_fd=dir_fd)
+        else:
+            current = candidate
+            fd = _open_last(dir_fd, parts[-1], current, flags, mode)
+    finally:
+        os.close(dir_fd)
+    try:
+        _check_opened(fd, root, candidate, single_link)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _step(dir_fd: int, part: str, current: str, create: bool) -> int:
+    """A descriptor of the folder ``part`` in ``dir_fd``; never through a symlink."""
+    try:
+        try:
+            return os.open(part, _DIR_FLAGS, dir_fd=dir_fd)
+        except FileNotFoundError:
+            if not create:
+                raise
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(part, 0o755, dir_fd=dir_fd)
+            return os.open(part, _DIR_FLAGS, dir_fd=dir_fd)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP or (exc.errno == errno.ENOTDIR and _is_link(dir_fd, part)):
+            raise PermissionError(f"Symlink detected in path chain: {current}") from None
+        raise
+
+
+def _open_last(dir_fd: int, name: str, current: str, flags: int, mode: int) -> int:
+    try:
+        return os.open(name, flags | os.O_NOFOLLOW | os.O_CLOEXEC, mode, dir_fd=dir_fd)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP or (
+            exc.errno in (errno.EEXIST, errno.ENOTDIR) and _is_link(dir_fd, name)
+        ):
+            raise PermissionError(f"Symlink detected in path chain: {current}") from None
+        raise
+
+
+def _is_link(dir_fd: int, name: str) -> bool:
+    try:
+        return stat.S_ISLNK(os.lstat(name, dir_fd=dir_fd).st_mode)
+    except OSError:
+        return False
+
+
+def _check_opened(fd: int, root: str, candidate: str, single_link: bool) -> None:
+    info = os.fstat(fd)
+    if single_link and stat.S_ISREG(info.st_mode) and info.st_nlink > 1:
+        raise PermissionError(
+            f"Refusing to write through a file with {info.st_nlink} hard links: {candidate} "
+            "(another name of it may lie outside the workspace)"
+        )
+    try:
+        real = os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        return  # no /proc here: the O_NOFOLLOW walk is the whole defence
+    prefix = root.rstrip(os.sep) + os.sep
+    if real != root and not real.startswith(prefix):
+        raise PermissionError(f"Path '{candidate}' was moved out of workspace {root}")
 
 
 def relative_posix(workspace: Path, target: Path) -> str:

@@ -61,6 +61,12 @@ class ToolRunner:
         """The sandbox kind: local, subprocess, bwrap or docker."""
         return self.sandbox.name
 
+    @property
+    def problem(self) -> str | None:
+        """Why the sandbox cannot run calls here (naming the fix), or None when it can."""
+        problem: str | None = getattr(self.sandbox, "problem", None)
+        return problem
+
     def _emit(self, event: str, tool: str, call_id: str, **extra: Any) -> None:
         payload = {"event": event, "tool": tool, "runner": self.name, "callId": call_id, **extra}
         log.debug("%s", payload)
@@ -87,5 +93,5 @@ class ToolRunner:
         return result
 
     async def close(self) -> None:
-        """Close the sandbox."""
+        """Close the sandbox: idle workers, the fork server, containers."""
         await self.sandbox.close()

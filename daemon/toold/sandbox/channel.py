@@ -1,0 +1,139 @@
+"""The daemon's side of the worker protocol (see toold.sandbox.worker).
+
+Requests go out as one JSON line; progress lines are forwarded to the running call's
+CallContext as they arrive; the answer is a result (with the call's meta: exit code,
+timeout) or an exception rebuilt under its own class name.
+"""
+
+from __future__ import annotations
+
+import builtins
+import json
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic_core import to_jsonable_python
+
+from toold.tools.context import current_call, report_progress
+
+if TYPE_CHECKING:
+    from toold.config import TooldConfig
+    from toold.tools.base import Tool
+
+READ_LIMIT = 256 * 1024 * 1024
+"""Longest line a worker may send (a result is one line)."""
+
+
+class SandboxError(RuntimeError):
+    """The sandbox could not run the call (not the tool failing)."""
+
+
+class SandboxUnavailable(SandboxError):
+    """The runner's sandbox cannot start here; the message names the fix."""
+
+
+class WorkerLost(SandboxError):
+    """The worker died before answering."""
+
+
+class _ConfigCache:
+    """The configuration as JSON, recomputed only when the object changes."""
+
+    def __init__(self) -> None:
+        self._config: TooldConfig | None = None
+        self._json: Any = None
+
+    def dump(self, config: TooldConfig) -> Any:
+        if config is not self._config:
+            self._json = config.model_dump(mode="json")
+            self._config = config
+        return self._json
+
+
+_configs = _ConfigCache()
+
+
+def encode_request(tool: Tool, args: Any, workspace: Path, config: TooldConfig) -> bytes:
+    """The request line for ``tool``; the tool's own runtime wins over the sandbox's."""
+    from toold.tools.provider import BuiltinToolProvider
+
+    if BuiltinToolProvider.get_tool_class(tool.name) is not type(tool):
+        raise SandboxError(
+            f"{tool.name} is not a registered tool class, so a worker cannot rebuild it; "
+            "register it with BuiltinToolProvider.register_tool in an imported module, "
+            "or set sandboxable = False to run it in the daemon"
+        )
+    runtime = tool.runtime
+    if runtime is not None:
+        workspace, config = runtime.workspace, runtime.config
+    ctx = current_call.get()
+    request = {
+        "tool": tool.name,
+        "args": to_jsonable_python(args, fallback=str),
+        "workspace": str(workspace),
+        "config": _configs.dump(config),
+        "origin": ctx.origin if ctx is not None else "agent",
+    }
+    return (json.dumps(request, ensure_ascii=False) + "\n").encode()
+
+
+class RemoteError(Exception):
+    """Base of stand-ins for worker exceptions whose class cannot be rebuilt here."""
+
+
+def _exception_class(module: str, name: str) -> type[Exception] | None:
+    # Only classes already loaded here: a worker's answer never imports anything.
+    source = builtins if module == "builtins" else sys.modules.get(module)
+    found = getattr(source, name, None) if source is not None else None
+    if isinstance(found, type) and issubclass(found, Exception):
+        return found
+    return None
+
+
+def rebuild_exception(payload: Any) -> Exception:
+    """The worker's exception as the same class (or a stand-in with the same name)."""
+    if not isinstance(payload, dict):
+        return WorkerLost(f"malformed error from the worker: {payload!r:.200}")
+    name = str(payload.get("type") or "Exception")
+    message = str(payload.get("message") or "")
+    cls = _exception_class(str(payload.get("module") or ""), name)
+    if cls is not None:
+        try:
+            exc = cls(message)
+        except Exception:
+            exc = None
+        if exc is not None and str(exc) == message:
+            return exc
+    # Same name and message, so the result still reads "Error: <Name>: <message>".
+    stand_in = type(name, (RemoteError,), {"__module__": __name__})
+    return stand_in(message)
+
+
+def apply_meta(meta: Any) -> None:
+    """Copy the worker's call meta (exit code, timed_out) into the daemon's CallContext."""
+    ctx = current_call.get()
+    if ctx is not None and isinstance(meta, dict):
+        ctx.meta.update(meta)
+
+
+async def read_answer(readline: Callable[[], Awaitable[bytes]], who: str) -> Any:
+    """Forward progress lines; return the result or raise the tool's exception."""
+    while True:
+        line = await readline()
+        if not line:
+            raise WorkerLost(f"the {who} worker exited without an answer")
+        try:
+            message = json.loads(line)
+        except ValueError:
+            raise WorkerLost(f"the {who} worker sent a malformed line: {line[:200]!r}") from None
+        if not isinstance(message, dict):
+            raise WorkerLost(f"the {who} worker sent a malformed line: {line[:200]!r}")
+        if "progress" in message:
+            report_progress(str(message["progress"]))
+        elif "result" in message:
+            apply_meta(message.get("meta"))
+            return message["result"]
+        elif "error" in message:
+            raise rebuild_exception(message["error"])

@@ -1,0 +1,182 @@
+"""Fork-server sandboxes: each call in a worker forked from a warm fork server.
+
+A fresh interpreter spends ~200 ms importing pydantic and the tools; forking a process
+that already has them costs a few milliseconds. The fork server is
+``python -m toold.sandbox.worker --fork-server``; each worker it forks runs exactly the
+code a standalone ``python -m toold.sandbox.worker`` runs, in a session of its own. The
+subprocess runner starts the fork server as a plain process; the bwrap runner starts it
+inside a bubblewrap sandbox (see toold.sandbox.bwrap).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from toold.sandbox.channel import WorkerLost
+from toold.sandbox.pool import CANCEL_GRACE, PipeWorker, WorkerSandbox
+from toold.sandbox.process import kill_group
+from toold.sandbox.worker import COLD, KILL, PID_FORMAT, WARM
+
+if TYPE_CHECKING:
+    from toold.config import TooldConfig
+
+START_TIMEOUT = 60.0
+"""Seconds the fork server may take to import everything and answer its first request."""
+
+WORKER_MODULE = "toold.sandbox.worker"
+
+
+class ForkedWorker(PipeWorker):
+    """A worker forked by the fork server; it leads its own process group.
+
+    Once its stdin closes it kills whatever the call left behind and exits by itself.
+    """
+
+    def __init__(
+        self, who: str, pid: int, in_fd: int, out_fd: int, kill: Callable[[int], None]
+    ) -> None:
+        super().__init__(in_fd, out_fd)
+        self.who = who
+        self.pid = pid
+        self._kill = kill
+
+    async def cancelled(self, reader: asyncio.StreamReader) -> None:
+        """Give the worker time to cancel its tool and sweep; then kill its group."""
+        if not await self.wait_exit(reader, CANCEL_GRACE):
+            # No EOF yet, so it is alive and the pid is still its own.
+            await asyncio.to_thread(self._kill, self.pid)
+
+    def finished(self, exited: bool) -> None:
+        """Nothing to do: closing its stdin is what makes the worker clean up and exit."""
+
+
+class ForkServer:
+    """Owns the fork server process and sends it requests, one at a time."""
+
+    def __init__(self, argv: list[str]) -> None:
+        self.argv = argv
+        self._lock = threading.Lock()
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._sock: socket.socket | None = None
+
+    def _start(self) -> socket.socket:
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        with theirs:
+            self._proc = subprocess.Popen(
+                self.argv, stdin=theirs.fileno(), stdout=subprocess.DEVNULL, start_new_session=True
+            )
+        ours.settimeout(START_TIMEOUT)
+        self._sock = ours
+        return ours
+
+    def fork(self, warm: bool) -> tuple[int, int, int]:
+        """A new worker waiting for its call (blocking): its pid (as the fork server sees
+        it), its stdin and its stdout. ``warm`` ones dry-run first."""
+        in_r, in_w = os.pipe()
+        out_r, out_w = os.pipe()
+        try:
+            pid = self._request(WARM if warm else COLD, [in_r, out_w], restart=True)
+        except BaseException:
+            os.close(in_w)
+            os.close(out_r)
+            raise
+        finally:
+            os.close(in_r)
+            os.close(out_w)
+        return pid, in_w, out_r
+
+    def kill(self, pid: int) -> None:
+        """Kill a worker's process group from inside the fork server's namespaces."""
+        with contextlib.suppress(WorkerLost):
+            self._request(KILL + struct.pack(PID_FORMAT, pid), [], restart=False)
+
+    def _request(self, message: bytes, fds: list[int], restart: bool) -> int:
+        with self._lock:
+            for _attempt in range(2 if restart else 1):  # a dead fork server: restart once
+                sock = self._sock or (self._start() if restart else None)
+                if sock is None:
+                    break
+                try:
+                    socket.send_fds(sock, [message], fds)
+                    reply = sock.recv(16)
+                except OSError:
+                    reply = b""
+                if len(reply) == struct.calcsize(PID_FORMAT):
+                    pid: int = struct.unpack(PID_FORMAT, reply)[0]
+                    if pid >= 0:
+                        return pid
+                self._stop()
+        raise WorkerLost("the fork server did not start; see the daemon's log")
+
+    def _stop(self) -> None:
+        if self._sock is not None:
+            self._sock.close()
+            self._sock = None
+        if self._proc is not None:
+            with contextlib.suppress(ProcessLookupError):
+                self._proc.send_signal(signal.SIGKILL)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self._proc.wait(timeout=5)
+            self._proc = None
+
+    @property
+    def pid(self) -> int | None:
+        """The fork server's process (for bwrap: bubblewrap's), while it runs."""
+        return self._proc.pid if self._proc is not None else None
+
+    def close(self) -> None:
+        """Stop the fork server; idle workers exit as their stdin closes."""
+        with self._lock:
+            self._stop()
+
+
+class ForkServerSandbox(WorkerSandbox):
+    """Each call in a worker forked by a fork server this sandbox starts on first need."""
+
+    pool_threads = 1  # the fork server answers one request at a time anyway
+    refill_after_call = True  # a fork takes milliseconds; during a call it only competes
+    kills_through_server = False
+    """Worker pids are in the fork server's PID namespace: ask it to kill them."""
+
+    def __init__(self, workspace: Path, config: TooldConfig) -> None:
+        super().__init__(workspace, config)
+        self.server: ForkServer | None = None
+
+    def server_argv(self) -> list[str]:
+        """The fork server's command line."""
+        return [sys.executable, "-m", WORKER_MODULE, "--fork-server"]
+
+    def spawn(self, warm: bool) -> ForkedWorker:
+        """Fork a worker (on the pool's single thread)."""
+        if self.server is None:
+            self.server = ForkServer(self.server_argv())
+        pid, in_fd, out_fd = self.server.fork(warm)
+        kill = self.server.kill if self.kills_through_server else kill_group
+        return ForkedWorker(self.name, pid, in_fd, out_fd, kill)
+
+    async def close(self) -> None:
+        """Release idle workers and stop the fork server."""
+        await super().close()
+        if self.server is not None:
+            await asyncio.to_thread(self.server.close)
+
+
+class SubprocessSandbox(ForkServerSandbox):
+    """Each call in a worker process: killable, its memory apart from the daemon's."""
+
+    name = "subprocess"
+
+    def __init__(self, workspace: Path, config: TooldConfig) -> None:
+        super().__init__(workspace, config)
+        self.activate()

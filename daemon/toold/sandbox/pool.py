@@ -1,0 +1,268 @@
+"""Worker sandboxes: one fresh worker per call, taken from a pool of pre-started ones.
+
+A worker answers exactly one call, then goes away; taking one from the pool starts its
+replacement at once. Starting happens on a small thread pool, so a sandbox can be built
+(and its pool filled) from any thread, before the event loop runs a single call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import sys
+import threading
+import weakref
+from abc import ABC, abstractmethod
+from collections import deque
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from toold.sandbox.channel import READ_LIMIT, SandboxUnavailable, encode_request, read_answer
+
+if TYPE_CHECKING:
+    from toold.config import TooldConfig
+    from toold.tools.base import Tool
+
+log = logging.getLogger(__name__)
+
+REFILL_DELAY = 0.01
+"""Seconds after a call before a cheap-to-start worker's replacement is started."""
+CANCEL_GRACE = 3.0
+"""Seconds a cancelled worker gets to stop its tool (and its process group) cleanly."""
+
+
+def under(path: str, root: str) -> bool:
+    """``path`` is ``root`` or inside it (both absolute, normalised)."""
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def python_paths() -> list[str]:
+    """Folders the worker's interpreter needs: prefixes, sys.path, toold's own packages."""
+    import toold
+    import toold_protocol
+
+    paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(sys.executable)}
+    cwd = os.getcwd()  # on sys.path under ``python -m``, but not something workers need
+    paths.update(p for p in map(os.path.abspath, filter(None, sys.path)) if p != cwd)
+    paths = {p for p in paths if os.path.isdir(p)}
+    paths.update(str(Path(m.__file__ or "").parent) for m in (toold, toold_protocol))
+    return sorted(paths)
+
+
+class WorkerHandle(ABC):
+    """One started worker, good for one call."""
+
+    who: str = "sandbox"
+
+    @abstractmethod
+    async def call(self, request: bytes) -> Any:
+        """Send the request, forward progress, return the result or raise its exception."""
+
+    @abstractmethod
+    def discard(self) -> None:
+        """Release a worker that never got a call (from any thread)."""
+
+
+def _close_fds(fds: list[int]) -> None:
+    for fd in fds:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+
+
+class PipeWorker(WorkerHandle):
+    """A worker process reached through two pipes: its stdin and its stdout."""
+
+    def __init__(self, in_fd: int, out_fd: int) -> None:
+        self.in_fd = in_fd
+        self.out_fd = out_fd
+        # An unused worker dropped without discard() still gets its pipes closed (and exits).
+        self._finalizer = weakref.finalize(self, _close_fds, [in_fd, out_fd])
+
+    @abstractmethod
+    def finished(self, exited: bool) -> None:
+        """The exchange is over (answered, failed or cancelled); end the worker if that is
+        this kind's way. ``exited``: its stdout closed, so it is gone already."""
+
+    async def cancelled(self, reader: asyncio.StreamReader) -> None:
+        """The call was cancelled and the worker's stdin closed (by default: no grace)."""
+
+    async def call(self, request: bytes) -> Any:
+        """One exchange over the pipes."""
+        loop = asyncio.get_running_loop()
+        self._finalizer.detach()
+        reader = asyncio.StreamReader(limit=READ_LIMIT, loop=loop)
+        read_pipe = os.fdopen(self.out_fd, "rb", buffering=0)
+        write_pipe = os.fdopen(self.in_fd, "wb", buffering=0)
+        writer: asyncio.WriteTransport | None = None
+        read_transport: asyncio.BaseTransport | None = None
+        try:
+            # Most requests fit the pipe: hand them over before setting up the transports,
+            # so the worker starts while we do.
+            os.set_blocking(self.in_fd, False)
+            try:
+                sent = os.write(self.in_fd, request)
+            except (BlockingIOError, BrokenPipeError):
+                sent = 0
+            read_transport, _ = await loop.connect_read_pipe(
+                lambda: asyncio.StreamReaderProtocol(reader, loop=loop), read_pipe
+            )
+            writer, _ = await loop.connect_write_pipe(asyncio.Protocol, write_pipe)
+            if sent < len(request):
+                writer.write(request[sent:])
+            try:
+                return await read_answer(reader.readline, self.who)
+            except asyncio.CancelledError:
+                writer.abort()  # the worker cancels its tool when its stdin closes
+                await self.cancelled(reader)
+                raise
+        finally:
+            self.finished(exited=reader.at_eof())
+            for transport, pipe in ((writer, write_pipe), (read_transport, read_pipe)):
+                if transport is not None:
+                    transport.close()
+                else:
+                    pipe.close()
+
+    @staticmethod
+    async def wait_exit(reader: asyncio.StreamReader, timeout: float) -> bool:
+        """Drain the worker's stdout until it closes; False if ``timeout`` passed first."""
+
+        async def drain() -> None:
+            while await reader.read(65536):
+                pass
+
+        try:
+            await asyncio.wait_for(drain(), timeout)
+        except TimeoutError:
+            return False
+        return True
+
+    def discard(self) -> None:
+        """End an idle worker, then close its pipes (it exits when its stdin closes)."""
+        self.finished(exited=False)
+        self._finalizer()
+
+
+class WorkerPool:
+    """Keeps ``size`` workers starting or ready; hands each out once."""
+
+    def __init__(self, spawn: Callable[[bool], WorkerHandle], size: int, threads: int = 4) -> None:
+        self._spawn = spawn
+        self.size = size
+        self._executor = ThreadPoolExecutor(threads, thread_name_prefix="toold-sandbox")
+        self._ready: deque[Future[WorkerHandle]] = deque()
+        self.closed = False
+        self.fill()
+
+    def fill(self) -> None:
+        """Start workers until ``size`` are ready or starting."""
+        while not self.closed and len(self._ready) < self.size:
+            self._ready.append(self._executor.submit(self._spawn, True))
+
+    async def acquire(self, refill: bool = True) -> WorkerHandle:
+        """A worker of its own for one call: a ready one, else one started now.
+
+        ``refill``: start its replacement at once; otherwise call fill() when convenient.
+        """
+        if self.closed:
+            raise SandboxUnavailable("the runner is closed")
+        ready = self._ready
+        future = ready.popleft() if ready else self._executor.submit(self._spawn, False)
+        if refill:
+            self.fill()
+        if future.done():
+            return future.result()  # the common case: no hop through the event loop
+        try:
+            return await asyncio.wrap_future(future)
+        except asyncio.CancelledError:
+            future.add_done_callback(_discard_result)
+            raise
+
+    def close(self) -> None:
+        """Release every idle worker; calls already running keep theirs."""
+        self.closed = True
+        while self._ready:
+            future = self._ready.popleft()
+            if not future.cancel():
+                future.add_done_callback(_discard_result)
+        self._executor.shutdown(wait=False, cancel_futures=True)
+
+
+def _discard_result(future: Future[WorkerHandle]) -> None:
+    if future.cancelled() or future.exception() is not None:
+        return
+    try:
+        future.result().discard()
+    except Exception:
+        log.exception("discarding an unused worker failed")
+
+
+class WorkerSandbox(ABC):
+    """A sandbox that runs each call in a worker of its own."""
+
+    name = "worker"
+    pool_threads = 4
+    refill_after_call = False
+    """Start a taken worker's replacement after the call instead of during it: right for
+    workers that start in milliseconds, which would only compete with the call for CPU."""
+
+    def __init__(self, workspace: Path, config: TooldConfig) -> None:
+        self.workspace = workspace
+        self.config = config
+        self.problem: str | None = None
+        self._pool: WorkerPool | None = None
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def activate(self) -> None:
+        """Check that the sandbox works here and start the pool; else remember why not."""
+        with self._lock:
+            if self._pool is not None or self._closed:
+                return
+            self.problem = self.check()
+            if self.problem is not None:
+                log.error("%s runner unavailable: %s", self.name, self.problem)
+                return
+            warm = self.config.execution.warm_workers
+            self._pool = WorkerPool(self.spawn, warm, self.pool_threads)
+
+    def check(self) -> str | None:
+        """Why this sandbox cannot run here, naming the fix; None when it can."""
+        return None
+
+    @abstractmethod
+    def spawn(self, warm: bool) -> WorkerHandle:
+        """Start one worker (blocking; on the pool's threads); ``warm``: for the pool, not
+        for a call already waiting."""
+
+    async def run_tool(self, tool: Tool, args: Any) -> Any:
+        """Run one call in a fresh worker."""
+        if self._pool is None:
+            # Checked again on each call, so installing the missing piece needs no restart.
+            await asyncio.to_thread(self.activate)
+            if self._pool is None:
+                raise SandboxUnavailable(self.problem or f"the {self.name} runner is closed")
+        request = encode_request(tool, args, self.workspace, self.config)
+        pool = self._pool
+        worker = await pool.acquire(refill=not self.refill_after_call)
+        try:
+            return await worker.call(request)
+        finally:
+            if self.refill_after_call:
+                # Once the answer is on its way to the client, not while it is being sent.
+                asyncio.get_running_loop().call_later(REFILL_DELAY, pool.fill)
+
+    async def close(self) -> None:
+        """Release idle workers (off the event loop: it may take engine calls); running
+        calls keep theirs."""
+        await asyncio.to_thread(self._close_pool)
+
+    def _close_pool(self) -> None:
+        with self._lock:
+            self._closed = True
+            if self._pool is not None:
+                self._pool.close()

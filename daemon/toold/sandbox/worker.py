@@ -1,0 +1,329 @@
+"""The worker: one tool call in a process of its own (subprocess, bwrap and docker runners).
+
+``python -m toold.sandbox.worker`` reads one request line from stdin::
+
+    {"tool": "bash", "args": {...}, "workspace": "/abs/ws", "config": {...}, "origin": "agent"}
+
+rebuilds the tool through BuiltinToolProvider with a ToolRuntime(workspace, config), runs
+``tool._execute_local(args)`` and writes JSON lines to stdout: any number of
+``{"progress": text}`` while it runs, then exactly one ``{"result": value, "meta": {...}}``
+or ``{"error": {"type", "module", "message"}}``. It then waits for stdin to close, kills
+every process the call left behind (it is their subreaper, so even daemonised ones) and
+exits. Closing stdin while the tool runs cancels the call: the tool's own clean-up runs
+(bash kills its process group), then the same sweep, and the worker exits without a reply.
+
+``--fork-server`` turns the process into a fork server: it imports everything once and
+forks one such worker per request received on its control socket (stdin), so a worker is
+ready in a few milliseconds instead of the ~200 ms a fresh interpreter spends importing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import gc
+import json
+import os
+import select
+import signal
+import socket
+import struct
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+PID_FORMAT = "=i"
+"""Fork server reply: the new worker's pid."""
+WARM, COLD, KILL = b"W", b"C", b"K"
+"""Fork server requests: fork a worker for the pool, fork one a call is waiting for (both
+with the worker's stdin and stdout attached), kill a worker's process group (+ its pid)."""
+SWEEP_SECONDS = 5.0
+"""How long the final sweep keeps killing and reaping what the call left behind."""
+
+_PR_SET_PDEATHSIG = 1
+_PR_SET_CHILD_SUBREAPER = 36
+
+
+class _Channel:
+    """JSON lines to the daemon; safe from worker threads (sync tools report from there)."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self._lock = threading.Lock()
+
+    def send(self, message: dict[str, Any]) -> None:
+        data = (json.dumps(message, ensure_ascii=False, default=str) + "\n").encode()
+        view = memoryview(data)
+        with self._lock:
+            while view:
+                view = view[os.write(self.fd, view) :]
+
+
+def _read_line(fd: int) -> bytes:
+    """The request line; the daemon writes nothing else before closing, so no over-read."""
+    chunks = []
+    while chunk := os.read(fd, 65536):
+        chunks.append(chunk)
+        if chunk.endswith(b"\n"):
+            break
+    return b"".join(chunks)
+
+
+def _wait_for_eof(fd: int) -> None:
+    with contextlib.suppress(OSError):
+        while os.read(fd, 65536):
+            pass
+
+
+def error_payload(exc: BaseException) -> dict[str, Any]:
+    """How an exception travels back to the daemon."""
+    kind = type(exc)
+    return {"type": kind.__name__, "module": kind.__module__, "message": str(exc)}
+
+
+def _prctl(option: int, value: int) -> None:
+    with contextlib.suppress(Exception):
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(option, value, 0, 0, 0)
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return []
+    found: list[int] = []
+    for tid in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/children") as f:
+                found += [int(child) for child in f.read().split()]
+        except OSError:
+            continue
+    return found
+
+
+def sweep_descendants() -> None:
+    """SIGKILL every descendant and reap them; orphans come back to us as we are their
+    subreaper, so a few rounds catch those that forked or daemonised meanwhile."""
+    deadline = time.monotonic() + SWEEP_SECONDS
+    while time.monotonic() < deadline:
+        pending = _children(os.getpid())
+        if not pending:
+            return
+        seen: set[int] = set()
+        while pending:
+            pid = pending.pop()
+            if pid not in seen:
+                seen.add(pid)
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
+                pending += _children(pid)
+        with contextlib.suppress(ChildProcessError):
+            while os.waitpid(-1, os.WNOHANG)[0]:
+                pass
+        time.sleep(0.001)
+
+
+def prepare() -> None:
+    """Import and warm up what every call needs, so forked workers start with it done."""
+    import pydantic_core  # noqa: F401
+
+    import toold.tools.context  # noqa: F401
+    from toold.tools.provider import BuiltinToolProvider
+
+    BuiltinToolProvider.tool_classes()
+    # The first event loop, to_thread and tool build import and cache a fair amount.
+    loop = asyncio.new_event_loop()
+    loop.run_until_complete(_warm_up())
+    loop.run_until_complete(loop.shutdown_default_executor())
+    loop.close()
+
+
+async def _warm_up() -> None:
+    """A dry run while idle: a fresh fork pays ~2 ms of page faults and cold caches on its
+    first call; doing it here keeps them off the call's critical path."""
+    tool = _build_tool({"tool": "read_file", "workspace": "/"})
+    with contextlib.suppress(Exception):
+        await tool._execute_local({"file_path": ".toold-worker-warm-up", "offset": 0})
+
+
+def _build_tool(request: dict[str, Any]) -> Any:
+    from toold.config import TooldConfig
+    from toold.tools.provider import BuiltinToolProvider
+    from toold.tools.runtime import ToolRuntime
+
+    config = TooldConfig.model_validate(request.get("config") or {})
+    runtime = ToolRuntime(workspace=Path(request["workspace"]), config=config)
+    tool_cls = BuiltinToolProvider.get_tool_class(request["tool"])
+    if tool_cls is None:
+        raise LookupError(f"Unknown tool: {request['tool']} (the worker cannot rebuild it)")
+    return tool_cls(runtime)
+
+
+async def _run(tool: Any, request: dict[str, Any], in_fd: int, channel: _Channel) -> None:
+    from pydantic_core import to_jsonable_python
+
+    from toold.tools.context import CallContext, current_call
+
+    loop = asyncio.get_running_loop()
+    task = asyncio.current_task()
+    assert task is not None
+
+    def on_stdin() -> None:
+        # The daemon closed our stdin: the call was cancelled.
+        loop.remove_reader(in_fd)
+        task.cancel()
+
+    loop.add_reader(in_fd, on_stdin)
+    ctx = CallContext(
+        origin=str(request.get("origin") or "agent"),
+        progress=lambda text: channel.send({"progress": text}),
+    )
+    current_call.set(ctx)
+    try:
+        result = await tool._execute_local(request.get("args"))
+    except asyncio.CancelledError:
+        return
+    except Exception as exc:
+        loop.remove_reader(in_fd)
+        channel.send({"error": error_payload(exc)})
+        return
+    loop.remove_reader(in_fd)
+    channel.send({"result": to_jsonable_python(result, fallback=str), "meta": ctx.meta})
+
+
+def serve_one(in_fd: int, out_fd: int, warm_up: bool | None = None) -> None:
+    """Answer one request read from ``in_fd`` on ``out_fd``, then clean up after it.
+
+    ``warm_up``: dry-run first (a worker started ahead of its call); by default only when
+    no request is waiting yet.
+    """
+    _prctl(_PR_SET_CHILD_SUBREAPER, 1)
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    if warm_up is None:
+        warm_up = not select.select([in_fd], [], [], 0)[0]
+    if warm_up:
+        loop.run_until_complete(_warm_up())
+    line = _read_line(in_fd)
+    if not line.strip():
+        return  # the pool was closed before we got a call
+    channel = _Channel(out_fd)
+    try:
+        request = json.loads(line)
+        tool = _build_tool(request)
+        os.chdir(request["workspace"])
+    except Exception as exc:
+        channel.send({"error": error_payload(exc)})
+    else:
+        loop.run_until_complete(_run(tool, request, in_fd, channel))
+    _wait_for_eof(in_fd)  # the daemon has the answer (or gave up on it)
+    sweep_descendants()
+
+
+def _private_stdio() -> tuple[int, int]:
+    """Move the protocol pipes off 0 and 1, so nothing a tool starts can touch them."""
+    in_fd, out_fd = os.dup(0), os.dup(1)  # os.dup gives non-inheritable descriptors
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    os.dup2(2, 1)
+    return in_fd, out_fd
+
+
+def _limit_processes(count: int, host_userns: int) -> None:
+    """RLIMIT_NPROC counts per user namespace: apply it only inside a fresh one (bwrap),
+    where it bounds this sandbox alone instead of every process of the user."""
+    import resource
+
+    try:
+        inside = os.stat("/proc/self/ns/user").st_ino
+    except OSError:
+        return
+    if inside != host_userns:
+        resource.setrlimit(resource.RLIMIT_NPROC, (count, count))
+
+
+def _exit_now(code: int) -> None:
+    """Leave without joining threads: a sync tool cancelled mid-call may still hold one."""
+    with contextlib.suppress(Exception):
+        sys.stderr.flush()
+    os._exit(code)
+
+
+def _forked_worker(control: socket.socket, fds: list[int], warm: bool) -> None:
+    code = 0
+    try:
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        control.close()
+        os.setsid()
+        for fd in fds:
+            os.set_inheritable(fd, False)  # received descriptors are inheritable
+        serve_one(fds[0], fds[1], warm_up=warm)
+    except BaseException:
+        code = 1
+        with contextlib.suppress(Exception):
+            import traceback
+
+            traceback.print_exc()
+    finally:
+        _exit_now(code)
+
+
+def fork_server(control: socket.socket) -> None:
+    """Serve WARM, COLD and KILL requests until the daemon hangs up."""
+    _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    prepare()
+    gc.collect()
+    gc.freeze()  # keep the collector from touching (and copying) inherited objects
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # workers are reaped by the kernel
+    while True:
+        try:
+            msg, fds, _flags, _addr = socket.recv_fds(control, 16, 2)
+        except OSError:
+            return
+        if not msg:
+            return  # the daemon is gone
+        if msg.startswith(KILL):
+            with contextlib.suppress(OSError, struct.error):
+                os.killpg(struct.unpack(PID_FORMAT, msg[1:])[0], signal.SIGKILL)
+            control.send(struct.pack(PID_FORMAT, 0))
+            continue
+        if len(fds) != 2:
+            for fd in fds:
+                os.close(fd)
+            control.send(struct.pack(PID_FORMAT, -1))
+            continue
+        pid = os.fork()
+        if pid == 0:
+            _forked_worker(control, fds, warm=msg == WARM)
+        for fd in fds:
+            os.close(fd)
+        control.send(struct.pack(PID_FORMAT, pid))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of ``python -m toold.sandbox.worker``."""
+    parser = argparse.ArgumentParser(prog="python -m toold.sandbox.worker")
+    parser.add_argument("--fork-server", action="store_true", help="fork workers on request")
+    parser.add_argument("--nproc", type=int, help="process limit inside a user namespace")
+    parser.add_argument("--host-userns", type=int, default=0, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    in_fd, out_fd = _private_stdio()
+    if args.nproc:
+        _limit_processes(args.nproc, args.host_userns)
+    if args.fork_server:
+        os.close(out_fd)
+        fork_server(socket.socket(fileno=in_fd))
+        return 0
+    serve_one(in_fd, out_fd)
+    _exit_now(0)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,153 @@
+"""Runner tests: a real daemon per runner, a real bubblewrap and a real Docker engine.
+
+bwrap and Docker tests skip, with the reason, only where the tool truly cannot run here;
+the Docker image is built (offline, in about a second) by the session fixture.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import socket
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e.wire import WireClient
+
+Daemon = Callable[..., WireClient]
+
+
+def wait_until(predicate: Callable[[], bool], timeout: float = 10.0) -> bool:
+    """Poll ``predicate`` (for state that has no event to wait on, like a process exiting)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.02)
+    return predicate()
+
+
+def pid_alive(pid: int) -> bool:
+    """True while ``pid`` runs (a zombie counts as gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rpartition(")")[2].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def processes_matching(marker: str) -> list[int]:
+    """Host pids whose command line (arguments joined by spaces) contains ``marker``."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/cmdline", "rb") as f:
+                    if marker.encode() in f.read().replace(b"\0", b" ") and pid_alive(int(entry)):
+                        found.append(int(entry))
+            except OSError:
+                continue
+    return found
+
+
+def _toml(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return f'"{value}"'
+    return str(value)
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "notes.txt").write_text("alpha\nbeta\n", encoding="utf-8")
+    return ws
+
+
+@pytest.fixture
+def daemon(workspace: Path) -> Iterator[Daemon]:
+    """Start a daemon whose toold.toml selects ``runner`` (extra [execution] keys allowed)."""
+    clients: list[WireClient] = []
+
+    def start(runner: str, *, events: bool = False, **execution: Any) -> WireClient:
+        keys = {"tool_runner": runner, **execution}
+        lines = ["[execution]", *(f"{k} = {_toml(v)}" for k, v in keys.items())]
+        (workspace / "toold.toml").write_text("\n".join(lines) + "\n", encoding="utf-8")
+        client = WireClient(workspace)
+        clients.append(client)
+        client.initialize(
+            rootUri=workspace.as_uri(), initializationOptions={"executionEvents": events}
+        )
+        return client
+
+    yield start
+    for client in clients:
+        client.close()
+
+
+def progress_until(client: WireClient, pattern: str) -> re.Match[str]:
+    """Read $/progress reports until one matches ``pattern``."""
+    while True:
+        note = client.notification("$/progress")
+        found = re.search(pattern, note["params"]["value"].get("message", ""))
+        if found:
+            return found
+
+
+def start_call(client: WireClient, name: str, token: str, **arguments: Any) -> Any:
+    """Send tools/call with a progress token; returns the request id."""
+    params = {"name": name, "arguments": arguments, "origin": "user", "workDoneToken": token}
+    return client.request("tools/call", params)
+
+
+@pytest.fixture
+def tcp_server() -> Iterator[socket.socket]:
+    """A listening TCP socket on all interfaces; connects succeed even without accept()."""
+    server = socket.socket()
+    server.bind(("0.0.0.0", 0))
+    server.listen(16)
+    yield server
+    server.close()
+
+
+@pytest.fixture(scope="session")
+def bwrap_ready() -> None:
+    """Skip unless bubblewrap can build a sandbox on this machine."""
+    exe = shutil.which("bwrap")
+    if exe is None:
+        pytest.skip("bubblewrap is not installed (apt-get install bubblewrap)")
+    argv = [exe, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-all"]
+    done = subprocess.run([*argv, "true"], capture_output=True, timeout=30)
+    if done.returncode != 0:
+        pytest.skip(f"bubblewrap cannot create a sandbox here: {done.stderr.decode().strip()}")
+
+
+@pytest.fixture(scope="session")
+def docker_ready() -> None:
+    """Skip unless a Docker engine answers; build the sandbox image if needed."""
+    try:
+        import docker
+    except ImportError:
+        pytest.skip("the docker Python package is not installed")
+    from toold.sandbox.docker import engine_socket_problem, ensure_image
+
+    problem = engine_socket_problem()
+    if problem is not None:
+        pytest.skip(f"no Docker engine is reachable ({problem}); start one with `dockerd &`")
+    try:
+        client = docker.from_env(timeout=10)
+        client.ping()
+    except Exception as exc:
+        pytest.skip(f"no Docker engine is reachable ({exc}); start one with `dockerd &`")
+    try:
+        ensure_image(client=client)
+    finally:
+        client.close()

@@ -1,0 +1,85 @@
+"""The bwrap runner through the real daemon and a real bubblewrap."""
+
+from __future__ import annotations
+
+import os
+import socket
+from pathlib import Path
+
+import pytest
+
+from tests.sandbox.conftest import (
+    Daemon,
+    processes_matching,
+    progress_until,
+    start_call,
+    wait_until,
+)
+
+pytestmark = pytest.mark.usefixtures("bwrap_ready")
+
+
+def test_writes_reach_the_workspace_and_nothing_else(daemon: Daemon, tmp_path: Path) -> None:
+    client = daemon("bwrap", events=True)
+    wrote = client.tool("write_file", file_path="out/new.txt", content="hello")
+    assert wrote["isError"] is False
+    assert (client_ws := tmp_path / "ws" / "out" / "new.txt").read_text() == "hello"
+    assert client.tool("read_file", file_path="out/new.txt")["content"] == "1: hello"
+    assert client.notification("execution/event")["params"]["runner"] == "bwrap"
+
+    outside = tmp_path / "outside.txt"
+    probe = f"/etc/toold-bwrap-probe-{os.getpid()}"
+    result = client.tool(
+        "bash",
+        command=f"echo in > shell.txt; echo etc > {probe}; echo tmp > {outside}; cat {outside}",
+    )
+    assert "Read-only file system" in result["content"]
+    assert (client_ws.parent.parent / "shell.txt").read_text() == "in\n"
+    assert not os.path.exists(probe)
+    # /tmp is the sandbox's own: the write worked there and never reached the host.
+    assert "tmp" in result["content"].splitlines()
+    assert not outside.exists()
+
+
+def test_the_network_is_unshared_unless_allowed(daemon: Daemon, tcp_server: socket.socket) -> None:
+    port = tcp_server.getsockname()[1]
+    connect = f"exec 3<>/dev/tcp/127.0.0.1/{port} && echo connected"
+    offline = daemon("bwrap")
+    result = offline.tool("bash", command=connect)
+    assert "connected" not in result["content"]
+    assert "Connection refused" in result["content"]
+    online = daemon("bwrap", network=True)
+    assert "connected" in online.tool("bash", command=connect)["content"].splitlines()
+
+
+def test_the_sandbox_has_its_own_pid_namespace(daemon: Daemon) -> None:
+    client = daemon("bwrap")
+    result = client.tool(
+        "bash",
+        command="echo ns=$(readlink /proc/self/ns/pid); echo init=$(tr '\\0' ' ' </proc/1/cmdline)",
+    )
+    lines = dict(line.split("=", 1) for line in result["content"].splitlines() if "=" in line)
+    assert lines["ns"].startswith("pid:[")
+    assert lines["ns"] != os.readlink("/proc/self/ns/pid")
+    with open("/proc/1/cmdline", "rb") as f:
+        assert lines["init"].strip() != f.read().replace(b"\0", b" ").decode().strip()
+
+
+def test_cancel_kills_what_the_call_started(daemon: Daemon) -> None:
+    client = daemon("bwrap")
+    marker = f"{os.getpid() % 1000}.{os.getpid() // 1000 % 1000}"
+    msg_id = start_call(
+        client, "bash", "cancel-me", command=f"sleep 3{marker} & echo started; sleep 3{marker}"
+    )
+    progress_until(client, "started")
+    assert processes_matching(f"sleep 3{marker}")
+    client.notify("$/cancelRequest", {"id": msg_id})
+    assert client.response(msg_id)["error"]["code"] == -32800
+    assert wait_until(lambda: not processes_matching(f"sleep 3{marker}")), "the call survived"
+
+
+def test_nothing_a_call_started_outlives_it(daemon: Daemon) -> None:
+    client = daemon("bwrap")
+    marker = f"sleep 2{os.getpid() % 1000}.{os.getpid() // 1000 % 1000}"
+    client.tool("bash", command=f"setsid {marker} >/dev/null 2>&1 & echo started")
+    assert wait_until(lambda: not processes_matching(marker)), "a daemonised process survived"

@@ -1,0 +1,153 @@
+"""The worker entry point, make_runner and the runners' failure modes, without a daemon."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.sandbox.conftest import pid_alive, wait_until
+from toold.config import TooldConfig
+from toold.sandbox.channel import RemoteError, WorkerLost, rebuild_exception
+from toold.sandbox.runners import make_runner
+from toold.tools import tool
+from toold.tools.context import CallContext
+from toold.tools.provider import BuiltinToolProvider
+from toold.tools.runtime import ToolRuntime
+from toold.tools.toolset import ToolSet
+
+
+def _config(runner: str, **execution: Any) -> TooldConfig:
+    return TooldConfig.model_validate({"execution": {"tool_runner": runner, **execution}})
+
+
+def _invoke(workspace: Path, config: TooldConfig, name: str, **args: Any) -> Any:
+    async def run() -> Any:
+        runner = make_runner(config, workspace)
+        toolset = ToolSet(BuiltinToolProvider(ToolRuntime(workspace, config)).get_tools())
+        try:
+            return await toolset.invoke(name, args, context=CallContext(), runner=runner)
+        finally:
+            await runner.close()
+
+    return asyncio.run(run())
+
+
+def test_the_worker_entry_point_answers_one_call_in_json_lines(workspace: Path) -> None:
+    request = {
+        "tool": "bash",
+        "args": {"command": "echo one; echo two; exit 4", "timeout": 30},
+        "workspace": str(workspace),
+        "config": {},
+    }
+    with subprocess.Popen(
+        [sys.executable, "-m", "toold.sandbox.worker"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+    ) as proc:
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write(json.dumps(request).encode() + b"\n")
+        proc.stdin.flush()
+        lines = []
+        while not lines or "progress" in lines[-1]:
+            lines.append(json.loads(proc.stdout.readline()))
+        proc.stdin.close()  # the worker waits for this before exiting
+        assert proc.wait(timeout=30) == 0
+    # A login shell may add lines of its own (a profile's warnings): look for ours.
+    progress = "\n".join(line["progress"] for line in lines[:-1]).splitlines()
+    assert progress.index("one") < progress.index("two")
+    result = lines[-1]["result"].splitlines()
+    assert result[0] == "Command failed with exit code 4"
+    assert result.index("one") < result.index("two")
+    assert lines[-1]["meta"] == {"exit_code": 4, "timed_out": False}
+
+
+def test_the_worker_reports_an_unknown_tool_as_an_error(workspace: Path) -> None:
+    request = {"tool": "no_such_tool", "args": {}, "workspace": str(workspace)}
+    done = subprocess.run(
+        [sys.executable, "-m", "toold.sandbox.worker"],
+        input=json.dumps(request).encode() + b"\n",
+        capture_output=True,
+        timeout=30,
+    )
+    error = json.loads(done.stdout)["error"]
+    assert error["type"] == "LookupError"
+    assert "no_such_tool" in error["message"]
+
+
+def test_exceptions_are_rebuilt_with_their_class_name_and_message() -> None:
+    exc = rebuild_exception({"type": "ValueError", "module": "builtins", "message": "bad x"})
+    assert type(exc) is ValueError and str(exc) == "bad x"
+    key = rebuild_exception({"type": "KeyError", "module": "builtins", "message": "'k'"})
+    assert type(key).__name__ == "KeyError" and str(key) == "'k'"
+    foreign = rebuild_exception({"type": "Weird", "module": "nowhere.loaded", "message": "m"})
+    assert isinstance(foreign, RemoteError)
+    assert (type(foreign).__name__, str(foreign)) == ("Weird", "m")
+    assert isinstance(rebuild_exception("garbage"), WorkerLost)
+
+
+def test_a_missing_bwrap_refuses_calls_and_names_the_fix(
+    workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))  # no bwrap on it
+    runner = make_runner(_config("bwrap"), workspace)
+    assert runner.problem is not None and "apt-get install bubblewrap" in runner.problem
+    outcome = _invoke(workspace, _config("bwrap"), "read_file", file_path="notes.txt")
+    assert outcome.is_error
+    assert outcome.content.startswith("Error: SandboxUnavailable: bubblewrap (bwrap) is not")
+    assert "apt-get install bubblewrap" in outcome.content
+
+
+def test_an_unreachable_docker_engine_refuses_calls_and_names_the_fix(
+    workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-engine.sock")
+    outcome = _invoke(workspace, _config("docker"), "read_file", file_path="notes.txt")
+    assert outcome.is_error
+    assert "Error: SandboxUnavailable: the Docker engine is not reachable" in outcome.content
+    assert "dockerd" in outcome.content
+
+
+@pytest.mark.usefixtures("docker_ready")
+def test_a_missing_docker_image_is_named(workspace: Path) -> None:
+    config = _config("docker", docker_image="toold-sandbox:no-such-tag")
+    outcome = _invoke(workspace, config, "read_file", file_path="notes.txt")
+    assert outcome.is_error
+    assert "toold-sandbox:no-such-tag (execution.docker_image) does not exist" in outcome.content
+
+
+def test_a_tool_a_worker_cannot_rebuild_is_refused(workspace: Path) -> None:
+    @tool(name="shout")
+    def shout(text: str) -> str:
+        return text.upper()
+
+    async def run() -> Any:
+        runner = make_runner(_config("subprocess", warm_workers=0), workspace)
+        try:
+            return await ToolSet([shout]).invoke("shout", {"text": "hi"}, runner=runner)
+        finally:
+            await runner.close()
+
+    outcome = asyncio.run(run())
+    assert outcome.is_error
+    assert "not a registered tool class" in outcome.content
+
+
+def test_close_releases_the_fork_server_and_idle_workers(workspace: Path) -> None:
+    async def run() -> list[int]:
+        runner = make_runner(_config("subprocess", warm_workers=2), workspace)
+        sandbox: Any = runner.sandbox
+        idle = [await asyncio.wrap_future(f) for f in list(sandbox._pool._ready)]
+        server = sandbox.server.pid
+        pids = [server, *(w.pid for w in idle)]
+        assert all(pid_alive(pid) for pid in pids)
+        await runner.close()
+        return pids
+
+    pids = asyncio.run(run())
+    assert wait_until(lambda: not any(pid_alive(pid) for pid in pids)), pids
