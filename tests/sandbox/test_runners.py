@@ -151,3 +151,23 @@ def test_close_releases_the_fork_server_and_idle_workers(workspace: Path) -> Non
 
     pids = asyncio.run(run())
     assert wait_until(lambda: not any(pid_alive(pid) for pid in pids)), pids
+
+
+def test_close_lets_running_calls_finish_then_stops_the_fork_server(workspace: Path) -> None:
+    async def run() -> tuple[Any, int]:
+        config = _config("subprocess")
+        runner = make_runner(config, workspace)
+        bash = BuiltinToolProvider(ToolRuntime(workspace, config)).resolve_named_tools(["bash"])
+        call = asyncio.ensure_future(
+            bash[0].execute({"command": "sleep 0.3; echo finished"}, runner=runner)
+        )
+        sandbox: Any = runner.sandbox
+        while not (sandbox._running and sandbox.server and sandbox.server.pid):
+            await asyncio.sleep(0.01)  # no event says "the call has its worker"
+        server = sandbox.server.pid
+        await runner.close()
+        return await call, server
+
+    result, server = asyncio.run(run())
+    assert result.splitlines()[-1] == "finished"
+    assert wait_until(lambda: not pid_alive(server)), "the fork server outlived the runner"

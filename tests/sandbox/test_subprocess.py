@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from tests.sandbox.conftest import Daemon, pid_alive, progress_until, start_call, wait_until
@@ -126,3 +127,10 @@ def test_a_megabyte_goes_through_the_pipes_both_ways(daemon: Daemon, workspace: 
     assert (workspace / "big.txt").read_text(encoding="utf-8") == content
     read = client.tool("read_file", file_path="big.txt")["content"]
     assert read == f"1: {'é' * 400_000}\n2: {'x' * 200_000}"
+
+
+def test_tools_see_the_daemons_environment(daemon: Daemon) -> None:
+    client = daemon("subprocess")
+    result = client.tool("bash", command='echo "path=${PYTHONPATH-unset}"')
+    line = next(x for x in result["content"].splitlines() if x.startswith("path="))
+    assert line == f"path={os.environ.get('PYTHONPATH', 'unset')}"

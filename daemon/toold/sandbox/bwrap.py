@@ -15,7 +15,6 @@ sandbox in a pids cgroup instead, when the pids controller is writable.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import itertools
 import logging
@@ -24,6 +23,7 @@ import shutil
 import signal
 import subprocess
 import time
+import weakref
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -64,6 +64,8 @@ class PidsCgroup:
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        # A runner dropped without close() (a configuration change) still removes it.
+        self._finalizer = weakref.finalize(self, _remove_cgroup, path)
 
     @classmethod
     def create(cls, limit: int) -> PidsCgroup | None:
@@ -95,18 +97,22 @@ class PidsCgroup:
 
     def remove(self) -> None:
         """Kill what is left in the cgroup and delete it (blocking, bounded)."""
-        for _ in range(100):
-            for pid in _read(self.path / "cgroup.procs").split():
-                with contextlib.suppress(OSError, ValueError):
-                    os.kill(int(pid), signal.SIGKILL)
-            try:
-                self.path.rmdir()
-                return
-            except FileNotFoundError:
-                return
-            except OSError:
-                time.sleep(0.02)  # killed a moment ago, still exiting
-        log.info("could not remove %s: still in use", self.path)
+        self._finalizer()
+
+
+def _remove_cgroup(path: Path) -> None:
+    for _ in range(100):
+        for pid in _read(path / "cgroup.procs").split():
+            with contextlib.suppress(OSError, ValueError):
+                os.kill(int(pid), signal.SIGKILL)
+        try:
+            path.rmdir()
+            return
+        except FileNotFoundError:
+            return
+        except OSError:
+            time.sleep(0.02)  # killed a moment ago, still exiting
+    log.info("could not remove %s: still in use", path)
 
 
 def _read(path: Path) -> str:
@@ -160,8 +166,8 @@ class BwrapSandbox(ForkServerSandbox):
         """bwrap running the fork server."""
         return self._argv
 
-    async def close(self) -> None:
+    def release(self) -> None:
         """Stop the sandbox and remove its cgroup."""
-        await super().close()
+        super().release()
         if self._cgroup is not None:
-            await asyncio.to_thread(self._cgroup.remove)
+            self._cgroup.remove()

@@ -28,7 +28,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from toold.sandbox.channel import SandboxError, WorkerLost, read_answer
-from toold.sandbox.pool import WorkerHandle, WorkerSandbox, python_paths, under
+from toold.sandbox.pool import WorkerHandle, WorkerSandbox, python_paths, under, worker_env
+from toold.sandbox.worker import ORIGINAL_PYTHONPATH
 
 if TYPE_CHECKING:
     from toold.config import TooldConfig
@@ -292,6 +293,8 @@ class DockerSandbox(WorkerSandbox):
         if self._host_runtime:
             command[0] = sys.executable
             env["PATH"] = f"{os.path.dirname(sys.executable)}:{PATH}"
+            env["PYTHONPATH"] = worker_env()["PYTHONPATH"]
+            env[ORIGINAL_PYTHONPATH] = ""  # the worker drops PYTHONPATH before tools run
             mounts += [
                 {"Type": "bind", "Source": p, "Target": p, "ReadOnly": True}
                 for p in host_runtime_mounts(self.workspace)
@@ -337,11 +340,10 @@ class DockerSandbox(WorkerSandbox):
             raise
         return ContainerWorker(api, container_id, sock)
 
-    async def close(self) -> None:
-        """Remove idle containers and close the engine connection."""
-        await super().close()
+    def release(self) -> None:
+        """Close the engine connection."""
         if self._client is not None:
-            await asyncio.to_thread(self._client.close)
+            self._client.close()
 
 
 def main(argv: list[str] | None = None) -> int:

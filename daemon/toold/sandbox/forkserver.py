@@ -19,12 +19,13 @@ import struct
 import subprocess
 import sys
 import threading
+import weakref
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from toold.sandbox.channel import WorkerLost
-from toold.sandbox.pool import CANCEL_GRACE, PipeWorker, WorkerSandbox
+from toold.sandbox.pool import CANCEL_GRACE, PipeWorker, WorkerSandbox, worker_env
 from toold.sandbox.process import kill_group
 from toold.sandbox.worker import COLD, KILL, PID_FORMAT, WARM
 
@@ -61,6 +62,14 @@ class ForkedWorker(PipeWorker):
         """Nothing to do: closing its stdin is what makes the worker clean up and exit."""
 
 
+def _kill_quietly(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            proc.kill()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=5)
+
+
 class ForkServer:
     """Owns the fork server process and sends it requests, one at a time."""
 
@@ -74,10 +83,16 @@ class ForkServer:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         with theirs:
             self._proc = subprocess.Popen(
-                self.argv, stdin=theirs.fileno(), stdout=subprocess.DEVNULL, start_new_session=True
+                self.argv,
+                stdin=theirs.fileno(),
+                stdout=subprocess.DEVNULL,
+                start_new_session=True,
+                env=worker_env(),
             )
         ours.settimeout(START_TIMEOUT)
         self._sock = ours
+        # A runner dropped without close() (a configuration change) still stops its server.
+        weakref.finalize(self, _kill_quietly, self._proc)
         return ours
 
     def fork(self, warm: bool) -> tuple[int, int, int]:
@@ -165,11 +180,10 @@ class ForkServerSandbox(WorkerSandbox):
         kill = self.server.kill if self.kills_through_server else kill_group
         return ForkedWorker(self.name, pid, in_fd, out_fd, kill)
 
-    async def close(self) -> None:
-        """Release idle workers and stop the fork server."""
-        await super().close()
+    def release(self) -> None:
+        """Stop the fork server."""
         if self.server is not None:
-            await asyncio.to_thread(self.server.close)
+            self.server.close()
 
 
 class SubprocessSandbox(ForkServerSandbox):

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from toold.sandbox.channel import READ_LIMIT, SandboxUnavailable, encode_request, read_answer
+from toold.sandbox.worker import ORIGINAL_PYTHONPATH
 
 if TYPE_CHECKING:
     from toold.config import TooldConfig
@@ -51,6 +52,19 @@ def python_paths() -> list[str]:
     paths = {p for p in paths if os.path.isdir(p)}
     paths.update(str(Path(m.__file__ or "").parent) for m in (toold, toold_protocol))
     return sorted(paths)
+
+
+def worker_env() -> dict[str, str]:
+    """The daemon's environment, with PYTHONPATH leading to this very toold: a worker must
+    run the daemon's code, whatever the installation says meanwhile. The worker puts the
+    daemon's own PYTHONPATH back (ORIGINAL_PYTHONPATH) before any tool runs."""
+    import toold
+    import toold_protocol
+
+    original = os.environ.get("PYTHONPATH", "")
+    roots = [str(Path(m.__file__ or "").parent.parent) for m in (toold, toold_protocol)]
+    path = os.pathsep.join(dict.fromkeys(filter(None, [*roots, *original.split(os.pathsep)])))
+    return {**os.environ, "PYTHONPATH": path, ORIGINAL_PYTHONPATH: original}
 
 
 class WorkerHandle(ABC):
@@ -217,6 +231,7 @@ class WorkerSandbox(ABC):
         self._pool: WorkerPool | None = None
         self._lock = threading.Lock()
         self._closed = False
+        self._running = 0
 
     def activate(self) -> None:
         """Check that the sandbox works here and start the pool; else remember why not."""
@@ -248,21 +263,32 @@ class WorkerSandbox(ABC):
                 raise SandboxUnavailable(self.problem or f"the {self.name} runner is closed")
         request = encode_request(tool, args, self.workspace, self.config)
         pool = self._pool
-        worker = await pool.acquire(refill=not self.refill_after_call)
+        self._running += 1
         try:
+            worker = await pool.acquire(refill=not self.refill_after_call)
             return await worker.call(request)
         finally:
-            if self.refill_after_call:
+            self._running -= 1
+            loop = asyncio.get_running_loop()
+            if self._closed and not self._running:
+                loop.run_in_executor(None, self.release)  # the last call of a closed runner
+            elif self.refill_after_call:
                 # Once the answer is on its way to the client, not while it is being sent.
-                asyncio.get_running_loop().call_later(REFILL_DELAY, pool.fill)
+                loop.call_later(REFILL_DELAY, pool.fill)
 
     async def close(self) -> None:
-        """Release idle workers (off the event loop: it may take engine calls); running
-        calls keep theirs."""
+        """Release idle workers now, and what the workers need (a fork server, a sandbox,
+        an engine connection) once the calls still running have finished."""
         await asyncio.to_thread(self._close_pool)
+        if not self._running:
+            await asyncio.to_thread(self.release)
 
     def _close_pool(self) -> None:
         with self._lock:
             self._closed = True
             if self._pool is not None:
                 self._pool.close()
+
+    @abstractmethod
+    def release(self) -> None:
+        """Free what the workers shared, once none is left (blocking; idempotent)."""

@@ -40,6 +40,8 @@ PID_FORMAT = "=i"
 WARM, COLD, KILL = b"W", b"C", b"K"
 """Fork server requests: fork a worker for the pool, fork one a call is waiting for (both
 with the worker's stdin and stdout attached), kill a worker's process group (+ its pid)."""
+ORIGINAL_PYTHONPATH = "TOOLD_ORIGINAL_PYTHONPATH"
+"""The daemon's own PYTHONPATH, put back once the worker has imported toold."""
 SWEEP_SECONDS = 5.0
 """How long the final sweep keeps killing and reaping what the call left behind."""
 
@@ -248,6 +250,17 @@ def _limit_processes(count: int, host_userns: int) -> None:
         resource.setrlimit(resource.RLIMIT_NPROC, (count, count))
 
 
+def _restore_pythonpath() -> None:
+    """Tools (and what they start) see the daemon's PYTHONPATH, not the one that led here."""
+    if ORIGINAL_PYTHONPATH not in os.environ:
+        return
+    original = os.environ.pop(ORIGINAL_PYTHONPATH)
+    if original:
+        os.environ["PYTHONPATH"] = original
+    else:
+        del os.environ["PYTHONPATH"]
+
+
 def _exit_now(code: int) -> None:
     """Leave without joining threads: a sync tool cancelled mid-call may still hold one."""
     with contextlib.suppress(Exception):
@@ -313,6 +326,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--nproc", type=int, help="process limit inside a user namespace")
     parser.add_argument("--host-userns", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    _restore_pythonpath()
     in_fd, out_fd = _private_stdio()
     if args.nproc:
         _limit_processes(args.nproc, args.host_userns)
