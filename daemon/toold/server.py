@@ -168,7 +168,6 @@ class TooldProtocol(LanguageServerProtocol):
     def _send_response(self, msg_id: Any, result: Any = None, error: Any = None) -> None:
         """Answer a request; internal errors keep their traceback in the log, not the wire."""
         if error is None:
-            self._result_types.pop(msg_id, None)
             self.send_json({"jsonrpc": "2.0", "id": msg_id, "result": result})
             return
         if getattr(error, "code", None) == errors.INTERNAL_ERROR and getattr(error, "data", None):

@@ -4,6 +4,12 @@ pygls's reader silently drops frames it cannot parse. A sidecar driven by CI
 scripts must instead answer -32700/-32600 and keep serving, cap message size,
 and never block the event loop on stdin or stdout, so the framing loop lives here
 while pygls keeps dispatch, lifecycle, cancellation and progress.
+
+After a frame whose Content-Length lied, the bytes left over sit in front of the next
+frame's ``Content-Length:``; the reader reports them and finds that header again, so
+one bad frame never costs the ones after it. Bodies must be strict JSON in UTF-8 (no
+NaN, no lone surrogates, at most MAX_DEPTH levels deep), and a client that stops
+reading its answers stops being read (WRITE_HIGH_WATER), so memory stays bounded.
 """
 
 from __future__ import annotations
@@ -39,6 +45,14 @@ _LENGTH_MARKER = "content-length:"
 _MARKER_TAIL = 64
 _HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 _LONE_SURROGATE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def _not_json(constant: str) -> Any:
+    raise ValueError(f"{constant} is not JSON")
+
+
+# Strict JSON: NaN and Infinity are Python's extensions (and could not be echoed back).
+_DECODER = json.JSONDecoder(parse_constant=_not_json)
 
 
 class PipeWriter:
@@ -177,7 +191,7 @@ def dispatch_body(server: TooldServer, body: bytes) -> None:
     """Decode one message and hand it to the protocol; answer what pygls would drop."""
     try:
         text = body.decode("utf-8")
-        data = json.loads(text, parse_constant=_not_json)
+        data = _DECODER.decode(text)
     except UnicodeDecodeError as exc:
         send_error(server, None, errors.PARSE_ERROR, f"Parse error: body is not UTF-8 ({exc})")
         return
@@ -214,10 +228,6 @@ def dispatch_body(server: TooldServer, body: bytes) -> None:
             send_error(
                 server, msg_id, errors.INTERNAL_ERROR, "Internal error (see the daemon's log)"
             )
-
-
-def _not_json(constant: str) -> Any:
-    raise ValueError(f"{constant} is not JSON")
 
 
 def _has_lone_surrogate(data: Any) -> bool:

@@ -15,7 +15,8 @@ hits both alike:
 
 Operations (toold tool vs MCP tool): read a 20-line file (read_file vs read_text_file),
 list a 50-entry folder (list_dir, or glob when list_dir is not registered, vs
-list_directory), find files by name in a 240-file tree (glob ``*.md`` vs search_files
+list_directory; and vs list_directory_with_sizes, which stats each entry as list_dir
+does), find files by name in a 240-file tree (glob ``*.md`` vs search_files
 ``**/*.md``) and write a 1 KiB file (write_file vs write_file). For each: calls per
 second, p50 and p99 latency, and the ratio toold/MCP of calls per second (> 1: toold is
 faster). toold's write_file fsyncs the file and its folder; the MCP server does not.
@@ -294,6 +295,10 @@ def operations(
         if entries != len(m.splitlines()):
             raise PeerError(f"list answers differ: {str(t)[:200]!r} / {m[:200]!r}")
 
+    def same_sized_list(t: Any, m: Any) -> None:
+        if len(str(t).splitlines()) != 50 or "Total: 45 files, 5 directories" not in m:
+            raise PeerError(f"sized list answers differ: {str(t)[:200]!r} / {m[-200:]!r}")
+
     def same_find(t: Any, m: Any) -> None:
         if not (isinstance(t, list) and len(t) == md_files == len(m.splitlines())):
             raise PeerError(f"find answers differ: {len(t)} / {len(m.splitlines())}")
@@ -316,6 +321,11 @@ def operations(
             list_toold,
             lambda: mcp.call("list_directory", {"path": f"{ws}/folder"}),
             same_list,
+        ),
+        "list a folder with sizes": (
+            list_toold,
+            lambda: mcp.call("list_directory_with_sizes", {"path": f"{ws}/folder"}),
+            same_sized_list if has_list_dir else same_list,
         ),
         "find files by name": (
             lambda: toold.call("glob", {"pattern": "*.md", "path": "tree"}),
@@ -393,8 +403,14 @@ def _versions(node: str) -> dict[str, str]:
 
 
 def bench_peers(quick: bool) -> dict[str, Any]:
-    """Run the side-by-side workload; figures per operation plus the machine."""
-    node = ensure_mcp_server()
+    """Run the side-by-side workload; figures per operation plus the machine.
+
+    Without node or npm (or the package) the result is ``{"unavailable": reason}``.
+    """
+    try:
+        node = ensure_mcp_server()
+    except PeerUnavailable as exc:
+        return {"unavailable": str(exc)}
     plan = QUICK if quick else FULL
     with tempfile.TemporaryDirectory(prefix="toold-peers-") as tmp:
         workspace = Path(tmp).resolve()
@@ -412,6 +428,8 @@ def bench_peers(quick: bool) -> dict[str, Any]:
                 "tools": {
                     "read a small file": "read_file vs read_text_file",
                     "list a folder": f"{'list_dir' if has_list_dir else 'glob'} vs list_directory",
+                    "list a folder with sizes": f"{'list_dir' if has_list_dir else 'glob'} vs "
+                    "list_directory_with_sizes",
                     "find files by name": "glob '*.md' vs search_files '**/*.md'",
                     "write a file": "write_file (fsync) vs write_file (no fsync)",
                 },
@@ -470,10 +488,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="fewer calls")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="results JSON file")
     args = parser.parse_args(argv)
-    try:
-        results = bench_peers(args.quick)
-    except PeerUnavailable as exc:
-        print(f"peers: {exc}", file=sys.stderr)
+    results = bench_peers(args.quick)
+    if "unavailable" in results:
+        print(f"peers: {results['unavailable']}", file=sys.stderr)
         return 2
     print(table(results))
     args.out.write_text(json.dumps(results, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")

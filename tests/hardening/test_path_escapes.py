@@ -157,7 +157,7 @@ def restore_workspace(layout: Layout, keep: set[str]) -> None:
 
 
 def workspace_entries(layout: Layout) -> set[str]:
-    found = set()
+    found: set[str] = set()
     for top, dirs, files in os.walk(layout.ws, followlinks=False):
         found.update(os.path.join(top, n) for n in dirs + files)
     return found
@@ -378,6 +378,23 @@ def test_creating_parents_never_follows_a_symlink(tmp_path: Path) -> None:
     fd = open_in_workspace(ws, "a/b/c.txt", os.O_WRONLY | os.O_CREAT, create_parents=True)
     os.close(fd)
     assert (ws / "a" / "b" / "c.txt").is_file()
+
+
+def test_folders_open_too_for_dir_fd_based_writes(tmp_path: Path) -> None:
+    ws, outside, _ = _race_layout(tmp_path)
+    (ws / "link").symlink_to(outside)
+    flags = os.O_RDONLY | os.O_DIRECTORY
+    for path in ("", ".", "d", "d/"):
+        fd = open_in_workspace(ws, path, flags)
+        try:
+            assert stat.S_ISDIR(os.fstat(fd).st_mode)
+        finally:
+            os.close(fd)
+    with pytest.raises(PermissionError, match="Symlink detected"):
+        open_in_workspace(ws, "link", flags)
+    fd = open_in_workspace(ws, "new/dir/x.txt", os.O_WRONLY | os.O_CREAT, create_parents=True)
+    os.close(fd)
+    os.close(open_in_workspace(ws, "new/dir", flags))
 
 
 def test_open_in_workspace_keeps_safe_paths_lexical_rules(tmp_path: Path) -> None:

@@ -12,10 +12,13 @@ live children must not grow, and no child may be left a zombie.
 
 from __future__ import annotations
 
+import os
 import random
 from collections import Counter
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from tests.hardening.support import (
     children,
@@ -137,7 +140,12 @@ class Soak:
         }
 
 
-def test_soak_keeps_memory_descriptors_and_children_flat(tmp_path: Path) -> None:
+def test_soak_keeps_memory_descriptors_and_children_flat(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # An empty $HOME: bash -l reads no profile (this machine's runs `pyenv rehash`,
+    # 130 ms a call, under a lock that a killed shell leaves behind).
+    monkeypatch.setenv("HOME", os.fspath(tmp_path))
     soak = Soak(make_workspace(tmp_path))
     try:
         for i in range(TODOS):

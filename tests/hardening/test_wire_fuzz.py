@@ -53,8 +53,10 @@ PARSE, INVALID, NOT_FOUND, PARAMS, INTERNAL, TOO_LARGE = (
 
 # Read-only tools and made-up names only: the fuzzer must never run a shell or write.
 SAFE_TOOLS = ["read_file", "glob", "grep", "todo_read", "task_list", "list_dir", "file_info"]
-UNSAFE_PREFIXES = ("bash", "write", "edit", "str_replace", "background", "python", "http")
-UNSAFE_PREFIXES += ("duckduckgo", "task_", "todo_w", "subagent", "team", "file_write", "web")
+UNSAFE_PREFIXES: tuple[str, ...] = (
+    *("bash", "write", "edit", "str_replace", "background", "python", "http", "duckduckgo"),
+    *("task_", "todo_w", "subagent", "team", "file_write", "web"),
+)
 # Requests whose answer the model can bound; method -> allowed error codes.
 METHODS: dict[str, set[int]] = {
     "tools/list": {PARAMS},
@@ -71,6 +73,7 @@ METHODS: dict[str, set[int]] = {
     "textDocument/hover": {PARAMS, NOT_FOUND},
     "workspace/symbol": {PARAMS, NOT_FOUND},
 }
+MUST_FAIL = {"initialize", "fuzz/unknown", "", "$/fuzz"}  # never a result
 
 
 # --------------------------------------------------------------------------- the model
@@ -84,6 +87,7 @@ class Expect:
     codes: dict[Any, set[int]] = field(default_factory=dict)
     nulls: list[int] = field(default_factory=list)
     junk: int = 0  # malformed frames: each owes at least one null-id error
+    must_fail: Counter[Any] = field(default_factory=Counter)  # answers that must be errors
 
     def add(self, other: Expect) -> None:
         self.ids.update(other.ids)
@@ -91,6 +95,7 @@ class Expect:
             self.codes[key] = self.codes.get(key, set()) | codes
         self.nulls += other.nulls
         self.junk += other.junk
+        self.must_fail.update(other.must_fail)
 
 
 def _valid_id(value: Any) -> bool:
@@ -144,6 +149,8 @@ def model(value: Any) -> Expect:
     allowed = METHODS.get(value["method"], {NOT_FOUND, PARAMS})
     out.ids[_key(msg_id)] += 1
     out.codes[_key(msg_id)] = out.codes.get(_key(msg_id), set()) | allowed
+    if value["method"] in MUST_FAIL:
+        out.must_fail[_key(msg_id)] += 1
     return out
 
 
@@ -366,6 +373,7 @@ class Fuzzer:
 
     def collect(self, probe_id: str, expect: Expect) -> None:
         owed = Counter(expect.ids)
+        failed: Counter[Any] = Counter()
         nulls: list[int] = []
         probe_seen = False
         while not probe_seen or +owed:
@@ -384,6 +392,7 @@ class Fuzzer:
                 assert msg.get("result", {}).get("content") == PROBE_CONTENT, msg
                 probe_seen = True
             elif msg["id"] is None:
+                assert error is not None, msg
                 nulls.append(error["code"])
             else:
                 key = _key(msg["id"])
@@ -391,6 +400,9 @@ class Fuzzer:
                 owed[key] -= 1
                 if error is not None:
                     assert error["code"] in expect.codes[key], msg
+                    failed[key] += 1
+        for key, count in expect.must_fail.items():
+            assert failed[key] >= count, f"{key}: {count} answers had to be errors"
         if expect.junk:
             assert len(nulls) >= len(expect.nulls) + expect.junk or len(nulls) >= 1, nulls
             assert set(nulls) <= {PARSE, INVALID, TOO_LARGE}, nulls
@@ -451,6 +463,54 @@ def test_the_fuzzer_covered_every_kind_of_error(fuzzer: Fuzzer) -> None:
 
 
 # --------------------------------------------------------------------------- fixed cases
+
+
+def _msg(value: Any) -> bytes:
+    return frame(encode(value, True))
+
+
+FIXED: list[tuple[str, bytes, Expect]] = [
+    # Each of these once crashed the daemon, hung it or was answered wrongly.
+    ("unicode-digit-length", b"Content-Length: \xb2\r\n\r\n", Expect(nulls=[PARSE])),
+    ("body-without-length", b"X-Other: 1\r\n\r\n" + encode({"a": 1}, True), Expect(junk=1)),
+    ("absurd-length", b"Content-Length: 99999999999999999999\r\n\r\n{}", Expect(junk=1)),
+    ("unknown-method-no-params", _msg({"jsonrpc": "2.0", "id": 31, "method": "x/y"}),
+     Expect(ids=Counter({_key(31): 1}), codes={_key(31): {NOT_FOUND}})),
+    ("second-initialize", _msg({"jsonrpc": "2.0", "id": 32, "method": "initialize",
+                                "params": {"processId": None, "capabilities": {}}}),
+     Expect(ids=Counter({_key(32): 1}), codes={_key(32): {INVALID}},
+            must_fail=Counter({_key(32): 1}))),
+    ("deep-json", frame(b"[" * 60_000), Expect(nulls=[PARSE])),
+    ("nan", frame(b'{"jsonrpc":"2.0","id":33,"method":"tools/list","params":NaN}'),
+     Expect(nulls=[PARSE])),
+    ("lone-surrogate", frame(b'{"jsonrpc":"2.0","id":34,"method":"tools/call","params":'
+                             b'{"name":"read_file","arguments":{"file_path":"\\udc80"}}}'),
+     Expect(nulls=[PARSE])),
+    ("utf-16-body", frame('{"jsonrpc":"2.0","id":35,"method":"x"}'.encode("utf-16")),
+     Expect(nulls=[PARSE])),
+    ("bom", frame(b"\xef\xbb\xbf" + encode({"jsonrpc": "2.0", "id": 36, "method": "x"}, True)),
+     Expect(nulls=[PARSE])),
+    ("cancel-with-list-id", _msg({"jsonrpc": "2.0", "method": "$/cancelRequest",
+                                  "params": {"id": [1]}}), Expect()),
+    ("error-response-to-nothing", _msg({"jsonrpc": "2.0", "id": 37, "error": {"code": "x"}}),
+     Expect()),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("name", "data", "expect"), FIXED, ids=[f[0] for f in FIXED])
+def test_fixed_cases(fuzzer: Fuzzer, name: str, data: bytes, expect: Expect) -> None:
+    fuzzer.run([Frame(data, expect)], 1 << 20)
+
+
+def test_a_response_carrying_an_in_flight_request_id_is_ignored(fuzzer: Fuzzer) -> None:
+    # pygls would hand the "result" to the handler's own future (RuntimeError).
+    params = {"name": "glob", "arguments": {"pattern": "*"}, "origin": "user"}
+    request = encode(
+        {"jsonrpc": "2.0", "id": "twin", "method": "tools/call", "params": params}, True
+    )
+    twin = _msg({"jsonrpc": "2.0", "id": "twin", "result": 1})
+    fuzzer.run([Frame(frame(request) + twin, Expect(ids=Counter({_key("twin"): 1})))], 1 << 20)
+    assert "unhandled error" not in fuzzer.client.stderr()
 
 
 def test_the_default_cap_is_64_mib_and_holds_at_the_boundary(tmp_path: Path) -> None:
