@@ -22,8 +22,8 @@ from toold.permissions.guard import PermissionGuard
 from toold.planning.skills import SkillLoader
 from toold.planning.tasks import TASKS_FILE, TaskManager
 from toold.planning.todos import TodoManager
-from toold.sandbox.runner import ToolRunner
-from toold.sandbox.runners import make_runner
+from toold.sandbox.runner import Sandbox, ToolRunner
+from toold.sandbox.runners import make_runner, make_sandbox
 from toold.team.manager import TeamManager
 from toold.tools.context import CallContext
 from toold.tools.provider import BuiltinToolProvider
@@ -40,6 +40,9 @@ Asker = Callable[[str, Any, str], Awaitable[Any]]
 
 Push = Callable[[str, dict[str, Any]], None]
 """Send a notification: method name and params (validated by the server against the contract)."""
+
+Report = Callable[[str], None]
+"""Show the user a message (the server's window/showMessage)."""
 
 
 @dataclass
@@ -64,6 +67,8 @@ class WorkspaceState:
     """initializationOptions.config or the last didChangeConfiguration: kept over file edits."""
     watching: asyncio.Event = field(default_factory=asyncio.Event)
     """Set once outside changes are watched (see toold.watch)."""
+    warn: Report | None = None
+    """Show the user a warning; without it warnings are only logged."""
 
     @property
     def state_dir(self) -> Path:
@@ -77,19 +82,37 @@ class WorkspaceState:
             guard = make_guard(config, self.root, self.guard.ask)
         except (ConfigError, ValueError) as exc:
             return f"{exc}; keeping the previous configuration"
-        runner = self.runner
+        sandbox: Sandbox | None = None
         if config.execution != self.config.execution:
             try:
-                runner = make_runner(config, self.root, self.runner.on_event)
+                sandbox = make_sandbox(config, self.root)
             except Exception as exc:
                 return f"execution: {exc}; keeping the previous configuration"
         if config.permissions.mode != self.config.permissions.mode:
             self.guard.mode = guard.mode  # a live permissions/setMode survives unrelated edits
         self.guard.allow, self.guard.deny = guard.allow, guard.deny
         self.config = self.runtime.config = config
-        self.runner, self.overrides = runner, overrides
+        self.overrides = overrides
+        self.jobs.max_finished = config.limits.max_finished_jobs
+        if sandbox is not None:
+            # The runner object stays (agents and teammates hold it); the replaced sandbox
+            # is closed in the background once the calls running in it finish.
+            self.runner.replace_sandbox(sandbox)
+            self.warn_runner_problem()
         log.info("configuration reloaded")
         return None
+
+    def warn_runner_problem(self) -> None:
+        """Tell the user at once when the configured runner cannot work here."""
+        problem = self.runner.problem
+        if problem is None:
+            return
+        message = f"the {self.runner.name} runner (execution.tool_runner) cannot run tools here: "
+        message += f"{problem}; until then every tool call fails"
+        if self.warn is not None:
+            self.warn(message)
+        else:
+            log.warning("%s", message)
 
     async def run_job_command(
         self, command: str, timeout: int, on_output: Callable[[str], None]
@@ -150,8 +173,13 @@ def bind(
     on_config_error: Callable[[str], None],
     execution_events: bool = False,
     ask: Asker | None = None,
+    warn: Report | None = None,
 ) -> WorkspaceState:
-    """Load the configuration, open the stores and bind every tool to them."""
+    """Load the configuration, open the stores and bind every tool to them.
+
+    ``on_config_error`` shows why the configuration was refused; ``warn`` shows warnings
+    (a runner that cannot work here).
+    """
     root = root.resolve()
     try:
         config = load_config(root, overrides)
@@ -184,6 +212,7 @@ def bind(
         state_dir / "jobs",
         execute=lambda *a: state.run_job_command(*a),
         on_finished=lambda job: push(names.JOBS_FINISHED, job),
+        max_finished=config.limits.max_finished_jobs,
     )
     runtime.background = jobs
     state = WorkspaceState(
@@ -200,6 +229,7 @@ def bind(
         guard=guard,
         execution_events=execution_events,
         overrides=overrides,
+        warn=warn,
     )
     state.agents = runtime.provider = make_agents(state)
     state.team = runtime.team = TeamManager(
@@ -209,4 +239,5 @@ def bind(
         push=lambda message: push(names.TEAM_MESSAGE, {"message": message}),
     )
     tasks.load()
+    state.warn_runner_problem()
     return state

@@ -47,6 +47,8 @@ class LimitsConfig(_Section):
     """Largest JSON-RPC frame the daemon accepts."""
     grep_max_matches: int = Field(1000, ge=1)
     """Matches grep returns at most."""
+    max_finished_jobs: int = Field(100, ge=1)
+    """Finished background jobs kept (records and logs in .toold/jobs); the oldest go first."""
 
 
 class FilesConfig(_Section):
@@ -56,6 +58,11 @@ class FilesConfig(_Section):
     """Largest content write_file accepts, in bytes."""
     create_dirs: bool = True
     """write_file creates missing parent folders."""
+    fsync: bool = False
+    """Tools' writes also fsync the file and its folder (survive a power loss; slower).
+
+    Writes are atomic either way (temp file and rename): a crash leaves old or new.
+    """
 
 
 class HttpConfig(_Section):

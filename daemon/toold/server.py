@@ -254,7 +254,15 @@ class TooldServer(LanguageServer):
         # Capabilities are known by now (binding follows initialize) and never change:
         # a client that cannot show message requests makes the guard non-interactive.
         ask = self.ask_user if self.can_ask() else None
-        self.state = bind(root, overrides, self.push, self.show_error, execution_events, ask=ask)
+        self.state = bind(
+            root,
+            overrides,
+            self.push,
+            self.show_error,
+            execution_events,
+            ask=ask,
+            warn=self.show_warning,
+        )
         self.root = self.state.root
         self.max_message_bytes = (
             self._max_message_flag or self.state.config.limits.max_message_bytes
@@ -292,11 +300,17 @@ class TooldServer(LanguageServer):
         payload = dump(METHODS[method].params.model_validate(params))
         self._in_loop(self.protocol.notify, method, payload)
 
-    def show_error(self, message: str) -> None:
-        """window/showMessage an error to the user."""
-        log.error("%s", message)
-        params = types.ShowMessageParams(type=types.MessageType.Error, message=f"toold: {message}")
+    def show_error(self, message: str, kind: types.MessageType = types.MessageType.Error) -> None:
+        """window/showMessage an error (or a message of another ``kind``) to the user."""
+        log.log(
+            logging.ERROR if kind == types.MessageType.Error else logging.WARNING, "%s", message
+        )
+        params = types.ShowMessageParams(type=kind, message=f"toold: {message}")
         self._in_loop(self.window_show_message, params)
+
+    def show_warning(self, message: str) -> None:
+        """window/showMessage a warning to the user."""
+        self.show_error(message, types.MessageType.Warning)
 
     def can_ask(self) -> bool:
         """Whether the client said it can show message requests with actions."""

@@ -1,10 +1,11 @@
-"""Durable file writes: temp file + fsync + rename, and per-path locks."""
+"""Atomic file writes (temp file, fsync, rename) and per-path locks."""
 
 from __future__ import annotations
 
 import contextlib
 import os
-import tempfile
+import secrets
+import stat
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,27 +24,60 @@ def path_lock(path: Path) -> Iterator[None]:
         yield
 
 
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Replace ``path`` with ``data`` so a crash leaves the old file or the new one."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+def atomic_write_at(dir_fd: int, name: str, data: bytes, *, durable: bool = True) -> None:
+    """Replace ``name`` in the folder ``dir_fd`` with ``data``: readers see old or new, never half.
+
+    The data goes to a temp file next to it (``.{name}.<random>.tmp``, created with
+    O_EXCL and O_NOFOLLOW) that is renamed over ``name``; the file keeps its mode.
+    ``durable`` also fsyncs the file and the folder, so the write survives a power loss,
+    not only a crash of this process.
+    """
+    fd, tmp = _create_temp(dir_fd, name)
     try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        with contextlib.suppress(FileNotFoundError):
-            os.chmod(tmp, os.stat(path).st_mode & 0o7777)
-        os.replace(tmp, path)
+        try:
+            with contextlib.suppress(FileNotFoundError):
+                old = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+                if stat.S_ISREG(old.st_mode):
+                    os.fchmod(fd, old.st_mode & 0o7777)
+            write_all(fd, data)
+            if durable:
+                os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
+            os.unlink(tmp, dir_fd=dir_fd)
         raise
-    with contextlib.suppress(OSError):
-        dir_fd = os.open(path.parent, os.O_RDONLY)
-        try:
+    if durable:
+        with contextlib.suppress(OSError):
             os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
+
+
+def _create_temp(dir_fd: int, name: str) -> tuple[int, str]:
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    while True:
+        tmp = f".{name}.{secrets.token_hex(4)}.tmp"
+        try:
+            return os.open(tmp, flags, 0o644, dir_fd=dir_fd), tmp
+        except FileExistsError:
+            continue
+
+
+def write_all(fd: int, data: bytes) -> None:
+    """Write all of ``data`` to ``fd``, looping on short writes."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def atomic_write_bytes(path: Path, data: bytes, *, durable: bool = True) -> None:
+    """atomic_write_at for a path: a crash leaves the old file or the new one."""
+    dir_fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        atomic_write_at(dir_fd, path.name, data, durable=durable)
+    finally:
+        os.close(dir_fd)
 
 
 def atomic_write_text(path: Path, text: str) -> None:

@@ -230,3 +230,21 @@ def test_new_skill_folder_arrives_as_skills_changed(client: WireClient, workspac
     assert next(s for s in pushed if s["name"] == "release")["description"] == "Cut it carefully."
     loaded = client.tool("load_skill", skill_name="release")
     assert loaded == {"content": "# Release\n\nCut it carefully.", "isError": False}
+
+
+def test_only_the_newest_finished_jobs_are_kept(workspace: Path) -> None:
+    (workspace / "toold.toml").write_text("[limits]\nmax_finished_jobs = 1\n", encoding="utf-8")
+    client = WireClient(workspace)
+    try:
+        client.initialize()
+        first = job_id_of(client.tool("background_run", command="echo first"))
+        assert finished(client, first)["result"] == "first"
+        second = job_id_of(client.tool("background_run", command="echo second"))
+        assert finished(client, second)["result"] == "second"
+        assert [j["jobId"] for j in client.call("jobs/list", {})["jobs"]] == [second]
+        reply = client.response(client.request("jobs/get", {"jobId": first}))
+        assert reply["error"] == {"code": -33002, "message": f"Unknown job: {first}"}
+        folder = workspace / ".toold" / "jobs"
+        assert {p.name for p in folder.iterdir()} == {".lock", f"{second}.json", f"{second}.log"}
+    finally:
+        client.close()

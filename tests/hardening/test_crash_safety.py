@@ -179,12 +179,6 @@ def test_sigkill_during_file_task_and_todo_writes_loses_nothing_acknowledged(
 
 # --------------------------------------------------------------------------- mailboxes
 
-TORN_APPEND = (
-    "a SIGKILL during a large append can leave a torn line (a short write), and the next "
-    "append is glued to it, so an acknowledged message is lost: Mailboxes.append should "
-    "cut a torn tail (or start with a newline) under its lock (issue 7)"
-)
-
 APPENDER = """
 import sys
 from pathlib import Path
@@ -201,7 +195,6 @@ for i in range(100_000):
 """
 
 
-@pytest.mark.xfail(strict=False, reason=TORN_APPEND)
 def test_sigkill_during_mailbox_appends_loses_nothing_acknowledged(tmp_path: Path) -> None:
     pytest.importorskip("toold.team.mailbox")
     from toold.team.mailbox import Mailboxes
@@ -240,7 +233,6 @@ def test_sigkill_during_mailbox_appends_loses_nothing_acknowledged(tmp_path: Pat
         json.loads(line)
 
 
-@pytest.mark.xfail(strict=True, reason=TORN_APPEND)
 def test_an_append_after_a_torn_line_is_still_readable(tmp_path: Path) -> None:
     """What a SIGKILL in the middle of a large append leaves, then the next append."""
     pytest.importorskip("toold.team.mailbox")

@@ -205,11 +205,6 @@ def test_searches_and_metadata_tools_do_not_read_a_1_gb_file(
         assert rss.growth < PEAK_LIMIT_KIB, f"{name}: peak RSS grew {rss.growth} KiB"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="edit_file reads the whole file (no limits.max_file_size check, unlike read_file "
-    "and str_replace): a 1 GB file costs 2 GB of memory (issue 7)",
-)
 def test_edit_file_refuses_a_file_over_the_size_limit_without_reading_it(
     daemon: WireClient, workspace: Path
 ) -> None:

@@ -489,11 +489,6 @@ def test_replacing_writes_break_a_hard_link_instead_of_writing_through_it(
     assert os.stat(secret).st_nlink == 1  # the temp file + rename made a new inode
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="append opens the existing inode: files.py should open appends with "
-    "open_in_workspace(..., single_link=True) (issue 7)",
-)
 def test_an_append_does_not_write_through_a_hard_link(
     hard_linked: tuple[Path, Path, ToolSet],
 ) -> None:

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from toold.permissions.audit import REDACTED, AuditLog, is_secret_key, redact
+from toold.permissions.audit import MAX_STRING, REDACTED, AuditLog, is_secret_key, redact, shorten
 
 
 @pytest.mark.parametrize(
@@ -118,3 +118,30 @@ def test_concurrent_writers_never_tear_lines(tmp_path: Path) -> None:
     lines = path.read_text().splitlines()
     assert len(lines) == 800
     assert all(json.loads(line)["event"] == "call" for line in lines)
+
+
+def test_a_rotated_or_deleted_log_is_reopened(tmp_path: Path) -> None:
+    log = AuditLog(tmp_path / "audit.jsonl")
+    log.record(event="call", tool="a")
+    log.path.rename(tmp_path / "audit.jsonl.1")  # what logrotate does
+    log.record(event="call", tool="b")
+    log.path.unlink()
+    log.record(event="call", tool="c")
+    assert json.loads((tmp_path / "audit.jsonl.1").read_text())["tool"] == "a"
+    assert [json.loads(line)["tool"] for line in log.path.read_text().splitlines()] == ["c"]
+    log.close()
+    log.record(event="call", tool="d")
+    assert len(log.path.read_text().splitlines()) == 2
+
+
+def test_long_strings_are_cut_and_a_secret_on_the_cut_is_still_redacted(tmp_path: Path) -> None:
+    secret = "sk-ant-api03-" + "s" * 40
+    content = "x" * (MAX_STRING - 10) + secret + "y" * 100_000
+    log = AuditLog(tmp_path / "audit.jsonl")
+    log.record(event="call", tool="write_file", arguments={"content": content, "path": "a"})
+    logged = json.loads(log.path.read_text())["arguments"]
+    assert logged["path"] == "a"
+    assert logged["content"].startswith("x" * (MAX_STRING - 10) + REDACTED[:10])
+    assert logged["content"].endswith(f"... [{len(content)} characters]")
+    assert "sk-ant" not in logged["content"] and "y" * 10 not in logged["content"]
+    assert shorten({"short": "abc", "n": [1, "d"]}) == {"short": "abc", "n": [1, "d"]}

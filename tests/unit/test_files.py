@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from toold.config import LimitsConfig, TooldConfig
+from toold.config import FilesConfig, LimitsConfig, TooldConfig
 from toold.tools import ToolArgumentError, get_handlers
 
 from .conftest import Call, Put
@@ -60,8 +60,23 @@ def test_read_negative_limit(call: Call, put: Put) -> None:
 
 
 def test_read_missing_file(call: Call) -> None:
-    with pytest.raises(FileNotFoundError, match=r"nope\.txt"):
+    with pytest.raises(FileNotFoundError, match=r"^File not found: nope\.txt$"):
         call("read_file", file_path="nope.txt")
+    with pytest.raises(FileNotFoundError, match=r"^File not found: no/dir/f\.txt$"):
+        call("read_file", file_path="./no/dir/../dir/f.txt")
+
+
+def test_a_fifo_is_not_a_file_and_never_blocks(call: Call, workspace: Path) -> None:
+    os.mkfifo(workspace / "pipe")
+    for name, args in (
+        ("read_file", {}),
+        ("edit_file", {"old_text": "a", "new_text": "b"}),
+        ("write_file", {"content": "x", "append": True}),
+        ("write_file", {"content": "x"}),
+    ):
+        with pytest.raises(ValueError, match=r"^Not a file: pipe"):
+            call(name, file_path="pipe", **args)
+    assert stat.S_ISFIFO((workspace / "pipe").lstat().st_mode)
 
 
 def test_read_non_utf8_file(call: Call, put: Put) -> None:
@@ -195,6 +210,46 @@ def test_write_through_symlinked_folder_is_refused(
     assert list(outside.iterdir()) == []
 
 
+def test_write_to_a_symlink_is_refused_and_the_target_kept(
+    call: Call, workspace: Path, tmp_path: Path
+) -> None:
+    target = tmp_path / "target.txt"
+    target.write_text("keep")
+    (workspace / "link.txt").symlink_to(target)
+    for append in (False, True):
+        with pytest.raises(PermissionError, match="Symlink detected in path chain"):
+            call("write_file", file_path="link.txt", content="x", append=append)
+    assert target.read_text() == "keep" and (workspace / "link.txt").is_symlink()
+
+
+def test_an_append_to_a_hard_linked_file_is_refused(call: Call, put: Put, tmp_path: Path) -> None:
+    outside = tmp_path / "outside.txt"
+    outside.write_text("keep\n")
+    os.link(outside, put("dir/placeholder", "").parent / "hard.txt")
+    with pytest.raises(PermissionError, match="2 hard links"):
+        call("write_file", file_path="dir/hard.txt", content="x", append=True)
+    assert outside.read_text() == "keep\n"
+
+
+@pytest.mark.parametrize("fsync", [False, True])
+def test_writes_are_atomic_with_or_without_fsync(workspace: Path, put: Put, fsync: bool) -> None:
+    target = put("f.txt", "old")
+    os.chmod(target, 0o600)
+    config = TooldConfig(files=FilesConfig(fsync=fsync))
+    handlers = get_handlers(workspace, config=config)
+    asyncio.run(handlers["write_file"](file_path="f.txt", content="new"))
+    asyncio.run(handlers["edit_file"](file_path="f.txt", old_text="new", new_text="newer"))
+    assert target.read_text() == "newer"
+    assert stat.S_IMODE(target.stat().st_mode) == 0o600
+    assert sorted(p.name for p in workspace.iterdir()) == ["f.txt"]  # no temp file left
+
+
+def test_write_below_a_file_names_the_problem(call: Call, put: Put) -> None:
+    put("f.txt", "x")
+    with pytest.raises(NotADirectoryError, match=r"^A parent of f\.txt/g\.txt is a file"):
+        call("write_file", file_path="f.txt/g.txt", content="x")
+
+
 def test_write_refuses_absolute_path(call: Call, tmp_path: Path) -> None:
     target = tmp_path / "abs.txt"
     with pytest.raises(PermissionError, match="Absolute paths are not allowed"):
@@ -240,7 +295,7 @@ def test_edit_empty_old_text_is_an_argument_error(call: Call, put: Put) -> None:
 
 
 def test_edit_missing_file(call: Call) -> None:
-    with pytest.raises(FileNotFoundError):
+    with pytest.raises(FileNotFoundError, match=r"^File not found: nope\.txt$"):
         call("edit_file", file_path="nope.txt", old_text="a", new_text="b")
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import re
 from collections.abc import Awaitable, Callable
@@ -13,6 +14,7 @@ import pytest
 
 from tests.processes import process_gone
 from toold.binding import WorkspaceState, bind
+from toold.config import ConfigError, load_config
 from toold.jobs.manager import BackgroundManager, Outcome
 from toold_protocol import METHODS, names
 
@@ -24,9 +26,9 @@ WAIT_S = 10.0
 class Bound:
     """A workspace bound as the daemon binds it, with the notifications it pushes."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, overrides: dict[str, Any] | None = None) -> None:
         self.finished: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
-        self.state: WorkspaceState = bind(root, None, self.push, pytest.fail)
+        self.state: WorkspaceState = bind(root, overrides, self.push, pytest.fail)
 
     def push(self, method: str, params: dict[str, Any]) -> None:
         METHODS[method].params.model_validate(params)  # the server validates every push
@@ -54,9 +56,13 @@ class Bound:
         return output
 
 
-def run(workspace: Path, scenario: Callable[[Bound], Awaitable[None]]) -> None:
+def run(
+    workspace: Path,
+    scenario: Callable[[Bound], Awaitable[None]],
+    overrides: dict[str, Any] | None = None,
+) -> None:
     async def main() -> None:
-        bound = Bound(workspace)
+        bound = Bound(workspace, overrides)
         try:
             await scenario(bound)
         finally:
@@ -281,3 +287,90 @@ def test_unbound_tool_says_unavailable(workspace: Path) -> None:
         "Background manager unavailable."
     )
     assert os.listdir(workspace) == []
+
+
+def job_files(folder: Path) -> set[str]:
+    """The job files in ``folder`` (the lock file aside)."""
+    return {p.name for p in folder.iterdir() if p.name != ".lock"}
+
+
+def test_only_the_newest_finished_jobs_are_kept(workspace: Path) -> None:
+    folder = workspace / ".toold" / "jobs"
+
+    async def scenario(b: Bound) -> None:
+        running = await b.submit("sleep 300", task_id="oldest-running")
+        done = []
+        for n in range(3):
+            done.append(await b.submit(f"echo {n}"))
+            assert (await b.next_finished())["job_id"] == done[-1]
+        # The first finished job is gone, from memory and from disk; the running one stays.
+        assert [j["job_id"] for j in b.jobs.list()] == [running, done[1], done[2]]
+        with pytest.raises(KeyError):
+            b.jobs.get(done[0])
+        assert job_files(folder) == {
+            f"{job}.{ext}" for job in (running, *done[1:]) for ext in ("json", "log")
+        }
+        assert b.jobs.get(done[2])["output"] == "2\n"
+        # The running job finishes last, so it is the newest finished one: done[1] goes.
+        await b.jobs.cancel(running)
+        assert (await b.next_finished())["job_id"] == running
+        assert [j["job_id"] for j in b.jobs.list()] == [running, done[2]]
+        assert not (folder / f"{done[1]}.json").exists()
+        assert not (folder / f"{done[1]}.log").exists()
+        # A finished job's id used again counts once, as the newest.
+        assert await b.submit("echo again", task_id=done[2]) == done[2]
+        assert (await b.next_finished())["result"] == "again"
+        assert [j["job_id"] for j in b.jobs.list()] == [running, done[2]]
+        # A configuration reload changes the limit for the next finished job.
+        assert b.state.reload_config({"limits": {"max_finished_jobs": 1}}) is None
+        last = await b.submit("echo last")
+        await b.next_finished()
+        assert [j["job_id"] for j in b.jobs.list()] == [last]
+        assert job_files(folder) == {f"{last}.json", f"{last}.log"}
+
+    run(workspace, scenario, {"limits": {"max_finished_jobs": 2}})
+
+
+def test_a_restart_keeps_the_newest_finished_jobs_and_drops_stale_temp_files(
+    workspace: Path,
+) -> None:
+    folder = workspace / ".toold" / "jobs"
+    outside = workspace / "victim.json"
+    outside.write_text("{}", encoding="utf-8")
+
+    async def never(*_: Any) -> Outcome:
+        raise AssertionError("a reloaded manager runs nothing by itself")
+
+    async def scenario(b: Bound) -> None:
+        ids = []
+        for n in range(4):
+            ids.append(await b.submit(f"echo {n}"))
+            await b.next_finished()
+        running = await b.submit("sleep 300")
+        await b.output_contains(running, "")
+        # What a daemon killed in the middle of atomic_write_text leaves behind.
+        (folder / f".{ids[0]}.json.a1b2c3d4.tmp").write_text("{", encoding="utf-8")
+        # A record whose id is not its file name must never steer what gets removed.
+        (folder / "forged.json").write_text(
+            json.dumps({"job_id": "../../victim", "command": "x", "timeout": 1, "status": "done"}),
+            encoding="utf-8",
+        )
+        # A restart after a crash: the running job becomes the newest finished one.
+        later = BackgroundManager(folder, execute=never, max_finished=3)
+        assert [j["job_id"] for j in later.list()] == [ids[2], ids[3], running]
+        assert job_files(folder) == {
+            "forged.json",
+            *(f"{job}.{ext}" for job in (ids[2], ids[3], running) for ext in ("json", "log")),
+        }
+        assert later.get(ids[3])["output"] == "3\n"
+        assert outside.read_text(encoding="utf-8") == "{}"
+
+    run(workspace, scenario, {"limits": {"max_finished_jobs": 10}})
+
+
+def test_max_finished_jobs_is_validated() -> None:
+    assert load_config(Path("/nonexistent")).limits.max_finished_jobs == 100
+    with pytest.raises(
+        ConfigError, match=r"limits\.max_finished_jobs: Input should be greater than or equal to 1"
+    ):
+        load_config(Path("/nonexistent"), {"limits": {"max_finished_jobs": 0}})

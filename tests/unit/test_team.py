@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import errno
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -54,12 +56,101 @@ def test_mailbox_round_trip_and_torn_lines(tmp_path: Path) -> None:
         fh.write(b'{"id": "partial"')  # an unfinished last line
     messages, offset = boxes.read_from("alice", 0)
     assert messages == [first]
-    assert offset < boxes.size("alice")  # the unfinished line waits for its newline
+    # The unfinished line waits for its newline; a new reader starts before it too.
+    assert offset == boxes.size("alice") < boxes.path("alice").stat().st_size
     with boxes.path("alice").open("ab") as fh:
         fh.write(b', "to": "alice"}\n')
     later, end = boxes.read_from("alice", offset)
     assert later == [{"id": "partial", "to": "alice"}]
     assert end == boxes.size("alice")
+
+
+def _tear(boxes: Mailboxes, agent: str) -> bytes:
+    """What a writer killed in the middle of a large append leaves: a line without its end."""
+    torn = json.dumps(new_message("worker", agent, "x" * 10_000)).encode()[:5000]
+    with boxes.path(agent).open("ab") as fh:
+        fh.write(torn)
+    return torn
+
+
+def test_an_append_cuts_a_torn_tail(tmp_path: Path) -> None:
+    boxes = Mailboxes(tmp_path)
+    whole = new_message("worker", "main", "whole")
+    boxes.append(whole)
+    before = boxes.path("main").stat().st_size
+    _tear(boxes, "main")
+    start = boxes.size("main")
+    assert start == before  # a new reader starts before the torn tail
+    after = new_message("worker", "main", "after the crash")
+    boxes.append(after)
+    raw = boxes.path("main").read_bytes()
+    assert [json.loads(line) for line in raw.splitlines()] == [whole, after]
+    assert boxes.read_from("main", start) == ([after], len(raw))
+    assert boxes.read_from("main", 0) == ([whole, after], len(raw))
+
+
+def test_an_offset_into_a_torn_tail_is_moved_back(tmp_path: Path) -> None:
+    """An offset inside an unfinished line (Mailboxes never hands one out) is made sane."""
+    boxes = Mailboxes(tmp_path)
+    whole = new_message("worker", "main", "whole")
+    boxes.append(whole)
+    cut = boxes.size("main")
+    _tear(boxes, "main")
+    inside = boxes.path("main").stat().st_size  # the end, torn tail included
+    # Back to the end of the last whole line, where the next append writes.
+    assert boxes.read_from("main", inside) == ([], cut)
+    assert boxes.read_from("main", 10**9) == ([], cut)
+    short = new_message("worker", "main", "short")
+    boxes.append(short)
+    assert boxes.read_from("main", cut) == ([short], boxes.size("main"))
+    long = new_message("worker", "main", "y" * 10_000)
+    boxes.append(long)
+    # In the middle of a whole line: back to the start of that line.
+    assert boxes.read_from("main", inside) == ([long], boxes.size("main"))
+    assert boxes.read_from("main", 0)[0] == [whole, short, long]
+
+
+def test_an_append_returns_after_the_whole_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    boxes = Mailboxes(tmp_path)
+    real_write = os.write
+    calls = []
+
+    def short_write(fd: int, data: bytes) -> int:
+        calls.append(len(data))
+        return real_write(fd, bytes(data[:1000]))
+
+    message = new_message("worker", "main", "z" * 5000)
+    with monkeypatch.context() as patch:
+        patch.setattr(os, "write", short_write)
+        boxes.append(message)
+    assert len(calls) > 5
+    assert boxes.read_from("main", 0)[0] == [message]
+
+
+def test_a_failed_append_is_cut_back(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    boxes = Mailboxes(tmp_path)
+    first = new_message("worker", "main", "first")
+    boxes.append(first)
+    before = boxes.path("main").read_bytes()
+    real_write = os.write
+    calls = []
+
+    def disk_full(fd: int, data: bytes) -> int:
+        calls.append(len(data))
+        if len(calls) > 1:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_write(fd, bytes(data[:100]))
+
+    with monkeypatch.context() as patch:
+        patch.setattr(os, "write", disk_full)
+        with pytest.raises(OSError):
+            boxes.append(new_message("worker", "main", "lost"))
+    assert boxes.path("main").read_bytes() == before
+    last = new_message("worker", "main", "last")
+    boxes.append(last)
+    assert boxes.read_from("main", 0)[0] == [first, last]
 
 
 def test_appends_from_many_processes_stay_whole_lines(tmp_path: Path) -> None:

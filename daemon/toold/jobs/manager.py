@@ -2,9 +2,13 @@
 
 A job runs its command through the configured runner (the caller supplies
 ``execute``). Records and output logs live in ``.toold/jobs/`` so a restarted
-daemon still lists finished jobs. When a job ends, ``on_finished`` fires (the
-server pushes ``jobs/finished``) and a notification waits in the queue that the
-agent loop drains into the message history.
+daemon still lists finished jobs, up to ``max_finished`` of them (``limits.max_finished_jobs``):
+when a job ends, the oldest finished ones beyond that go, record and log. When a job
+ends, ``on_finished`` fires (the server pushes ``jobs/finished``) and a notification
+waits in the queue that the agent loop drains into the message history.
+
+Files in the folder are written and removed under an flock on ``.toold/jobs/.lock``, so
+temp files found there under that lock are stale (a daemon killed mid-write) and go.
 """
 
 from __future__ import annotations
@@ -22,13 +26,15 @@ from typing import Any
 
 from toold.planning.tasks import now
 from toold.sandbox.process import CappedText
-from toold.storage import atomic_write_text
+from toold.storage import atomic_write_text, file_lock
 
 log = logging.getLogger(__name__)
 
 _ALPHABET = string.ascii_letters + string.digits
 OUTPUT_CAP = 30_000
 LOG_CAP_BYTES = 16 * 1024 * 1024
+MAX_FINISHED = 100
+LOCK_FILE = ".lock"
 
 
 @dataclass
@@ -75,13 +81,18 @@ class BackgroundManager:
         folder: Path,
         execute: Execute,
         on_finished: Callable[[dict[str, Any]], None] | None = None,
+        max_finished: int = MAX_FINISHED,
     ) -> None:
         self.folder = folder
         self.execute = execute
         self.on_finished = on_finished
+        self.max_finished = max_finished
+        """Finished jobs kept; the oldest beyond it are dropped when a job finishes."""
         self._records: dict[str, JobRecord] = {}
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self._output: dict[str, CappedText] = {}
+        self._finished: dict[str, None] = {}
+        """Finished job ids, oldest first (an ordered set)."""
         self._queue: list[dict[str, Any]] = []
         self._load()
 
@@ -89,24 +100,64 @@ class BackgroundManager:
     def _load(self) -> None:
         if not self.folder.is_dir():
             return
+        with file_lock(self._lock_path):
+            for stale in self.folder.glob(".*.json.*.tmp"):  # atomic_write_text's temp files
+                log.info("removing %s, left by a daemon that stopped mid-write", stale)
+                stale.unlink(missing_ok=True)
+        finished: list[JobRecord] = []
         for path in sorted(self.folder.glob("*.json")):
             try:
                 record = JobRecord(**json.loads(path.read_text(encoding="utf-8")))
             except (ValueError, TypeError) as exc:
                 log.warning("skipping unreadable job record %s: %s", path, exc)
                 continue
+            if record.job_id != path.stem:  # its log, and what pruning removes, go by the id
+                log.warning("skipping job record %s: it names job %r", path, record.job_id)
+                continue
             if record.status == "running":
                 record.status, record.finished_at = "failed", now()
                 record.error = "toold stopped while the job was running"
                 self._save(record)
             self._records[record.job_id] = record
+            finished.append(record)
+        finished.sort(key=lambda r: (r.finished_at or "", r.started_at, r.job_id))
+        self._finished = dict.fromkeys(r.job_id for r in finished)
+        self._prune()
+
+    @property
+    def _lock_path(self) -> Path:
+        return self.folder / LOCK_FILE
+
+    def _record_path(self, job_id: str) -> Path:
+        return self.folder / f"{job_id}.json"
 
     def _save(self, record: JobRecord) -> None:
-        self.folder.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(self.folder / f"{record.job_id}.json", json.dumps(asdict(record)))
+        with file_lock(self._lock_path):  # creates the folder
+            atomic_write_text(self._record_path(record.job_id), json.dumps(asdict(record)))
 
     def _log_path(self, job_id: str) -> Path:
         return self.folder / f"{job_id}.log"
+
+    def _prune(self) -> None:
+        """Drop the oldest finished jobs beyond ``max_finished``; running ones never go."""
+        excess = len(self._finished) - max(self.max_finished, 1)
+        if excess <= 0:
+            return
+        oldest = list(self._finished)[:excess]
+        dropped = [job_id for job_id in oldest if self._records[job_id].status != "running"]
+        try:
+            with file_lock(self._lock_path):
+                for job_id in dropped:
+                    # The log first: a crash in between leaves a record without output
+                    # (dropped next time), never an output log that nothing lists.
+                    self._log_path(job_id).unlink(missing_ok=True)
+                    self._record_path(job_id).unlink(missing_ok=True)
+        except OSError as exc:
+            log.error("could not remove old job files in %s: %s", self.folder, exc)
+        for job_id in dropped:
+            del self._finished[job_id]
+            self._records.pop(job_id, None)
+            self._output.pop(job_id, None)
 
     # -- starting jobs --------------------------------------------------------------
     def _claim_id(self, task_id: str | None) -> str:
@@ -121,6 +172,7 @@ class BackgroundManager:
 
     def _start(self, record: JobRecord, work: Work) -> None:
         job_id = record.job_id
+        self._finished.pop(job_id, None)  # a finished job's id, used again
         self._records[job_id] = record
         self._output[job_id] = CappedText(OUTPUT_CAP)
         self._save(record)
@@ -201,6 +253,8 @@ class BackgroundManager:
             self._save(record)
         except OSError as exc:
             log.error("could not save the record of job %s: %s", record.job_id, exc)
+        self._finished[record.job_id] = None
+        self._prune()
 
     # -- queries and control -----------------------------------------------------
     def drain_notifications(self) -> list[dict[str, Any]]:

@@ -1,7 +1,15 @@
-"""The audit log: one JSON line per decision and call in .toold/audit.jsonl, secrets redacted."""
+"""The audit log: one JSON line per decision and call in .toold/audit.jsonl, secrets redacted.
+
+Every tools/call writes two lines, so the log stays open between calls (reopened when
+the file is moved or deleted, as log rotation does) and redaction skips strings that
+cannot hold a secret. Long strings (a written file's content) are cut to
+MAX_STRING characters: the log says what was called, it is not a second copy of the data.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import json
 import os
 import re
@@ -11,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 REDACTED = "[REDACTED]"
+MAX_STRING = 2000
 # Matched against the key's words (camelCase and separators split), so "author"
 # and "max_tokens" stay readable while "apiKey", "X-Api-Key" and "access_token" do not.
 _SECRET_KEY = re.compile(
@@ -24,8 +33,14 @@ _SECRET_VALUE = re.compile(
     r"|xox[abpr]-[A-Za-z0-9-]{10,}|(?i:bearer)\s+[A-Za-z0-9._~+/=-]{8,}"
     r"|(?i:(?:password|passwd|token|secret|api[_-]?key))\s*[=:]\s*\S+)"
 )
+# Every match of _SECRET_VALUE contains one of these (lower-cased): a string without
+# any is returned as it is, far faster than running the pattern over it.
+_SECRET_HINTS = ("sk-", "gh", "akia", "xox", "bearer", "pass", "token", "secret", "api")
+# A secret that straddles the cut is redacted whole when it is shorter than this.
+_CUT_MARGIN = 512
 
 
+@functools.lru_cache(maxsize=1024)
 def is_secret_key(key: str) -> bool:
     """Whether a field named ``key`` holds a secret (api_key, password, token, ...)."""
     words = _NON_WORD.sub("_", _CAMEL.sub("_", key)).lower()
@@ -41,7 +56,26 @@ def redact(value: Any, key: str = "") -> Any:
     if isinstance(value, list):
         return [redact(v) for v in value]
     if isinstance(value, str):
-        return _SECRET_VALUE.sub(REDACTED, value)
+        return _redact_text(value)
+    return value
+
+
+def _redact_text(text: str) -> str:
+    low = text.lower()
+    if not any(hint in low for hint in _SECRET_HINTS):
+        return text
+    return _SECRET_VALUE.sub(REDACTED, text)
+
+
+def shorten(value: Any) -> Any:
+    """A copy of ``value`` whose strings are at most MAX_STRING characters (plus a note)."""
+    if isinstance(value, dict):
+        return {k: shorten(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [shorten(v) for v in value]
+    if isinstance(value, str) and len(value) > MAX_STRING:
+        head = _redact_text(value[: MAX_STRING + _CUT_MARGIN])[:MAX_STRING]
+        return f"{head}... [{len(value)} characters]"
     return value
 
 
@@ -51,17 +85,44 @@ class AuditLog:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._lock = threading.Lock()
+        self._fd: int | None = None
+        self._inode: tuple[int, int] | None = None
 
     def record(self, **entry: Any) -> None:
-        """Append one entry; ``arguments`` is redacted."""
+        """Append one entry; ``arguments`` is shortened and redacted."""
         if "arguments" in entry:
-            entry["arguments"] = redact(entry["arguments"])
+            entry["arguments"] = redact(shorten(entry["arguments"]))
         entry = {"time": datetime.now(UTC).isoformat(), **entry}
         line = (json.dumps(entry, ensure_ascii=False, default=str) + "\n").encode("utf-8")
         with self._lock:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-            try:
-                os.write(fd, line)
-            finally:
-                os.close(fd)
+            os.write(self._open(), line)
+
+    def _open(self) -> int:
+        """The open log, reopened when the path no longer names it (rotated, deleted)."""
+        try:
+            info = os.stat(self.path)
+            current: tuple[int, int] | None = (info.st_dev, info.st_ino)
+        except FileNotFoundError:
+            current = None
+        if self._fd is not None and current == self._inode:
+            return self._fd
+        self._close()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        info = os.fstat(fd)
+        self._fd, self._inode = fd, (info.st_dev, info.st_ino)
+        return fd
+
+    def _close(self) -> None:
+        if self._fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._fd)
+            self._fd = self._inode = None
+
+    def close(self) -> None:
+        """Close the log file; the next record opens it again."""
+        with self._lock:
+            self._close()
+
+    def __del__(self) -> None:
+        self._close()

@@ -39,6 +39,16 @@ def _checked(workspace: Path, path: str | os.PathLike[str]) -> tuple[str, str, l
     return root, candidate, candidate[len(prefix) :].split(os.sep)
 
 
+def workspace_relative(workspace: Path, path: str | os.PathLike[str]) -> str:
+    """``path`` normalised below the workspace, posix style ("." for the root).
+
+    Only the lexical checks (PermissionError as safe_path raises it): the form messages
+    name a file by, and what open_in_workspace will walk.
+    """
+    parts = _checked(workspace, path)[2]
+    return "/".join(parts) if parts else "."
+
+
 def safe_path(workspace: Path, path: str | os.PathLike[str]) -> Path:
     """Resolve ``path`` inside ``workspace`` or raise PermissionError.
 
@@ -91,7 +101,7 @@ def open_in_workspace(
             fd = os.open(".", flags | os.O_CLOEXEC, mode, dir_fd=dir_fd)
         else:
             current = candidate
-            fd = _open_last(dir_fd, parts[-1], current, flags, mode)
+            fd = _open_last(dir_fd, parts[-1], current, flags, mode, create_parents)
     finally:
         os.close(dir_fd)
     try:
@@ -119,7 +129,9 @@ def _step(dir_fd: int, part: str, current: str, create: bool) -> int:
         raise
 
 
-def _open_last(dir_fd: int, name: str, current: str, flags: int, mode: int) -> int:
+def _open_last(dir_fd: int, name: str, current: str, flags: int, mode: int, create: bool) -> int:
+    if create and flags & os.O_DIRECTORY:
+        return _step(dir_fd, name, current, create)
     try:
         return os.open(name, flags | os.O_NOFOLLOW | os.O_CLOEXEC, mode, dir_fd=dir_fd)
     except OSError as exc:

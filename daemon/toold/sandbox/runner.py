@@ -3,12 +3,18 @@
 Every run emits ``execution.started`` then ``execution.completed`` or
 ``execution.failed`` to an optional listener (the server turns them into
 ``execution/event`` notifications for clients that asked).
+
+When the execution settings change, the runner keeps its identity (agents and
+teammates hold it) and swaps its sandbox: the replaced one is closed, on a thread of
+its own, once the last call running in it has finished.
 """
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import logging
+import threading
 import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
@@ -55,6 +61,13 @@ class ToolRunner:
     def __init__(self, sandbox: Sandbox | None = None, on_event: EventListener | None = None):
         self.sandbox: Sandbox = sandbox or LocalSandbox()
         self.on_event = on_event
+        self._lock = threading.Lock()  # replace_sandbox may run on another thread
+        self._calls: dict[Sandbox, int] = {}
+        """Calls running in each sandbox."""
+        self._replaced: set[Sandbox] = set()
+        """Replaced sandboxes waiting for their last call to finish."""
+        self.closing: list[threading.Thread] = []
+        """Threads closing replaced sandboxes (kept for tests and shutdown)."""
 
     @property
     def name(self) -> str:
@@ -67,8 +80,54 @@ class ToolRunner:
         problem: str | None = getattr(self.sandbox, "problem", None)
         return problem
 
-    def _emit(self, event: str, tool: str, call_id: str, **extra: Any) -> None:
-        payload = {"event": event, "tool": tool, "runner": self.name, "callId": call_id, **extra}
+    def replace_sandbox(self, sandbox: Sandbox) -> Sandbox:
+        """Run later calls in ``sandbox`` (the execution settings changed; from any thread).
+
+        Calls already running finish in the previous sandbox, which is then closed in the
+        background: its workers, fork server, bwrap sandbox or engine connection go.
+        Returns the previous sandbox.
+        """
+        with self._lock:
+            previous, self.sandbox = self.sandbox, sandbox
+            busy = previous in self._calls
+            if busy:
+                self._replaced.add(previous)
+        if not busy:
+            self._close_in_background(previous)
+        return previous
+
+    def _close_in_background(self, sandbox: Sandbox) -> None:
+        def close() -> None:
+            try:
+                asyncio.run(sandbox.close())
+            except Exception:
+                log.exception("closing the replaced %s sandbox failed", sandbox.name)
+
+        thread = threading.Thread(target=close, name=f"toold-close-{sandbox.name}")
+        with self._lock:
+            self.closing = [t for t in self.closing if t.is_alive()] + [thread]
+        thread.start()
+
+    def _enter(self) -> Sandbox:
+        """The sandbox a call runs in (the whole call, even if it is replaced meanwhile)."""
+        with self._lock:
+            sandbox = self.sandbox
+            self._calls[sandbox] = self._calls.get(sandbox, 0) + 1
+        return sandbox
+
+    def _leave(self, sandbox: Sandbox) -> None:
+        with self._lock:
+            left = self._calls.pop(sandbox) - 1
+            if left:
+                self._calls[sandbox] = left
+                return
+            if sandbox not in self._replaced:
+                return
+            self._replaced.discard(sandbox)
+        self._close_in_background(sandbox)
+
+    def _emit(self, event: str, tool: str, call_id: str, runner: str, **extra: Any) -> None:
+        payload = {"event": event, "tool": tool, "runner": runner, "callId": call_id, **extra}
         log.debug("%s", payload)
         if self.on_event is not None:
             self.on_event(payload)
@@ -79,19 +138,29 @@ class ToolRunner:
         """Run ``tool`` through the sandbox."""
         name = getattr(tool, "name", type(tool).__name__)
         call_id = str((event_context or {}).get("callId") or f"call-{next(_call_ids)}")
+        sandbox = self._enter()
         started = time.perf_counter()
-        self._emit("execution.started", name, call_id)
+        self._emit("execution.started", name, call_id, sandbox.name)
         try:
-            result = await self.sandbox.run_tool(tool, args)
+            result = await sandbox.run_tool(tool, args)
         except BaseException as exc:
             elapsed = round((time.perf_counter() - started) * 1000, 3)
             error = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-            self._emit("execution.failed", name, call_id, durationMs=elapsed, error=error)
+            self._emit(
+                "execution.failed", name, call_id, sandbox.name, durationMs=elapsed, error=error
+            )
             raise
+        finally:
+            self._leave(sandbox)
         elapsed = round((time.perf_counter() - started) * 1000, 3)
-        self._emit("execution.completed", name, call_id, durationMs=elapsed)
+        self._emit("execution.completed", name, call_id, sandbox.name, durationMs=elapsed)
         return result
 
     async def close(self) -> None:
-        """Close the sandbox: idle workers, the fork server, containers."""
+        """Close the sandbox: idle workers, the fork server, containers (and wait for
+        replaced sandboxes being closed)."""
         await self.sandbox.close()
+        with self._lock:
+            closing = list(self.closing)
+        for thread in closing:
+            await asyncio.to_thread(thread.join)

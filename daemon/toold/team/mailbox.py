@@ -1,13 +1,15 @@
 """Mailboxes: one append-only JSONL file per agent under ``.toold/mailboxes/``.
 
 Each line is one message ``{id, from, to, content, type, timestamp, inReplyTo}``.
-Appends take a lock and write whole lines in one write; readers keep a byte
-offset, leave a line without its newline for later, and skip a torn line
-instead of crashing.
+Appends take a lock, cut a torn tail left by a writer that died mid-append, and
+write the whole line before returning. Readers keep a byte offset that is always
+just past a newline, leave a line without its newline for later, and skip a torn
+line instead of crashing.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -17,12 +19,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from toold.storage import file_lock
+from toold.storage import file_lock, write_all
 
 log = logging.getLogger(__name__)
 
 MAIN = "main"
 _ALPHABET = string.ascii_letters + string.digits
+_CHUNK = 64 * 1024
 
 
 def new_message(
@@ -40,6 +43,37 @@ def new_message(
     }
 
 
+def _line_start(fd: int, pos: int) -> int:
+    """The offset just past the last newline before ``pos`` in ``fd`` (0 when there is none)."""
+    while pos > 0:
+        low = max(0, pos - _CHUNK)
+        cut = os.pread(fd, pos - low, low).rfind(b"\n")
+        if cut >= 0:
+            return low + cut + 1
+        pos = low
+    return 0
+
+
+def _whole_lines_end(fd: int, size: int) -> int:
+    """The end of the last complete line among the first ``size`` bytes of ``fd``."""
+    if size > 0 and os.pread(fd, 1, size - 1) != b"\n":
+        return _line_start(fd, size)
+    return size
+
+
+def _read_all(fd: int, pos: int, count: int) -> bytes:
+    """Up to ``count`` bytes of ``fd`` from ``pos`` (fewer only at the end of the file)."""
+    parts = []
+    while count > 0:
+        part = os.pread(fd, count, pos)
+        if not part:
+            break
+        parts.append(part)
+        pos += len(part)
+        count -= len(part)
+    return b"".join(parts)
+
+
 class Mailboxes:
     """The mailbox folder of one workspace."""
 
@@ -51,34 +85,85 @@ class Mailboxes:
         return self.folder / f"{agent}.jsonl"
 
     def append(self, message: dict[str, Any]) -> None:
-        """Deliver ``message`` to its recipient's mailbox."""
+        """Deliver ``message`` to its recipient's mailbox; return once the whole line is written.
+
+        A writer killed in the middle of a large append (SIGKILL interrupts a write
+        between pages) leaves a torn tail: part of a line and no newline. Glued to
+        it, the next message would be lost in one unparseable line. So under the
+        lock, before writing, a tail that does not end in a newline is cut back to
+        the last newline, rather than fenced off by starting the new line with a
+        newline: the torn line belongs to an append that never returned, so nothing
+        acknowledged is in it, and the file stays whole lines (the torn garbage is not
+        kept for every reader to trip over). Cutting is safe for readers: their
+        offsets are always just past a newline (``read_from`` stops at one,
+        ``size`` ends before an unfinished tail) and a torn tail holds no newline,
+        so no reader's offset is in the part cut off, and readers only read bytes
+        before a newline, which are never cut. A write that fails part way (a full
+        disk) is cut back the same way before the error is raised.
+        """
         line = (json.dumps(message, ensure_ascii=False) + "\n").encode("utf-8")
         self.folder.mkdir(parents=True, exist_ok=True)
         with file_lock(self.folder / ".lock"):
-            fd = os.open(self.path(message["to"]), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            fd = os.open(self.path(message["to"]), os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
             try:
-                os.write(fd, line)
+                size = os.fstat(fd).st_size
+                end = _whole_lines_end(fd, size)
+                if end != size:
+                    log.warning(
+                        "cutting a torn tail of %d bytes from %s's mailbox",
+                        size - end,
+                        message["to"],
+                    )
+                    os.ftruncate(fd, end)
+                try:
+                    write_all(fd, line)
+                except OSError:
+                    with contextlib.suppress(OSError):
+                        os.ftruncate(fd, end)
+                    raise
             finally:
                 os.close(fd)
 
     def size(self, agent: str) -> int:
-        """Current end of ``agent``'s mailbox (where a new reader starts)."""
+        """Where a new reader of ``agent``'s mailbox starts: the end of its last whole line.
+
+        Not the file size: an unfinished tail (an append in flight, or a torn one that
+        the next append cuts) is left for the reader to pick up once it is whole.
+        """
         try:
-            return self.path(agent).stat().st_size
+            fd = os.open(self.path(agent), os.O_RDONLY)
         except FileNotFoundError:
             return 0
+        try:
+            return _whole_lines_end(fd, os.fstat(fd).st_size)
+        finally:
+            os.close(fd)
 
     def read_from(self, agent: str, offset: int) -> tuple[list[dict[str, Any]], int]:
-        """Complete messages after ``offset`` and the offset after the last of them."""
+        """Complete messages after ``offset`` and the offset after the last of them.
+
+        Only bytes before a newline that is already there are read: those never
+        change, while an unfinished tail may be cut and rewritten by ``append``
+        under a reader that holds no lock. An offset in the middle of a line or past
+        the end (never one this class hands out: those are just past a newline) is
+        moved back to the start of its line, or to the end of the last whole line,
+        so the message written next is not skipped.
+        """
         try:
-            with self.path(agent).open("rb") as fh:
-                fh.seek(offset)
-                data = fh.read()
+            fd = os.open(self.path(agent), os.O_RDONLY)
         except FileNotFoundError:
             return [], offset
-        end = data.rfind(b"\n") + 1
+        try:
+            end = _whole_lines_end(fd, os.fstat(fd).st_size)
+            start = min(max(offset, 0), end)
+            if start > 0 and os.pread(fd, 1, start - 1) != b"\n":
+                start = _line_start(fd, start)
+            data = _read_all(fd, start, end - start)
+            data = data[: data.rfind(b"\n") + 1]
+        finally:
+            os.close(fd)
         messages = []
-        for raw in data[:end].splitlines():
+        for raw in data.splitlines():
             if not raw.strip():
                 continue
             try:
@@ -88,4 +173,4 @@ class Mailboxes:
                 continue
             if isinstance(message, dict):
                 messages.append(message)
-        return messages, offset + end
+        return messages, start + len(data)

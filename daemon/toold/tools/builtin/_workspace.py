@@ -1,12 +1,27 @@
-"""The base of tools that act inside the bound workspace."""
+"""The base of tools that act inside the bound workspace, and their one way to touch files.
+
+Reads and writes go through sandbox.paths.open_in_workspace, so no symlink is
+followed even when one is swapped in after a check, and the opened file is checked
+to lie in the workspace. Appends refuse a file with other hard links (another name of
+it may lie outside); whole-file writes replace the file atomically instead.
+"""
 
 from __future__ import annotations
 
+import errno
+import os
+import posixpath
+import stat
 from pathlib import Path
 
 from toold.config import TooldConfig
-from toold.sandbox.paths import relative_posix, safe_path
+from toold.sandbox.paths import open_in_workspace, relative_posix, safe_path, workspace_relative
+from toold.storage import atomic_write_at, write_all
 from toold.tools.base import Tool
+
+_READ = os.O_RDONLY | os.O_NONBLOCK  # a FIFO must not block the open
+_APPEND = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK
+_FOLDER = os.O_RDONLY | os.O_DIRECTORY
 
 
 class WorkspaceTool(Tool):
@@ -30,6 +45,96 @@ class WorkspaceTool(Tool):
         """safe_path against the workspace."""
         return safe_path(self.workspace, path)
 
+    def lexical_path(self, path: str) -> Path:
+        """The absolute path ``path`` names, checked lexically only (a lock's key)."""
+        return self.workspace / workspace_relative(self.workspace, path)
+
     def relative(self, target: Path) -> str:
         """Workspace-relative posix path."""
         return relative_posix(self.workspace, target)
+
+    def read_bytes(self, path: str, max_size: int, fix: str) -> bytes:
+        """The bytes of a regular file; over ``max_size`` is a ValueError ending in ``fix``."""
+        rel = workspace_relative(self.workspace, path)
+        try:
+            fd = open_in_workspace(self.workspace, path, _READ)
+        except (FileNotFoundError, NotADirectoryError):
+            raise FileNotFoundError(f"File not found: {rel}") from None
+        with os.fdopen(fd, "rb") as fh:
+            info = os.fstat(fd)
+            _require_file(info.st_mode, rel)
+            if info.st_size > max_size:
+                raise _too_large(info.st_size, max_size, fix)
+            data = fh.read(max_size + 1)  # bounded even if the file grows meanwhile
+        if len(data) > max_size:
+            raise _too_large(len(data), max_size, fix)
+        return data
+
+    def write_bytes(
+        self,
+        path: str,
+        data: bytes,
+        *,
+        append: bool = False,
+        create_dirs: bool = True,
+        durable: bool = False,
+    ) -> str:
+        """Replace (atomically) or append to a file; returns its workspace-relative path."""
+        rel = workspace_relative(self.workspace, path)
+        if rel == ".":
+            raise IsADirectoryError(f"Is a directory: {rel}")
+        parent, name = posixpath.split(rel)
+        try:
+            dir_fd = open_in_workspace(
+                self.workspace, parent or ".", _FOLDER, create_parents=create_dirs
+            )
+        except NotADirectoryError:
+            raise NotADirectoryError(f"A parent of {rel} is a file, not a folder") from None
+        except FileNotFoundError:
+            raise FileNotFoundError(
+                f"Parent folder does not exist: {parent}; "
+                "create it first (files.create_dirs is false)"
+            ) from None
+        try:
+            try:
+                mode = os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode
+            except FileNotFoundError:
+                mode = None
+            if mode is not None and stat.S_ISLNK(mode):
+                raise PermissionError(
+                    f"Symlink detected in path chain: {os.path.join(self.workspace, rel)}"
+                )
+            if mode is not None:
+                _require_file(mode, rel)
+            if append:
+                _append(self.workspace, rel, data)
+            else:
+                atomic_write_at(dir_fd, name, data, durable=durable)
+        finally:
+            os.close(dir_fd)
+        return rel
+
+
+def _append(workspace: Path, rel: str, data: bytes) -> None:
+    try:
+        fd = open_in_workspace(workspace, rel, _APPEND, single_link=True)
+    except OSError as exc:
+        if exc.errno == errno.ENXIO:  # a FIFO nobody reads
+            raise ValueError(f"Not a file: {rel}") from None
+        raise
+    try:
+        _require_file(os.fstat(fd).st_mode, rel)
+        write_all(fd, data)
+    finally:
+        os.close(fd)
+
+
+def _require_file(mode: int, rel: str) -> None:
+    if stat.S_ISDIR(mode):
+        raise IsADirectoryError(f"Is a directory: {rel}")
+    if not stat.S_ISREG(mode):
+        raise ValueError(f"Not a file: {rel} (a device, FIFO or socket)")
+
+
+def _too_large(size: int, max_size: int, fix: str) -> ValueError:
+    return ValueError(f"File too large: {size} bytes (max: {max_size}); {fix}")

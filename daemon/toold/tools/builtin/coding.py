@@ -12,15 +12,15 @@ import re
 import stat
 from collections.abc import Callable
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from toold.sandbox.paths import workspace_relative
 from toold.search.grep import GrepQuery, grep_lines, literal_pattern
 from toold.search.patterns import compile_glob
 from toold.search.walk import walk_files
-from toold.storage import atomic_write_text, path_lock
+from toold.storage import path_lock
 from toold.tools.builtin._workspace import WorkspaceTool
 from toold.tools.builtin.files import decode_text
 
@@ -240,8 +240,6 @@ class StrReplaceTool(WorkspaceTool):
 
     def run(self, path: str, old: str, new: str, regex: bool = False, count: int = 0) -> str:
         """Replace and say how many."""
-        target = self.resolve(path)
-        rel = self.relative(target)
         pattern = _compile(old) if regex else literal_pattern(old)
 
         def literal(_match: re.Match[str]) -> str:
@@ -249,8 +247,14 @@ class StrReplaceTool(WorkspaceTool):
             return new
 
         replacement: str | Callable[[re.Match[str]], str] = new if regex else literal
-        with path_lock(target):
-            text = decode_text(self._read(target, rel), "utf-8")
+        with path_lock(self.lexical_path(path)):
+            data = self.read_bytes(
+                path,
+                self.config.limits.max_file_size,
+                "use bash instead, or raise limits.max_file_size in toold.toml",
+            )
+            rel = workspace_relative(self.workspace, path)
+            text = decode_text(data, "utf-8")
             try:
                 updated, replaced = pattern.subn(replacement, text, count=count)
             except (re.error, IndexError) as exc:
@@ -259,20 +263,8 @@ class StrReplaceTool(WorkspaceTool):
                 how = "the regex" if regex else "old (exact text, including whitespace)"
                 raise ValueError(f"No match in {rel}: {how} was not found; nothing replaced")
             if updated != text:
-                atomic_write_text(target, updated)
+                self.write_bytes(path, updated.encode("utf-8"), durable=self.config.files.fsync)
         return f"Replaced {replaced} occurrence{'s' if replaced != 1 else ''} in {rel}"
-
-    def _read(self, target: Path, rel: str) -> bytes:
-        if target.is_dir():
-            raise IsADirectoryError(f"Is a directory: {rel}")
-        try:
-            size = target.stat().st_size
-        except FileNotFoundError:
-            raise FileNotFoundError(f"File not found: {rel}") from None
-        max_size = self.config.limits.max_file_size
-        if size > max_size:
-            raise ValueError(f"File too large: {size} bytes (max: {max_size}); use bash instead")
-        return target.read_bytes()
 
 
 TOOLS = (ListDirTool, GlobSearchTool, GrepSearchTool, FileInfoTool, StrReplaceTool)

@@ -7,7 +7,6 @@ BareAgent's; Jianmu's ``path`` and ``encoding`` are accepted, and Jianmu's limit
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any, Self
 
@@ -15,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, ModelWrapValidatorHandler, mo
 from pydantic.json_schema import SkipJsonSchema
 
 from toold.search.grep import split_lines
-from toold.storage import atomic_write_bytes, atomic_write_text, path_lock
+from toold.storage import path_lock
 from toold.tools.builtin._alternatives import validate_with_alternatives
 from toold.tools.builtin._workspace import WorkspaceTool
 
@@ -102,16 +101,13 @@ class ReadFileTool(FileTool):
             raise ValueError("offset must be >= 0")
         if limit is not None and limit < 0:
             raise ValueError("limit must be >= 0")
-        path = self.resolve(file_path)
-        self.check_extension(path)
-        max_size = self.config.limits.max_file_size
-        size = path.stat().st_size
-        if size > max_size:
-            raise ValueError(
-                f"File too large: {size} bytes (max: {max_size}); "
-                "use grep or bash to look inside it, or raise limits.max_file_size in toold.toml"
-            )
-        lines = split_lines(decode_text(path.read_bytes(), encoding))
+        self.check_extension(Path(file_path))
+        data = self.read_bytes(
+            file_path,
+            self.config.limits.max_file_size,
+            "use grep or bash to look inside it, or raise limits.max_file_size in toold.toml",
+        )
+        lines = split_lines(decode_text(data, encoding))
         end = None if limit is None else offset + limit
         return "\n".join(
             f"{number}: {line}" for number, line in enumerate(lines[offset:end], start=offset + 1)
@@ -132,13 +128,7 @@ class WriteFileTool(FileTool):
         self, file_path: str, content: str, append: bool = False, encoding: str = "utf-8"
     ) -> str:
         """Write or append, then say how much."""
-        path = self.resolve(file_path)
-        rel = self.relative(path)
-        if path.is_dir():
-            # Checked first: the atomic write would stage its temp file in the parent,
-            # which for the workspace root lies outside the workspace.
-            raise IsADirectoryError(f"Is a directory: {rel}")
-        self.check_extension(path)
+        self.check_extension(Path(file_path))
         files = self.config.files
         data = content.encode(encoding)
         if len(data) > files.max_content_size:
@@ -146,21 +136,11 @@ class WriteFileTool(FileTool):
                 f"Content too large ({len(data)} bytes, max: {files.max_content_size}); "
                 "write it in parts with append=true, or raise files.max_content_size"
             )
-        if not path.parent.is_dir():
-            if not files.create_dirs:
-                raise FileNotFoundError(
-                    f"Parent folder does not exist: {self.relative(path.parent)}; "
-                    "create it first (files.create_dirs is false)"
-                )
-            path.parent.mkdir(parents=True, exist_ok=True)
-        with path_lock(path):
-            if append:
-                fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644)
-                with os.fdopen(fd, "ab") as fh:
-                    fh.write(data)
-                return f"Appended {len(content)} characters to {rel}"
-            atomic_write_bytes(path, data)
-        return f"Wrote {len(content)} characters to {rel}"
+        with path_lock(self.lexical_path(file_path)):
+            rel = self.write_bytes(
+                file_path, data, append=append, create_dirs=files.create_dirs, durable=files.fsync
+            )
+        return f"{'Appended' if append else 'Wrote'} {len(content)} characters to {rel}"
 
 
 class EditFileTool(WorkspaceTool):
@@ -172,13 +152,18 @@ class EditFileTool(WorkspaceTool):
 
     def run(self, file_path: str, old_text: str, new_text: str) -> str:
         """Exact text replacement, first occurrence only."""
-        path = self.resolve(file_path)
-        with path_lock(path):
-            text = decode_text(path.read_bytes(), "utf-8")
+        with path_lock(self.lexical_path(file_path)):
+            data = self.read_bytes(
+                file_path,
+                self.config.limits.max_file_size,
+                "edit it with bash (e.g. sed), or raise limits.max_file_size in toold.toml",
+            )
+            text = decode_text(data, "utf-8")
             if old_text not in text:
                 raise ValueError("old_text not found in file")
-            atomic_write_text(path, text.replace(old_text, new_text, 1))
-        return f"Edited {self.relative(path)}"
+            updated = text.replace(old_text, new_text, 1).encode("utf-8")
+            rel = self.write_bytes(file_path, updated, durable=self.config.files.fsync)
+        return f"Edited {rel}"
 
 
 TOOLS = (ReadFileTool, WriteFileTool, EditFileTool)
