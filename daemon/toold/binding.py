@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -69,6 +70,7 @@ class WorkspaceState:
     """Set once outside changes are watched (see toold.watch)."""
     warn: Report | None = None
     """Show the user a warning; without it warnings are only logged."""
+    _reloading: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @property
     def state_dir(self) -> Path:
@@ -76,7 +78,14 @@ class WorkspaceState:
         return self.root / STATE_DIR
 
     def reload_config(self, overrides: dict[str, Any] | None = None) -> str | None:
-        """Re-read toold.toml (+ overrides); on error keep the last good config and say why."""
+        """Re-read toold.toml (+ overrides); on error keep the last good config and say why.
+
+        Runs on a worker thread (a new sandbox may take seconds to probe); one at a time.
+        """
+        with self._reloading:
+            return self._reload_config(overrides)
+
+    def _reload_config(self, overrides: dict[str, Any] | None) -> str | None:
         try:
             config = load_config(self.root, overrides)
             guard = make_guard(config, self.root, self.guard.ask)

@@ -444,7 +444,10 @@ def create_server(
         if isinstance(settings, dict) and isinstance(settings.get("toold"), dict):
             settings = settings["toold"]
         overrides = settings.get("config", settings) if isinstance(settings, dict) else None
-        problem = server.state.reload_config(overrides if isinstance(overrides, dict) else None)
+        # Off the loop: a new runner may probe bwrap or Docker for seconds.
+        problem = await asyncio.to_thread(
+            server.state.reload_config, overrides if isinstance(overrides, dict) else None
+        )
         if problem:
             server.show_error(problem)
 

@@ -3,9 +3,9 @@
 Memory is sampled from /proc while each call runs (peak resident growth must stay
 under 100 MB); "answers other requests meanwhile" means a read_file sent right after a
 long call is answered before that call is. The tree has 50,000 files
-(``TOOLD_FULL_HARDENING=1``: 1,000,000). A fork bomb under bwrap belongs to the runner
-tests. The daemon's $HOME is an empty folder: ``bash -l`` then reads no profile (see
-test_soak for why a profile that takes a lock is a hazard under kills).
+(``TOOLD_FULL_HARDENING=1``: 1,000,000). The fork bomb under bwrap (pids limit) is in
+tests/sandbox/test_bwrap.py. The daemon's $HOME is an empty folder: ``bash -l`` then
+reads no profile (see test_soak for why a profile that takes a lock is a hazard).
 """
 
 from __future__ import annotations

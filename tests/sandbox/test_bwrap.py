@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import socket
+import threading
 from pathlib import Path
 
 import pytest
@@ -83,3 +84,30 @@ def test_nothing_a_call_started_outlives_it(daemon: Daemon) -> None:
     marker = f"sleep 2{os.getpid() % 1000}.{os.getpid() // 1000 % 1000}"
     client.tool("bash", command=f"setsid {marker} >/dev/null 2>&1 & echo started")
     assert wait_until(lambda: not processes_matching(marker)), "a daemonised process survived"
+
+
+def test_a_fork_bomb_stops_at_the_pids_limit_and_leaves_nothing(daemon: Daemon) -> None:
+    client = daemon("bwrap", pids_limit=64)
+    name = f"bomb{os.getpid()}"
+    command = f"{name}() {{ {name} | {name} & }}; {name}; sleep 1; echo survived"
+    counts: list[int] = []
+    done = threading.Event()
+
+    def sample() -> None:  # the bomb's processes, as the host sees them
+        while not done.is_set():
+            counts.append(len(processes_matching(name)))
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    msg_id = start_call(client, "bash", "bomb", command=command, timeout=4)
+    try:
+        assert wait_until(lambda: max(counts, default=0) >= 32), "the bomb never spread"
+        # The daemon answers other calls while the bomb runs.
+        assert client.tool("read_file", file_path="toold.toml")["isError"] is False
+        result = client.response(msg_id)["result"]
+    finally:
+        done.set()
+        sampler.join()
+    assert max(counts) <= 64, f"{max(counts)} bomb processes: the pids limit did not hold"
+    assert "Resource temporarily unavailable" in result["content"] or result["isError"], result
+    assert wait_until(lambda: not processes_matching(name)), "bomb processes survived the call"

@@ -55,17 +55,20 @@ class WorkspaceTool(Tool):
 
     def read_bytes(self, path: str, max_size: int, fix: str) -> bytes:
         """The bytes of a regular file; over ``max_size`` is a ValueError ending in ``fix``."""
-        rel = workspace_relative(self.workspace, path)
         try:
             fd = open_in_workspace(self.workspace, path, _READ)
         except (FileNotFoundError, NotADirectoryError):
+            rel = workspace_relative(self.workspace, path)
             raise FileNotFoundError(f"File not found: {rel}") from None
         with os.fdopen(fd, "rb") as fh:
             info = os.fstat(fd)
-            _require_file(info.st_mode, rel)
+            if not stat.S_ISREG(info.st_mode):
+                _require_file(info.st_mode, workspace_relative(self.workspace, path))
             if info.st_size > max_size:
                 raise _too_large(info.st_size, max_size, fix)
-            data = fh.read(max_size + 1)  # bounded even if the file grows meanwhile
+            data = fh.read(info.st_size + 1)
+            if len(data) > info.st_size:  # it grew meanwhile: still bounded
+                data += fh.read(max_size + 1 - len(data))
         if len(data) > max_size:
             raise _too_large(len(data), max_size, fix)
         return data
