@@ -212,6 +212,7 @@ class TooldServer(LanguageServer):
         self.max_message_bytes = max_message_bytes or errors.MAX_MESSAGE_BYTES
         self.state: WorkspaceState
         self._binding: asyncio.Future[None] | None = None
+        self._reload: asyncio.Future[str | None] | None = None
         self._background: set[asyncio.Task[Any]] = set()
         self.stopped = asyncio.Event()
         self.exit_code = 0
@@ -237,13 +238,27 @@ class TooldServer(LanguageServer):
         self.spawn(watch_workspace(self.state, self.show_error))
 
     async def ready(self) -> None:
-        """Wait until the workspace is bound (a no-op after the first time)."""
+        """Wait until the workspace is bound and a configuration change sent before is applied."""
         if self._binding is None:
             self._loop = asyncio.get_running_loop()
             self.bind_workspace(self.root, None)
             self._binding = self._loop.create_future()
             self._binding.set_result(None)
         await self._binding
+        reload = self._reload
+        if reload is not None and not reload.done():
+            await asyncio.shield(reload)
+
+    async def reload_config(self, overrides: dict[str, Any] | None) -> None:
+        """Apply ``workspace/didChangeConfiguration`` off the loop (a runner may probe
+        bwrap or Docker for seconds); requests received meanwhile wait for it."""
+        previous = self._reload
+        if previous is not None and not previous.done():
+            await asyncio.shield(previous)
+        self._reload = asyncio.ensure_future(asyncio.to_thread(self.state.reload_config, overrides))
+        problem = await asyncio.shield(self._reload)
+        if problem:
+            self.show_error(problem)
 
     def bind_workspace(
         self, root: Path, overrides: dict[str, Any] | None = None, execution_events: bool = False
@@ -348,6 +363,8 @@ class TooldServer(LanguageServer):
             if self.state.team is not None:
                 await self.state.team.close()
             await self.state.runner.close()
+            if self.state.guard.audit is not None:
+                self.state.guard.audit.close()
 
     def request_stop(self, exit_code: int = 0) -> None:
         """Ask the serve loop to finish."""
@@ -444,12 +461,7 @@ def create_server(
         if isinstance(settings, dict) and isinstance(settings.get("toold"), dict):
             settings = settings["toold"]
         overrides = settings.get("config", settings) if isinstance(settings, dict) else None
-        # Off the loop: a new runner may probe bwrap or Docker for seconds.
-        problem = await asyncio.to_thread(
-            server.state.reload_config, overrides if isinstance(overrides, dict) else None
-        )
-        if problem:
-            server.show_error(problem)
+        await server.reload_config(overrides if isinstance(overrides, dict) else None)
 
     @server.feature(types.EXIT)
     def on_exit(*_: Any) -> None:

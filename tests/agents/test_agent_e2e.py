@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from tests.agents.conftest import API_KEY, ModelServer, tool_names, tool_results
-from tests.e2e.wire import WireClient
+from tests.e2e.wire import WireClient, wait_until
 
 ASK = "window/showMessageRequest"
 ACTIONS = [{"title": "Allow"}, {"title": "Always allow"}, {"title": "Deny"}]
@@ -89,9 +89,15 @@ def prompts_left(client: WireClient) -> list[dict[str, Any]]:
     return [m for m in client._pending if m.get("method") == ASK]
 
 
-def audit(workspace: Path) -> list[dict[str, Any]]:
+def audit(workspace: Path, count: int) -> list[dict[str, Any]]:
+    """The audit log once it holds ``count`` entries (they are written after the answer)."""
     path = workspace / ".toold" / "audit.jsonl"
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+    def lines() -> list[str]:
+        return path.read_text(encoding="utf-8").splitlines() if path.exists() else []
+
+    assert wait_until(lambda: len(lines()) >= count), lines()
+    return [json.loads(line) for line in lines()]
 
 
 def write_turn(model: ModelServer, name: str = "out.txt", content: str = "hello") -> None:
@@ -163,7 +169,7 @@ def test_allow_deny_always_allow_and_plan_mode(
     assert not (workspace / "plan.txt").exists()
 
     # Every decision and call is in the audit log.
-    entries = [(e["event"], e["tool"], e.get("decision")) for e in audit(workspace)]
+    entries = [(e["event"], e["tool"], e.get("decision")) for e in audit(workspace, 10)]
     assert entries == [
         ("decision", "write_file", "user-allowed"),
         ("call", "write_file", None),
@@ -176,7 +182,7 @@ def test_allow_deny_always_allow_and_plan_mode(
         ("decision", "read_file", "allowed"),
         ("call", "read_file", None),
     ]
-    reasons = [e["reason"] for e in audit(workspace) if e["event"] == "decision"]
+    reasons = [e["reason"] for e in audit(workspace, 10) if e["event"] == "decision"]
     assert reasons[1] == "user denied (write_file always asks)"
     assert reasons[3].startswith("always allowed this session")
     assert reasons[4] == "write_file always asks"  # plan mode's refusal of an always-ask tool
@@ -196,7 +202,7 @@ def test_a_client_that_cannot_show_requests_is_never_asked(
     assert result == {"content": "User denied.", "isError": True}
     assert (workspace / "build").is_dir()
     assert prompts_left(client) == []
-    assert [e["reason"] for e in audit(workspace)] == [
+    assert [e["reason"] for e in audit(workspace, 2)] == [
         "non-interactive (write_file always asks)",
         "non-interactive (dangerous command (recursive rm))",
     ]
@@ -310,7 +316,7 @@ def test_user_calls_skip_the_prompt_but_obey_deny_rules(start: Start, workspace:
     assert client.tool("bash", command="touch made.txt")["isError"] is False
     assert client.tool("write_file", file_path="w.txt", content="x")["isError"] is False
     assert prompts_left(client) == []
-    entries = audit(workspace)
+    entries = audit(workspace, 5)
     assert [(e["event"], e["tool"], e.get("decision")) for e in entries] == [
         ("decision", "bash", "denied"),
         ("decision", "bash", "allowed"),
@@ -347,7 +353,7 @@ def test_mode_and_rules_from_initialization_options(start: Start, workspace: Pat
 def test_audit_redacts_secrets(start: Start, workspace: Path) -> None:
     client = start()
     client.tool("write_file", file_path="cfg.env", content="API_KEY=sk-ant-abcdefghijklmnop12")
-    [decision, call] = audit(workspace)
+    [decision, call] = audit(workspace, 2)
     assert decision["arguments"] == {"file_path": "cfg.env", "content": "[REDACTED]"}
     assert "sk-ant" not in json.dumps(call)
 

@@ -11,12 +11,11 @@ import contextlib
 import json
 import os
 import queue
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from tests.e2e.wire import WireClient
+from tests.e2e.wire import WireClient, wait_until
 
 FULL = os.environ.get("TOOLD_FULL_HARDENING") == "1"
 
@@ -128,8 +127,5 @@ def zombies(pid: int) -> list[int]:
 
 def wait_for(predicate: Callable[[], bool], timeout: float, what: str) -> None:
     """Poll ``predicate`` (state owned by another process has no event to wait on)."""
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(0.02)
+    if not wait_until(predicate, timeout):
+        raise AssertionError(f"timed out after {timeout}s waiting for {what}")

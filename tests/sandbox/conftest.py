@@ -11,7 +11,6 @@ import re
 import shutil
 import socket
 import subprocess
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -21,16 +20,6 @@ import pytest
 from tests.e2e.wire import WireClient
 
 Daemon = Callable[..., WireClient]
-
-
-def wait_until(predicate: Callable[[], bool], timeout: float = 10.0) -> bool:
-    """Poll ``predicate`` (for state that has no event to wait on, like a process exiting)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.02)
-    return predicate()
 
 
 def pid_alive(pid: int) -> bool:

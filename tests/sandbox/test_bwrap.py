@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
+from tests.e2e.wire import wait_until
 from tests.sandbox.conftest import (
     Daemon,
     processes_matching,
     progress_until,
     start_call,
-    wait_until,
 )
 
 pytestmark = pytest.mark.usefixtures("bwrap_ready")

@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from tests.sandbox.conftest import Daemon, progress_until, start_call, wait_until
+from tests.e2e.wire import wait_until
+from tests.sandbox.conftest import Daemon, progress_until, start_call
 
 pytestmark = pytest.mark.usefixtures("docker_ready")
 

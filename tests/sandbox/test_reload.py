@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.wire import WireClient
-from tests.sandbox.conftest import Daemon, pid_alive, progress_until, start_call, wait_until
+from tests.e2e.wire import WireClient, wait_until
+from tests.sandbox.conftest import Daemon, pid_alive, progress_until, start_call
 from toold.binding import bind
 from toold.sandbox.channel import SandboxUnavailable
 

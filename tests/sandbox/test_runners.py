@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from tests.sandbox.conftest import pid_alive, wait_until
+from tests.e2e.wire import wait_until
+from tests.sandbox.conftest import pid_alive
 from toold.config import TooldConfig
 from toold.sandbox.channel import RemoteError, WorkerLost, rebuild_exception
 from toold.sandbox.runners import make_runner

@@ -5,7 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from tests.sandbox.conftest import Daemon, pid_alive, progress_until, start_call, wait_until
+from tests.e2e.wire import wait_until
+from tests.sandbox.conftest import Daemon, pid_alive, progress_until, start_call
 
 
 def test_bash_and_read_file_run_in_a_worker_process(daemon: Daemon) -> None:

@@ -165,6 +165,33 @@ def _check_opened(fd: int, root: str, candidate: str, single_link: bool) -> None
         raise PermissionError(f"Path '{candidate}' was moved out of workspace {root}")
 
 
+# Filesystems whose calls finish in microseconds unless the disk itself fails; network
+# and FUSE filesystems (nfs, cifs, fuse.sshfs, ...) can stall for as long as they like.
+LOCAL_FILESYSTEMS = frozenset(
+    {"ext2", "ext3", "ext4", "xfs", "btrfs", "f2fs", "zfs", "bcachefs", "jfs", "nilfs2"}
+    | {"tmpfs", "ramfs", "overlay"}
+)
+
+
+def filesystem_type(path: Path) -> str | None:
+    """The type of the filesystem ``path`` lies on (``/proc/self/mountinfo``), or None."""
+    target = os.fspath(path)
+    best, kind = "", None
+    try:
+        with open("/proc/self/mountinfo", encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                fields = line.split()
+                if "-" not in fields:
+                    continue
+                mount = fields[4].encode("latin-1", "replace").decode("unicode_escape")
+                inside = target == mount or target.startswith(mount.rstrip("/") + "/")
+                if inside and len(mount) >= len(best):
+                    best, kind = mount, fields[fields.index("-") + 1]
+    except OSError:
+        return None
+    return kind
+
+
 def relative_posix(workspace: Path, target: Path) -> str:
     """Workspace-relative posix form of an absolute path inside the workspace."""
     rel = os.path.relpath(target, workspace)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,3 +27,10 @@ class ToolRuntime:
 
     def __post_init__(self) -> None:
         self.workspace = Path(self.workspace).resolve()
+
+    @functools.cached_property
+    def local_filesystem(self) -> bool:
+        """Whether the workspace lies on a local disk or in memory (not NFS, SMB, FUSE)."""
+        from toold.sandbox.paths import LOCAL_FILESYSTEMS, filesystem_type
+
+        return filesystem_type(self.workspace) in LOCAL_FILESYSTEMS

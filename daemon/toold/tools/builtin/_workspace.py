@@ -13,6 +13,7 @@ import os
 import posixpath
 import stat
 from pathlib import Path
+from typing import Any, ClassVar
 
 from toold.config import TooldConfig
 from toold.sandbox.paths import open_in_workspace, relative_posix, safe_path, workspace_relative
@@ -24,8 +25,28 @@ _APPEND = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK
 _FOLDER = os.O_RDONLY | os.O_DIRECTORY
 
 
+# Past this many bytes per call (limits.max_file_size, files.max_content_size), file
+# tools take the worker thread like everything else.
+INLINE_MAX_BYTES = 4 * 1024 * 1024
+
+
 class WorkspaceTool(Tool):
     """A tool that needs the workspace from its runtime."""
+
+    inline: ClassVar[bool] = False
+    """Bounded work on one file or folder: runs on the event loop when that is safe."""
+
+    def runs_inline(self, args: Any) -> bool:
+        """Inline tools, on a local filesystem, with the configured sizes kept small.
+
+        A network or FUSE filesystem can stall any call, so there every call takes a
+        worker thread; so does any call when the size limits allow large files.
+        """
+        runtime = self.runtime
+        if not self.inline or runtime is None or not runtime.local_filesystem:
+            return False
+        limits, files = runtime.config.limits, runtime.config.files
+        return max(limits.max_file_size, files.max_content_size) <= INLINE_MAX_BYTES
 
     @property
     def workspace(self) -> Path:

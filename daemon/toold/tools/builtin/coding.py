@@ -85,6 +85,10 @@ def _compile(pattern: str, flags: int = 0) -> re.Pattern[str]:
         raise ValueError(f"Invalid regex pattern: {exc}") from None
 
 
+# A folder file this small holds a few hundred entries at most (ext4: 4 KiB per block).
+INLINE_FOLDER_BYTES = 16 * 1024
+
+
 class ListDirTool(WorkspaceTool):
     name = "list_dir"
     description = (
@@ -92,6 +96,17 @@ class ListDirTool(WorkspaceTool):
         "is FILE or DIR and SIZE is in B, KB or MB ('-' for folders). At most 1000 entries."
     )
     Arguments = ListDirArguments
+    inline = True
+
+    def runs_inline(self, args: Any) -> bool:
+        """As for every file tool, and only for a small folder (its entries are sorted)."""
+        if not super().runs_inline(args):
+            return False
+        try:
+            folder = self.resolve(args.get("path", ".") if isinstance(args, dict) else ".")
+            return os.stat(folder).st_size <= INLINE_FOLDER_BYTES
+        except (OSError, ValueError):
+            return True  # the call itself fails at once, and says why
 
     def run(self, path: str = ".") -> str:
         """The folder's table."""
@@ -206,6 +221,7 @@ class FileInfoTool(WorkspaceTool):
         "(bytes), modified (ISO 8601, UTC), extension ('.py', or '' for none)}."
     )
     Arguments = FileInfoArguments
+    inline = True
 
     def run(self, path: str) -> dict[str, Any]:
         """The entry's metadata."""

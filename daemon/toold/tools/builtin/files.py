@@ -92,6 +92,7 @@ class ReadFileTool(FileTool):
         "Also accepts path for file_path, and encoding (default utf-8)."
     )
     Arguments = ReadFileArguments
+    inline = True
 
     def run(
         self, file_path: str, offset: int = 0, limit: int | None = None, encoding: str = "utf-8"
@@ -122,6 +123,7 @@ class WriteFileTool(FileTool):
         "Also accepts path for file_path, and encoding (default utf-8)."
     )
     Arguments = WriteFileArguments
+    inline = True
     effect_tags = ("filesystem:write",)
 
     def run(
@@ -147,6 +149,7 @@ class EditFileTool(WorkspaceTool):
     name = "edit_file"
     description = "Replace the first occurrence of old_text with new_text in a file."
     Arguments = EditFileArguments
+    inline = True
     parallel_safe = False
     effect_tags = ("filesystem:write",)
 
