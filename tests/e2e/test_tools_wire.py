@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import os
 import re
-import time
 from pathlib import Path
 
 import pytest
 
-from tests.e2e.wire import WireClient
+from tests.e2e.wire import WireClient, wait_until
 
 BASE = ["bash", "read_file", "write_file", "edit_file", "glob", "grep"]
 
@@ -119,15 +118,6 @@ def _pid_alive(pid: int) -> bool:
         return False
 
 
-def _wait_until(predicate, timeout: float = 20.0) -> bool:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.02)
-    return predicate()
-
-
 def test_progress_streams_bash_output(client: WireClient) -> None:
     msg_id = client.request(
         "tools/call",
@@ -172,7 +162,7 @@ def test_cancel_kills_the_whole_process_group(client: WireClient) -> None:
     client.notify("$/cancelRequest", {"id": msg_id})
     reply = client.response(msg_id)
     assert reply["error"]["code"] == -32800
-    assert _wait_until(lambda: not _pid_alive(child)), f"background child {child} survived"
+    assert wait_until(lambda: not _pid_alive(child), 20.0), f"background child {child} survived"
 
 
 def test_event_loop_stays_free_during_a_long_call(client: WireClient) -> None:
