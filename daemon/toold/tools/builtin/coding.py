@@ -12,6 +12,7 @@ import re
 import stat
 from collections.abc import Callable
 from datetime import UTC, datetime
+from operator import attrgetter
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -103,7 +104,7 @@ class ListDirTool(WorkspaceTool):
         if not super().runs_inline(args):
             return False
         try:
-            folder = self.resolve(args.get("path", ".") if isinstance(args, dict) else ".")
+            folder = self.lexical_path(args.get("path", ".") if isinstance(args, dict) else ".")
             return os.stat(folder).st_size <= INLINE_FOLDER_BYTES
         except (OSError, ValueError):
             return True  # the call itself fails at once, and says why
@@ -111,24 +112,25 @@ class ListDirTool(WorkspaceTool):
     def run(self, path: str = ".") -> str:
         """The folder's table."""
         folder = self.resolve(path)
-        if not folder.is_dir():
-            if folder.exists():
-                raise NotADirectoryError(f"Not a directory: {self.relative(folder)}")
-            raise FileNotFoundError(f"Directory not found: {self.relative(folder)}")
-        with os.scandir(folder) as it:
-            entries = sorted(it, key=lambda e: e.name)
+        try:
+            with os.scandir(folder) as it:
+                entries = sorted(it, key=attrgetter("name"))
+        except NotADirectoryError:
+            raise NotADirectoryError(f"Not a directory: {self.relative(folder)}") from None
+        except FileNotFoundError:
+            raise FileNotFoundError(f"Directory not found: {self.relative(folder)}") from None
         if not entries:
             return "(empty directory)"
         lines = []
         for entry in entries[:MAX_LIST_ENTRIES]:
             try:
-                info = entry.stat(follow_symlinks=False)
+                if entry.is_dir(follow_symlinks=False):  # from the listing: no system call
+                    lines.append(f"DIR   {'-':>9}  {entry.name}")
+                else:
+                    size = entry.stat(follow_symlinks=False).st_size
+                    lines.append(f"FILE  {human_size(size):>9}  {entry.name}")
             except OSError:
                 continue
-            if stat.S_ISDIR(info.st_mode):
-                lines.append(f"DIR   {'-':>9}  {entry.name}")
-            else:
-                lines.append(f"FILE  {human_size(info.st_size):>9}  {entry.name}")
         if len(entries) > MAX_LIST_ENTRIES:
             more = len(entries) - MAX_LIST_ENTRIES
             lines.append(f"... ({more} more entries; list a sub-folder or use glob_search)")
