@@ -20,6 +20,7 @@ import json
 import logging
 import os
 import re
+import stat
 import sys
 import threading
 from typing import TYPE_CHECKING, Any, BinaryIO
@@ -97,10 +98,13 @@ class PipeWriter:
 async def _stdin_reader(stdin: BinaryIO) -> asyncio.StreamReader:
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=HEADER_LIMIT)
-    try:
+    mode = os.fstat(stdin.fileno()).st_mode
+    # Pipes, sockets and terminals can be watched by the loop; regular files and other
+    # devices (/dev/null: epoll refuses it, and the loop would wait forever) cannot.
+    if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or os.isatty(stdin.fileno()):
         await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), stdin)
-    except ValueError:
-        # Regular files cannot be watched by the loop: feed from a thread instead.
+    else:
+        # Fed from a thread instead.
         def pump() -> None:
             while chunk := stdin.read1(65536) if hasattr(stdin, "read1") else stdin.read(65536):
                 loop.call_soon_threadsafe(reader.feed_data, chunk)

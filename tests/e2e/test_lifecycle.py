@@ -117,3 +117,27 @@ def test_debug_logs_go_to_stderr_never_stdout(workspace: Path) -> None:
         assert "DEBUG" in c.stderr()
     finally:
         assert c.close() == 0
+
+
+def _frame(message: str) -> bytes:
+    body = message.encode("utf-8")
+    return b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+
+
+def test_stdin_that_is_not_a_pipe_is_read_to_its_end(tmp_path: Path) -> None:
+    """/dev/null (which epoll refuses) and a regular file holding a whole session."""
+    serve = [sys.executable, "-m", "toold", "serve", "--workspace", os.fspath(tmp_path)]
+    with open(os.devnull, "rb") as devnull:
+        done = subprocess.run(serve, stdin=devnull, capture_output=True, timeout=30)
+    assert done.returncode == 1, done.stderr  # end of input without shutdown
+    session = tmp_path / "session.jsonrpc"
+    session.write_bytes(
+        _frame('{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"capabilities":{}}}')
+        + _frame('{"jsonrpc":"2.0","method":"initialized","params":{}}')
+        + _frame('{"jsonrpc":"2.0","id":2,"method":"shutdown"}')
+        + _frame('{"jsonrpc":"2.0","method":"exit"}')
+    )
+    with session.open("rb") as stdin:
+        done = subprocess.run(serve, stdin=stdin, capture_output=True, timeout=30)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.endswith(b'{"jsonrpc": "2.0", "id": 2, "result": null}'), done.stdout
