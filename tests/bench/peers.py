@@ -19,7 +19,9 @@ list_directory; and vs list_directory_with_sizes, which stats each entry as list
 does), find files by name in a 240-file tree (glob ``*.md`` vs search_files
 ``**/*.md``) and write a 1 KiB file (write_file vs write_file). For each: calls per
 second, p50 and p99 latency, and the ratio toold/MCP of calls per second (> 1: toold is
-faster). toold's write_file fsyncs the file and its folder; the MCP server does not.
+faster). toold's write_file replaces the file atomically (temp file + rename), the MCP
+server writes in place; neither fsyncs by default, and a last row measures toold with
+``files.fsync = true`` (a second daemon on the same workspace).
 """
 
 from __future__ import annotations
@@ -201,14 +203,18 @@ class McpClient(_Client):
         return result["content"][0]["text"]
 
 
-def start_toold(workspace: Path) -> LspClient:
-    """Spawn and initialize toold on ``workspace``."""
+def start_toold(workspace: Path, config: dict[str, Any] | None = None) -> LspClient:
+    """Spawn and initialize toold on ``workspace`` (``config``: initializationOptions)."""
     argv = [sys.executable, "-m", "toold", "serve", "--workspace", os.fspath(workspace)]
     client = LspClient(argv, workspace)
-    client.request(
-        "initialize",
-        {"processId": os.getpid(), "rootUri": workspace.as_uri(), "capabilities": {}},
-    )
+    params: dict[str, Any] = {
+        "processId": os.getpid(),
+        "rootUri": workspace.as_uri(),
+        "capabilities": {},
+    }
+    if config is not None:
+        params["initializationOptions"] = {"config": config}
+    client.request("initialize", params)
     client.notify("initialized", {})
     return client
 
@@ -281,7 +287,12 @@ Op = tuple[Callable[[], Any], Callable[[], Any], Callable[[Any, Any], None]]
 
 
 def operations(
-    toold: LspClient, mcp: McpClient, workspace: Path, has_list_dir: bool, md_files: int
+    toold: LspClient,
+    mcp: McpClient,
+    workspace: Path,
+    has_list_dir: bool,
+    md_files: int,
+    durable: LspClient,
 ) -> dict[str, Op]:
     """Each operation: (toold call, MCP call, check of both answers)."""
     ws = os.fspath(workspace)
@@ -335,6 +346,13 @@ def operations(
         "write a file": (
             lambda: toold.call(
                 "write_file", {"file_path": "out/toold.txt", "content": WRITE_CONTENT}
+            ),
+            lambda: mcp.call("write_file", {"path": f"{ws}/out/mcp.txt", "content": WRITE_CONTENT}),
+            wrote,
+        ),
+        "write a file, toold with fsync": (
+            lambda: durable.call(
+                "write_file", {"file_path": "out/durable.txt", "content": WRITE_CONTENT}
             ),
             lambda: mcp.call("write_file", {"path": f"{ws}/out/mcp.txt", "content": WRITE_CONTENT}),
             wrote,
@@ -416,11 +434,13 @@ def bench_peers(quick: bool) -> dict[str, Any]:
         workspace = Path(tmp).resolve()
         sizes = make_workspace(workspace)
         toold = start_toold(workspace)
+        durable = start_toold(workspace, {"files": {"fsync": True}})
         mcp = start_mcp(workspace, node)
         try:
             tools = {t["name"] for t in toold.request("tools/list", {})["tools"]}
             has_list_dir = "list_dir" in tools
-            ops = operations(toold, mcp, workspace, has_list_dir, sizes["tree_md_files"])
+            md_files = sizes["tree_md_files"]
+            ops = operations(toold, mcp, workspace, has_list_dir, md_files, durable)
             results: dict[str, Any] = {
                 "mode": "quick" if quick else "full",
                 "plan": {"warmup": plan.warmup, "calls": plan.calls},
@@ -431,7 +451,9 @@ def bench_peers(quick: bool) -> dict[str, Any]:
                     "list a folder with sizes": f"{'list_dir' if has_list_dir else 'glob'} vs "
                     "list_directory_with_sizes",
                     "find files by name": "glob '*.md' vs search_files '**/*.md'",
-                    "write a file": "write_file (fsync) vs write_file (no fsync)",
+                    "write a file": "write_file (temp file + rename) vs write_file (in place)",
+                    "write a file, toold with fsync": "write_file with files.fsync = true "
+                    "(file and folder fsynced) vs write_file",
                 },
                 "operations": {name: measure(op, plan) for name, op in ops.items()},
                 "rss_after_kib": {"toold": toold.rss_kib(), "mcp": mcp.rss_kib()},
@@ -439,6 +461,7 @@ def bench_peers(quick: bool) -> dict[str, Any]:
             }
         finally:
             toold.close()
+            durable.close()
             mcp.close()
     return results
 
