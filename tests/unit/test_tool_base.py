@@ -252,3 +252,24 @@ def test_function_tools_are_independent() -> None:
     assert add.input_schema is not loud.input_schema
     assert "a" not in loud.input_schema["properties"]
     assert Tool.name == "unnamed_tool"
+
+
+def test_the_schema_is_built_on_first_use_and_inherited() -> None:
+    class Args(BaseModel):
+        count: int = Field(description="How many.")
+
+    class Counting(Tool):
+        name = "counting"
+        Arguments = Args
+
+        def run(self, count: int) -> int:
+            return count
+
+    class Renamed(Counting):
+        name = "renamed"
+
+    assert not isinstance(Counting.__dict__["input_schema"], dict)  # not built yet
+    schema = Renamed.input_schema
+    assert schema["properties"]["count"] == {"type": "integer", "description": "How many."}
+    assert Counting.__dict__["input_schema"] is schema  # built once, on the declaring class
+    assert Counting().parameters() == schema

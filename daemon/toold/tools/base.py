@@ -72,6 +72,21 @@ def format_validation_error(tool_name: str, exc: ValidationError) -> str:
     return f"invalid arguments for {tool_name}: " + "; ".join(problems)
 
 
+class _SchemaFromArguments:
+    """``input_schema`` of a class with ``Arguments``, built once on first access.
+
+    JSON Schemas of every tool cost tens of milliseconds at start-up, before the
+    first call could be answered; the descriptor replaces itself with the schema.
+    """
+
+    def __get__(self, obj: object, owner: type[Tool]) -> dict[str, Any]:
+        # The class that declared the model (a subclass without its own inherits it).
+        declaring = next(k for k in owner.__mro__ if k.__dict__.get("input_schema") is self)
+        schema = schema_from_model(declaring.__dict__["Arguments"])
+        setattr(declaring, "input_schema", schema)  # noqa: B010
+        return schema
+
+
 class Tool(ABC):
     """A tool: a schema models read and a ``run`` that does the work.
 
@@ -100,7 +115,8 @@ class Tool(ABC):
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         if cls.__dict__.get("Arguments") is not None:
-            cls.input_schema = schema_from_model(cls.__dict__["Arguments"])
+            # Built on first use: a call needs only the model, tools/list the schema.
+            setattr(cls, "input_schema", _SchemaFromArguments())  # noqa: B010
 
     @abstractmethod
     def run(self, *args: Any, **kwargs: Any) -> Any:
