@@ -12,8 +12,9 @@ Measures, in one run:
 4. resident memory of an idle daemon vs. the bare server.
 
 It prints a table and writes the raw figures and the machine description as JSON
-(default ``tests/bench/results.json``). It talks to the servers with its own small
-framing client, so it measures the daemon and not toold's client code.
+(default ``tests/bench/results.json``). It talks to the servers with the bench's own
+small framing client (``lsp.py`` here), so it measures the daemon and not toold's client
+code.
 """
 
 from __future__ import annotations
@@ -29,10 +30,13 @@ import sys
 import sysconfig
 import tempfile
 import time
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
+
+from lsp import Client, frame, initialize_params, toold_argv
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
@@ -68,153 +72,39 @@ class BenchError(RuntimeError):
 # --------------------------------------------------------------------------- client
 
 
-def frame(message: dict[str, Any]) -> bytes:
-    """One LSP base-protocol frame."""
-    body = json.dumps(message, separators=(",", ":")).encode("utf-8")
-    return b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+class Server(Client):
+    """A spawned server and the bench's blocking JSON-RPC client (see lsp.py)."""
 
+    error = BenchError
 
-@dataclass
-class Server:
-    """A spawned server process and a minimal JSON-RPC client speaking to it."""
-
-    name: str
-    argv: list[str]
-    proc: subprocess.Popen[bytes] = field(init=False)
-    stderr: IO[bytes] = field(init=False)
-    next_id: int = 0
-
-    def start(self) -> None:
-        """Spawn the process (stderr to a temporary file, shown if it fails)."""
-        self.stderr = tempfile.TemporaryFile()  # noqa: SIM115 - closed in stop()
-        self.proc = subprocess.Popen(
-            self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr
-        )
-
-    @property
-    def pid(self) -> int:
-        return self.proc.pid
-
-    def send(self, data: bytes) -> None:
-        """Write raw frame bytes."""
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(data)
-        self.proc.stdin.flush()
+    def send_bytes(self, data: bytes) -> None:
+        """Write raw frame bytes (several frames at once when pipelining)."""
+        self.stdin.write(data)
+        self.stdin.flush()
 
     def request_frame(self, method: str, params: Any) -> tuple[int, bytes]:
         """A request frame and its id."""
-        self.next_id += 1
-        message: dict[str, Any] = {"jsonrpc": "2.0", "id": self.next_id, "method": method}
-        if params is not None:
-            message["params"] = params
-        return self.next_id, frame(message)
-
-    def notify(self, method: str, params: Any) -> None:
-        """Send a notification."""
-        self.send(frame({"jsonrpc": "2.0", "method": method, "params": params}))
-
-    def read_message(self) -> dict[str, Any]:
-        """Read one framed message."""
-        stream = self.proc.stdout
-        assert stream is not None
-        length = -1
-        while True:
-            line = stream.readline()
-            if not line:
-                raise BenchError(f"{self.name} closed its output{self._stderr_tail()}")
-            if line in (b"\r\n", b"\n"):
-                if length >= 0:
-                    break
-                continue
-            name, _, value = line.partition(b":")
-            if name.strip().lower() == b"content-length":
-                length = int(value)
-        message: dict[str, Any] = json.loads(stream.read(length))
-        return message
-
-    def read_response(self) -> dict[str, Any]:
-        """Next response, answering server-to-client requests with null on the way."""
-        while True:
-            message = self.read_message()
-            if "method" not in message:
-                return message
-            if "id" in message:
-                self.send(frame({"jsonrpc": "2.0", "id": message["id"], "result": None}))
-
-    def result_of(self, response: dict[str, Any], msg_id: int) -> Any:
-        """The result of a response, or BenchError."""
-        if response.get("id") != msg_id:
-            raise BenchError(f"{self.name}: expected response {msg_id}, got {response}")
-        if "error" in response:
-            raise BenchError(f"{self.name}: error {response['error']}")
-        return response.get("result")
-
-    def request(self, method: str, params: Any) -> Any:
-        """Send a request and wait for its result."""
-        msg_id, data = self.request_frame(method, params)
-        self.send(data)
-        return self.result_of(self.read_response(), msg_id)
-
-    def initialize(self, workspace: Path) -> Any:
-        """The initialize request (without the initialized notification)."""
-        return self.request("initialize", initialize_params(workspace))
-
-    def rss_kib(self) -> int:
-        """Resident set size from /proc/PID/status."""
-        for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-        raise BenchError("no VmRSS in /proc status")
-
-    def stop(self) -> None:
-        """shutdown + exit, then make sure the process is gone."""
-        try:
-            if self.proc.poll() is None:
-                self.request("shutdown", None)
-                self.notify("exit", None)
-                self.proc.wait(timeout=10)
-        except (OSError, BenchError, subprocess.TimeoutExpired):
-            self.proc.kill()
-            self.proc.wait()
-        finally:
-            for stream in (self.proc.stdin, self.proc.stdout):
-                if stream is not None:
-                    stream.close()
-            self.stderr.close()
-
-    def _stderr_tail(self) -> str:
-        self.stderr.seek(0)
-        tail = self.stderr.read()[-2000:].decode("utf-8", "replace").strip()
-        return f"; stderr:\n{tail}" if tail else ""
+        msg_id, message = self.new_request(method, params)
+        return msg_id, frame(message)
 
 
-def initialize_params(workspace: Path) -> dict[str, Any]:
-    return {
-        "processId": os.getpid(),
-        "rootUri": workspace.as_uri(),
-        "capabilities": {},
-        "clientInfo": {"name": "toold-bench"},
-    }
+def bench_initialize_params(workspace: Path) -> dict[str, Any]:
+    return initialize_params(workspace, clientInfo={"name": "toold-bench"})
 
 
 def toold_server(workspace: Path) -> Server:
-    argv = [sys.executable, "-m", "toold", "serve", "--workspace", os.fspath(workspace)]
-    return Server("toold", argv)
+    """Spawn toold on ``workspace``."""
+    return Server(toold_argv(workspace), name="toold")
 
 
 def bare_server() -> Server:
-    return Server("bare pygls", [sys.executable, os.fspath(BARE_SERVER)])
+    """Spawn the bare pygls server."""
+    return Server([sys.executable, os.fspath(BARE_SERVER)], name="bare pygls")
 
 
 def started(server: Server, workspace: Path) -> Server:
-    """Spawn, initialize and send initialized."""
-    server.start()
-    try:
-        server.initialize(workspace)
-        server.notify("initialized", {})
-    except BaseException:
-        server.stop()
-        raise
+    """Initialize and send initialized (the server is stopped if that fails)."""
+    server.initialize(bench_initialize_params(workspace))
     return server
 
 
@@ -236,7 +126,7 @@ def percentile(samples: list[float], pct: float) -> float:
 
 
 def cold_once(
-    server: Server, workspace: Path, first_call: tuple[str, Any] | None = None
+    make: Callable[[], Server], workspace: Path, first_call: tuple[str, Any] | None = None
 ) -> tuple[float, float | None]:
     """Seconds from spawn to the initialize response, and to a first call's response.
 
@@ -244,17 +134,22 @@ def cold_once(
     figure shows when it can actually serve a tool.
     """
     init = frame(
-        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": initialize_params(workspace)}
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": bench_initialize_params(workspace),
+        }
     )
-    server.next_id = 1
     start = time.perf_counter()
-    server.start()
+    server = make()
     first: float | None = None
     try:
-        server.send(init)
+        server.last_id = 1
+        server.send_bytes(init)
         response = server.read_response()
         elapsed = time.perf_counter() - start
-        server.result_of(response, 1)
+        server.result_of(response, 1, "initialize")
         if first_call is not None:
             server.notify("initialized", {})
             server.request(*first_call)
@@ -269,17 +164,17 @@ def bench_cold_start(workspace: Path, settings: Settings) -> dict[str, Any]:
     small = workspace / "small.txt"
     toold_call = ("tools/call", {"name": "read_file", "arguments": {"file_path": small.name}})
     bare_call = ("bench/readFile", {"path": os.fspath(small)})
-    cold_once(toold_server(workspace), workspace)
-    cold_once(bare_server(), workspace)
+    cold_once(lambda: toold_server(workspace), workspace)
+    cold_once(bare_server, workspace)
     toold_s: list[float] = []
     bare_s: list[float] = []
     toold_first: list[float] = []
     bare_first: list[float] = []
     for _ in range(settings.cold_runs):
-        init_s, first_s = cold_once(toold_server(workspace), workspace, toold_call)
+        init_s, first_s = cold_once(lambda: toold_server(workspace), workspace, toold_call)
         toold_s.append(init_s)
         toold_first.append(first_s or 0.0)
-        init_s, first_s = cold_once(bare_server(), workspace, bare_call)
+        init_s, first_s = cold_once(bare_server, workspace, bare_call)
         bare_s.append(init_s)
         bare_first.append(first_s or 0.0)
     python_s = []
@@ -314,25 +209,25 @@ def round_trips(server: Server, method: str, params: Any, calls: int, check: Any
     for _ in range(calls):
         msg_id, data = server.request_frame(method, params)
         start = time.perf_counter()
-        server.send(data)
+        server.send_bytes(data)
         response = server.read_response()
         latencies.append(time.perf_counter() - start)
-        check(server.result_of(response, msg_id))
+        check(server.result_of(response, msg_id, method))
     sequential_s = time.perf_counter() - begin
 
     batches = max(1, calls // PIPELINE_DEPTH)
     begin = time.perf_counter()
     for _ in range(batches):
         frames = [server.request_frame(method, params) for _ in range(PIPELINE_DEPTH)]
-        server.send(b"".join(data for _, data in frames))
+        server.send_bytes(b"".join(data for _, data in frames))
         pending = {msg_id for msg_id, _ in frames}
         for _ in range(PIPELINE_DEPTH):
             response = server.read_response()
-            msg_id = response.get("id")
-            if msg_id not in pending:
+            got = response.get("id")
+            if not isinstance(got, int) or got not in pending:
                 raise BenchError(f"{server.name}: unexpected response {response}")
-            pending.discard(msg_id)
-            check(server.result_of(response, msg_id))
+            pending.discard(got)
+            check(server.result_of(response, got, method))
     pipelined_s = time.perf_counter() - begin
     return {
         "warmup_calls": warmup,
@@ -369,12 +264,9 @@ def bench_read_file(workspace: Path, small: Path, settings: Settings) -> dict[st
             ("toold", lambda: toold_server(workspace), "tools/call", toold_params, check_toold),
             ("bare", bare_server, "bench/readFile", bare_params, check_bare),
         ):
-            server = started(make(), workspace)
-            try:
+            with started(make(), workspace) as server:
                 stats = round_trips(server, method, params, settings.read_calls, check)
                 stats["rss_after_kib"] = server.rss_kib()
-            finally:
-                server.stop()
             rounds[key].append(stats)
     results: dict[str, Any] = {
         "file_bytes": small.stat().st_size,
@@ -422,10 +314,10 @@ def toold_grep_once(server: Server, pattern: str) -> tuple[float, int]:
         "tools/call", {"name": "grep", "arguments": {"pattern": pattern}}
     )
     start = time.perf_counter()
-    server.send(data)
+    server.send_bytes(data)
     response = server.read_response()
     elapsed = time.perf_counter() - start
-    result = server.result_of(response, msg_id)
+    result = server.result_of(response, msg_id, "tools/call grep")
     content = result.get("content")
     if result.get("isError") or not isinstance(content, list):
         raise BenchError(f"toold grep returned {str(result)[:500]}")
@@ -446,8 +338,7 @@ def bench_grep(root: Path, settings: Settings) -> dict[str, Any]:
         "rg_argv": "rg -n --no-ignore --hidden -e PATTERN DIR",
         "patterns": [],
     }
-    server = started(toold_server(root), root)
-    try:
+    with started(toold_server(root), root) as server:
         toold_grep_once(server, GREP_PATTERNS[1][1])
         for kind, pattern in GREP_PATTERNS:
             toold_s, rg_s = [], []
@@ -473,28 +364,20 @@ def bench_grep(root: Path, settings: Settings) -> dict[str, Any]:
                 }
             )
         results["toold_rss_after_kib"] = server.rss_kib()
-    finally:
-        server.stop()
     return results
 
 
 def bench_idle_rss(workspace: Path) -> dict[str, Any]:
     """VmRSS after initialize + one request (toold: tools/list; bare: its readFile)."""
     small = workspace / "small.txt"
-    toold = started(toold_server(workspace), workspace)
-    try:
+    with started(toold_server(workspace), workspace) as toold:
         toold.request("tools/list", {})
         time.sleep(0.2)
         toold_kib = toold.rss_kib()
-    finally:
-        toold.stop()
-    bare = started(bare_server(), workspace)
-    try:
+    with started(bare_server(), workspace) as bare:
         bare.request("bench/readFile", {"path": os.fspath(small)})
         time.sleep(0.2)
         bare_kib = bare.rss_kib()
-    finally:
-        bare.stop()
     return {"toold_kib": toold_kib, "bare_kib": bare_kib, "difference_kib": toold_kib - bare_kib}
 
 

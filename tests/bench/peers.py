@@ -39,7 +39,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
+
+from lsp import Client, initialize_params, toold_argv
 
 HERE = Path(__file__).resolve().parent
 PEERS_DIR = HERE / ".peers"
@@ -75,100 +77,10 @@ FULL = Plan(warmup=200, calls=3000)
 # --------------------------------------------------------------------------- clients
 
 
-class _Client:
-    """One server process on stdio; subclasses frame the messages."""
+class LspClient(Client):
+    """toold: LSP base-protocol framing (``Content-Length`` headers), see lsp.py."""
 
-    name = ""
-
-    def __init__(self, argv: list[str], cwd: Path) -> None:
-        self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 - closed in close()
-        self.proc = subprocess.Popen(
-            argv, cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr
-        )
-        assert self.proc.stdin is not None and self.proc.stdout is not None
-        self._in: IO[bytes] = self.proc.stdin
-        self._out: IO[bytes] = self.proc.stdout
-        self._next_id = 0
-
-    def _write(self, message: dict[str, Any]) -> None:
-        raise NotImplementedError
-
-    def _read(self) -> dict[str, Any]:
-        raise NotImplementedError
-
-    def notify(self, method: str, params: Any) -> None:
-        """Send a notification."""
-        self._write({"jsonrpc": "2.0", "method": method, "params": params})
-
-    def request(self, method: str, params: Any) -> Any:
-        """Send a request and return its result (server requests are answered with null)."""
-        self._next_id += 1
-        msg_id = self._next_id
-        message: dict[str, Any] = {"jsonrpc": "2.0", "id": msg_id, "method": method}
-        if params is not None:
-            message["params"] = params
-        self._write(message)
-        while True:
-            reply = self._read()
-            if "method" in reply:
-                if "id" in reply:
-                    self._write({"jsonrpc": "2.0", "id": reply["id"], "result": None})
-                continue
-            if reply.get("id") != msg_id:
-                raise PeerError(f"{self.name}: expected response {msg_id}, got {reply}")
-            if "error" in reply:
-                raise PeerError(f"{self.name}: {reply['error']}")
-            return reply.get("result")
-
-    def rss_kib(self) -> int:
-        """VmRSS of the server process."""
-        for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-        return 0
-
-    def stderr_tail(self) -> str:
-        self._stderr.seek(0)
-        return self._stderr.read()[-2000:].decode("utf-8", "replace")
-
-    def close(self) -> None:
-        """Close stdin (both servers exit on EOF), then make sure the process is gone."""
-        try:
-            self._in.close()
-            self.proc.wait(timeout=10)
-        except (OSError, subprocess.TimeoutExpired):
-            self.proc.kill()
-            self.proc.wait()
-        finally:
-            self._out.close()
-            self._stderr.close()
-
-
-class LspClient(_Client):
-    """LSP base-protocol framing: ``Content-Length`` headers."""
-
-    name = "toold"
-
-    def _write(self, message: dict[str, Any]) -> None:
-        body = json.dumps(message, separators=(",", ":")).encode("utf-8")
-        self._in.write(b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
-        self._in.flush()
-
-    def _read(self) -> dict[str, Any]:
-        length = -1
-        while True:
-            line = self._out.readline()
-            if not line:
-                raise PeerError(f"toold closed its output: {self.stderr_tail()}")
-            if line in (b"\r\n", b"\n"):
-                if length >= 0:
-                    break
-                continue
-            name, _, value = line.partition(b":")
-            if name.strip().lower() == b"content-length":
-                length = int(value)
-        message: dict[str, Any] = json.loads(self._out.read(length))
-        return message
+    error = PeerError
 
     def call(self, tool: str, arguments: dict[str, Any]) -> Any:
         """tools/call as a person would (origin user); the content, or PeerError."""
@@ -179,21 +91,25 @@ class LspClient(_Client):
         return result["content"]
 
 
-class McpClient(_Client):
-    """MCP's stdio transport: one JSON-RPC message per line."""
+class McpClient(Client):
+    """MCP's stdio transport: one JSON-RPC message per line; the process as in lsp.py."""
 
-    name = "mcp"
+    error = PeerError
 
-    def _write(self, message: dict[str, Any]) -> None:
-        self._in.write(json.dumps(message, separators=(",", ":")).encode("utf-8") + b"\n")
-        self._in.flush()
+    def send(self, message: dict[str, Any]) -> None:
+        self.stdin.write(json.dumps(message, separators=(",", ":")).encode("utf-8") + b"\n")
+        self.stdin.flush()
 
-    def _read(self) -> dict[str, Any]:
-        line = self._out.readline()
+    def receive(self) -> dict[str, Any] | None:
+        line = self.stdout.readline()
         if not line:
-            raise PeerError(f"MCP server closed its output: {self.stderr_tail()}")
+            return None
         message: dict[str, Any] = json.loads(line)
         return message
+
+    def say_goodbye(self) -> None:
+        """Close stdin: the MCP server exits at its end."""
+        self.stdin.close()
 
     def call(self, tool: str, arguments: dict[str, Any]) -> Any:
         """tools/call; the text of the first content block, or PeerError."""
@@ -205,32 +121,22 @@ class McpClient(_Client):
 
 def start_toold(workspace: Path, config: dict[str, Any] | None = None) -> LspClient:
     """Spawn and initialize toold on ``workspace`` (``config``: initializationOptions)."""
-    argv = [sys.executable, "-m", "toold", "serve", "--workspace", os.fspath(workspace)]
-    client = LspClient(argv, workspace)
-    params: dict[str, Any] = {
-        "processId": os.getpid(),
-        "rootUri": workspace.as_uri(),
-        "capabilities": {},
-    }
-    if config is not None:
-        params["initializationOptions"] = {"config": config}
-    client.request("initialize", params)
-    client.notify("initialized", {})
+    client = LspClient(toold_argv(workspace), name="toold", cwd=workspace)
+    extra = {} if config is None else {"initializationOptions": {"config": config}}
+    client.initialize(initialize_params(workspace, **extra))
     return client
 
 
 def start_mcp(workspace: Path, node: str) -> McpClient:
     """Spawn the MCP server with ``workspace`` as its one allowed folder and initialize it."""
-    client = McpClient([node, os.fspath(MCP_ENTRY), os.fspath(workspace)], workspace)
-    client.request(
-        "initialize",
-        {
-            "protocolVersion": MCP_PROTOCOL_VERSION,
-            "capabilities": {},
-            "clientInfo": {"name": "toold-bench", "version": "0"},
-        },
-    )
-    client.notify("notifications/initialized", {})
+    argv = [node, os.fspath(MCP_ENTRY), os.fspath(workspace)]
+    client = McpClient(argv, name="MCP server", cwd=workspace)
+    params = {
+        "protocolVersion": MCP_PROTOCOL_VERSION,
+        "capabilities": {},
+        "clientInfo": {"name": "toold-bench", "version": "0"},
+    }
+    client.initialize(params, initialized="notifications/initialized")
     return client
 
 
@@ -433,10 +339,11 @@ def bench_peers(quick: bool) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="toold-peers-") as tmp:
         workspace = Path(tmp).resolve()
         sizes = make_workspace(workspace)
-        toold = start_toold(workspace)
-        durable = start_toold(workspace, {"files": {"fsync": True}})
-        mcp = start_mcp(workspace, node)
-        try:
+        with (
+            start_toold(workspace) as toold,
+            start_toold(workspace, {"files": {"fsync": True}}) as durable,
+            start_mcp(workspace, node) as mcp,
+        ):
             tools = {t["name"] for t in toold.request("tools/list", {})["tools"]}
             has_list_dir = "list_dir" in tools
             md_files = sizes["tree_md_files"]
@@ -459,10 +366,6 @@ def bench_peers(quick: bool) -> dict[str, Any]:
                 "rss_after_kib": {"toold": toold.rss_kib(), "mcp": mcp.rss_kib()},
                 "versions": _versions(node),
             }
-        finally:
-            toold.close()
-            durable.close()
-            mcp.close()
     return results
 
 

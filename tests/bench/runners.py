@@ -18,23 +18,23 @@ the overhead against the ``local`` runner measured in the same run:
 
 Then a ``python_repl`` round trip (``1 + 1``) on the local runner, if the tool exists.
 Runners that cannot run here (no bwrap, no Docker engine) are reported as skipped.
-Standard library only (plus toold for the Docker image), with its own framing client.
+Standard library only (plus toold for the Docker image), with the bench's own framing
+client (``lsp.py``).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
+
+from lsp import Client, initialize_params, toold_argv
 
 TARGETS_MS = {"subprocess": 30.0, "subprocess_warm": 3.0, "bwrap": 50.0}
 SETTLE_S = {"subprocess": 0.05, "bwrap": 0.05, "docker": 2.0}
@@ -54,83 +54,17 @@ QUICK = Plan(local=50, warm=10, cold=8, back_to_back=10, container_factor=0.5)
 FULL = Plan(local=300, warm=40, cold=30, back_to_back=40, container_factor=0.4)
 
 
-class Daemon:
-    """``toold serve`` on one workspace with a minimal blocking JSON-RPC client."""
+class Daemon(Client):
+    """``toold serve`` on one workspace with the bench's blocking client (lsp.py)."""
+
+    stop_timeout_s = 15.0
 
     def __init__(self, workspace: Path) -> None:
-        self.stderr: IO[bytes] = tempfile.TemporaryFile()  # noqa: SIM115 - closed in close()
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "toold", "serve", "--workspace", os.fspath(workspace)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=self.stderr,
-        )
-        self.next_id = 0
-        params = {"processId": os.getpid(), "rootUri": workspace.as_uri(), "capabilities": {}}
-        self.request("initialize", params)
-        self.notify("initialized", {})
-
-    def _send(self, message: dict[str, Any]) -> None:
-        body = json.dumps(message, separators=(",", ":")).encode()
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
-        self.proc.stdin.flush()
-
-    def notify(self, method: str, params: Any) -> None:
-        self._send({"jsonrpc": "2.0", "method": method, "params": params})
-
-    def _read(self) -> dict[str, Any]:
-        stream = self.proc.stdout
-        assert stream is not None
-        length = -1
-        while True:
-            line = stream.readline()
-            if not line:
-                self.stderr.seek(0)
-                tail = self.stderr.read()[-2000:].decode(errors="replace")
-                raise RuntimeError(f"the daemon closed its output; stderr:\n{tail}")
-            if line in (b"\r\n", b"\n"):
-                if length >= 0:
-                    break
-                continue
-            name, _, value = line.partition(b":")
-            if name.strip().lower() == b"content-length":
-                length = int(value)
-        message: dict[str, Any] = json.loads(stream.read(length))
-        return message
-
-    def request(self, method: str, params: Any) -> Any:
-        self.next_id += 1
-        msg_id = self.next_id
-        self._send({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params})
-        while True:
-            message = self._read()
-            if "method" in message:
-                if "id" in message:  # a request to the client: answer null
-                    self._send({"jsonrpc": "2.0", "id": message["id"], "result": None})
-                continue
-            if message.get("id") != msg_id:
-                continue
-            if "error" in message:
-                raise RuntimeError(f"{method}: {message['error']}")
-            return message["result"]
+        super().__init__(toold_argv(workspace))
+        self.initialize(initialize_params(workspace))
 
     def call(self, name: str, arguments: dict[str, Any]) -> Any:
         return self.request("tools/call", {"name": name, "arguments": arguments, "origin": "user"})
-
-    def close(self) -> None:
-        try:
-            self.request("shutdown", None)
-            self.notify("exit", None)
-            self.proc.wait(timeout=15)
-        except (OSError, RuntimeError, subprocess.TimeoutExpired):
-            self.proc.kill()
-            self.proc.wait()
-        finally:
-            for stream in (self.proc.stdin, self.proc.stdout):
-                if stream is not None:
-                    stream.close()
-            self.stderr.close()
 
 
 def _configure(workspace: Path, runner: str, warm_workers: int) -> None:
@@ -167,14 +101,11 @@ def _timed_calls(
 
 def _measure(workspace: Path, runner: str, warm_workers: int, count: int, settle_s: float) -> Any:
     _configure(workspace, runner, warm_workers)
-    daemon = Daemon(workspace)
-    try:
+    with Daemon(workspace) as daemon:
         first = daemon.call("read_file", {"file_path": "small.txt"})  # binds, starts the pool
         if first.get("isError"):
             return {"skipped": first["content"]}
         return _summary(_timed_calls(daemon, count, settle_s))
-    finally:
-        daemon.close()
 
 
 def _unavailable(runner: str) -> str | None:
@@ -238,16 +169,13 @@ def bench_runners(quick: bool) -> dict[str, Any]:
 
 def _bench_repl(workspace: Path, plan: Plan) -> dict[str, Any]:
     _configure(workspace, "local", 0)
-    daemon = Daemon(workspace)
-    try:
+    with Daemon(workspace) as daemon:
         names = {t["name"] for t in daemon.request("tools/list", {})["tools"]}
         if "python_repl" not in names:
             return {"skipped": "no python_repl tool in this build"}
         daemon.call("python_repl", {"code": "x = 1"})  # starts its interpreter
         samples = _timed_calls(daemon, plan.warm * 2, 0.0, "python_repl", {"code": "x + 1"})
         return {"runner": "local", **_summary(samples)}
-    finally:
-        daemon.close()
 
 
 def table(results: dict[str, Any]) -> str:

@@ -14,25 +14,27 @@ Measures:
    ``.tasks.json`` with fsync: sequential round trips, pipelined, and two daemons
    pipelining into one workspace at once.
 
-Standard library only, with its own framing client, so it measures the daemon.
+Standard library only, with the bench's own framing client (``lsp.py``), so it measures
+the daemon.
 """
 
 from __future__ import annotations
 
 import argparse
-import itertools
+import contextlib
 import json
 import os
 import queue
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
+
+from lsp import ServerProcess, initialize_params, read_body, toold_argv
 
 JOBS_FINISHED_TARGET_MS = 20.0
 TASKS_CHANGED_TARGET_MS = 300.0
@@ -43,79 +45,45 @@ Arrival = tuple[float, float, dict[str, Any]]
 """(time.time(), time.perf_counter(), message) when the reader thread got it."""
 
 
-class Daemon:
+class Daemon(ServerProcess):
     """``toold serve`` on one workspace, read on a thread that stamps every arrival."""
 
     def __init__(self, workspace: Path) -> None:
-        self.stderr: IO[bytes] = tempfile.TemporaryFile()  # noqa: SIM115 - closed in close()
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "toold", "serve", "--workspace", os.fspath(workspace)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=self.stderr,
-        )
+        super().__init__(toold_argv(workspace))
         self.arrivals: queue.Queue[Arrival | None] = queue.Queue()
         self.kept: list[Arrival] = []
-        self.ids = itertools.count(1)
         self.reader = threading.Thread(target=self._read, daemon=True)
         self.reader.start()
-        self.call(
-            "initialize",
-            {"processId": os.getpid(), "rootUri": workspace.as_uri(), "capabilities": {}},
-        )
-        self.notify("initialized", {})
+        self.initialize(initialize_params(workspace))
 
     def _read(self) -> None:
-        stream = self.proc.stdout
-        assert stream is not None
         while True:
-            length = -1
-            while True:
-                line = stream.readline()
-                if not line:
-                    self.arrivals.put(None)
-                    return
-                if line in (b"\r\n", b"\n") and length >= 0:
-                    break
-                name, _, value = line.partition(b":")
-                if name.strip().lower() == b"content-length":
-                    length = int(value)
-            body = stream.read(length)
+            body = read_body(self.stdout)
             wall, perf = time.time(), time.perf_counter()
-            if len(body) < length:  # the daemon exited mid-frame
+            if body is None:  # the daemon exited (maybe mid-frame)
                 self.arrivals.put(None)
                 return
             self.arrivals.put((wall, perf, json.loads(body)))
 
-    def _send(self, message: dict[str, Any]) -> None:
-        body = json.dumps(message).encode("utf-8")
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
-        self.proc.stdin.flush()
-
-    def notify(self, method: str, params: Any) -> None:
-        """Send a notification."""
-        self._send({"jsonrpc": "2.0", "method": method, "params": params})
-
-    def request(self, method: str, params: Any) -> int:
+    def send_request(self, method: str, params: Any) -> int:
         """Send a request; returns its id."""
-        msg_id = next(self.ids)
-        self._send({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params})
+        msg_id, message = self.new_request(method, params)
+        self.send(message)
         return msg_id
 
     def wait(self, match: Callable[[dict[str, Any]], bool]) -> Arrival:
         """The first message (kept or new) ``match`` accepts."""
-        for i, arrival in enumerate(self.kept):
-            if match(arrival[2]):
+        for i, kept in enumerate(self.kept):
+            if match(kept[2]):
                 return self.kept.pop(i)
         deadline = time.monotonic() + TIMEOUT_S
         while True:
             try:
                 arrival = self.arrivals.get(timeout=max(0.0, deadline - time.monotonic()))
             except queue.Empty:
-                raise RuntimeError(f"timed out; daemon stderr: {self._stderr()}") from None
+                raise self.failed(f"did not answer within {TIMEOUT_S:g} s") from None
             if arrival is None:
-                raise RuntimeError(f"daemon exited; stderr: {self._stderr()}")
+                raise self.failed("closed its output")
             if match(arrival[2]):
                 return arrival
             self.kept.append(arrival)
@@ -124,17 +92,17 @@ class Daemon:
         """The result of request ``msg_id``."""
         message = self.wait(lambda m: "method" not in m and m.get("id") == msg_id)[2]
         if "error" in message:
-            raise RuntimeError(f"error response: {message['error']}")
+            raise self.error(f"{self.name}: request #{msg_id} failed: {message['error']}")
         return message["result"]
 
-    def call(self, method: str, params: Any) -> Any:
+    def request(self, method: str, params: Any) -> Any:
         """Request and wait for the result."""
-        return self.result(self.request(method, params))
+        return self.result(self.send_request(method, params))
 
     def tool(self, name: str, **arguments: Any) -> Any:
         """tools/call as a person at the editor (origin user), which the guard lets through."""
         params = {"name": name, "arguments": arguments, "origin": "user"}
-        return self.call("tools/call", params)
+        return self.request("tools/call", params)
 
     def forget_notifications(self) -> None:
         """Drop notifications received so far."""
@@ -147,26 +115,8 @@ class Daemon:
             if arrival is not None and "method" not in arrival[2]:
                 self.kept.append(arrival)
 
-    def close(self) -> None:
-        """shutdown + exit."""
-        try:
-            if self.proc.poll() is None:
-                self.call("shutdown", None)
-                self.notify("exit", None)
-                self.proc.wait(timeout=10)
-        except (OSError, RuntimeError, subprocess.TimeoutExpired):
-            self.proc.kill()
-            self.proc.wait()
-        finally:
-            self.reader.join(timeout=10)
-            for stream in (self.proc.stdin, self.proc.stdout):
-                if stream is not None:
-                    stream.close()
-            self.stderr.close()
-
-    def _stderr(self) -> str:
-        self.stderr.seek(0)
-        return self.stderr.read()[-2000:].decode("utf-8", "replace")
+    def stopped(self) -> None:
+        self.reader.join(timeout=10)
 
 
 def summary(samples_ms: list[float], target_ms: float) -> dict[str, Any]:
@@ -202,7 +152,7 @@ def bench_jobs_finished(daemon: Daemon, runs: int) -> dict[str, Any]:
 
 def bench_tasks_changed(daemon: Daemon, workspace: Path, runs: int) -> dict[str, Any]:
     """From an editor-style save of .tasks.json to tasks/changed arriving here."""
-    daemon.call("tasks/list", {})  # answers once outside edits are watched
+    daemon.request("tasks/list", {})  # answers once outside edits are watched
     daemon.forget_notifications()
     path = workspace / ".tasks.json"
     stamp = "2024-01-01T00:00:00+00:00"
@@ -238,7 +188,7 @@ def _create_frames(daemon: Daemon, count: int, tag: str) -> list[int]:
         {"name": "task_create", "arguments": {"title": f"{tag} {i}"}, "origin": "user"}
         for i in range(count)
     ]
-    return [daemon.request("tools/call", p) for p in params]
+    return [daemon.send_request("tools/call", p) for p in params]
 
 
 def _check_created(daemon: Daemon, ids: list[int]) -> None:
@@ -248,44 +198,41 @@ def _check_created(daemon: Daemon, ids: list[int]) -> None:
             raise RuntimeError(f"task_create failed: {result['content']}")
 
 
+@contextlib.contextmanager
+def _warmed(ws: Path, count: int = 1) -> Iterator[list[Daemon]]:
+    """``count`` daemons on the new workspace ``ws``, each past a first task_create."""
+    ws.mkdir()
+    with contextlib.ExitStack() as stack:
+        daemons = []
+        for _ in range(count):
+            daemons.append(stack.enter_context(Daemon(ws)))
+        for daemon in daemons:
+            daemon.tool("task_create", title="warm-up")
+        yield daemons
+
+
 def bench_task_create(root: Path, calls: int) -> dict[str, Any]:
     """task_create calls per second: sequential, pipelined, and two daemons at once."""
     results: dict[str, Any] = {"calls": calls}
 
-    ws = root / "sequential"
-    ws.mkdir()
-    daemon = Daemon(ws)
-    try:
-        daemon.tool("task_create", title="warm-up")
+    with _warmed(root / "sequential") as [daemon]:
         begin = time.perf_counter()
         for i in range(calls):
             _check_created(daemon, _create_frames(daemon, 1, f"seq{i}"))
         elapsed = time.perf_counter() - begin
         results["sequential_calls_per_s"] = round(calls / elapsed, 1)
         results["sequential_mean_ms"] = round(elapsed / calls * 1000, 3)
-    finally:
-        daemon.close()
 
-    ws = root / "pipelined"
-    ws.mkdir()
-    daemon = Daemon(ws)
-    try:
-        daemon.tool("task_create", title="warm-up")
+    with _warmed(root / "pipelined") as [daemon]:
         begin = time.perf_counter()
         for batch in range(max(1, calls // PIPELINE_DEPTH)):
             _check_created(daemon, _create_frames(daemon, PIPELINE_DEPTH, f"pipe{batch}"))
         elapsed = time.perf_counter() - begin
         done = max(1, calls // PIPELINE_DEPTH) * PIPELINE_DEPTH
         results["pipelined_calls_per_s"] = round(done / elapsed, 1)
-    finally:
-        daemon.close()
 
     ws = root / "two-daemons"
-    ws.mkdir()
-    daemons = [Daemon(ws), Daemon(ws)]
-    try:
-        for d in daemons:
-            d.tool("task_create", title="warm-up")
+    with _warmed(ws, 2) as daemons:
         begin = time.perf_counter()
         pending = [_create_frames(d, calls, f"d{n}") for n, d in enumerate(daemons)]
         for d, ids in zip(daemons, pending, strict=True):
@@ -295,9 +242,6 @@ def bench_task_create(root: Path, calls: int) -> dict[str, Any]:
         stored = json.loads((ws / ".tasks.json").read_text(encoding="utf-8"))["tasks"]
         results["two_daemons_tasks_stored"] = len(stored)
         results["two_daemons_tasks_expected"] = 2 * calls + 2
-    finally:
-        for d in daemons:
-            d.close()
     return results
 
 
@@ -308,14 +252,11 @@ def bench_state(quick: bool) -> dict[str, Any]:
         root = Path(tmp)
         ws = root / "live"
         ws.mkdir()
-        daemon = Daemon(ws)
-        try:
+        with Daemon(ws) as daemon:
             results = {
                 "jobs_finished_latency": bench_jobs_finished(daemon, runs),
                 "tasks_changed_latency": bench_tasks_changed(daemon, ws, runs),
             }
-        finally:
-            daemon.close()
         results["task_create"] = bench_task_create(root, calls)
     return results
 
