@@ -8,6 +8,7 @@ import contextvars
 import json
 import logging
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -194,6 +195,28 @@ class TooldProtocol(LanguageServerProtocol):
         return result
 
 
+class WorkDone:
+    """One request's progress: ``report`` texts, then the ``outcome`` its end names
+    (``done`` unless the handler says otherwise; ``cancelled`` or ``failed`` when it
+    was cancelled or raised)."""
+
+    def __init__(self, server: TooldServer, token: types.ProgressToken | None) -> None:
+        self._server, self._token = server, token
+        self.outcome = "done"
+
+    @property
+    def reporting(self) -> bool:
+        """Whether the client asked for progress (reports are dropped otherwise)."""
+        return self._token is not None
+
+    def report(self, text: str) -> None:
+        """One ``$/progress`` report."""
+        if self._token is not None:
+            self._server.work_done_progress.report(
+                self._token, types.WorkDoneProgressReport(message=text)
+            )
+
+
 class TooldServer(LanguageServer):
     """One daemon for one workspace."""
 
@@ -212,6 +235,7 @@ class TooldServer(LanguageServer):
         self.max_message_bytes = max_message_bytes or errors.MAX_MESSAGE_BYTES
         self.state: WorkspaceState
         self._binding: asyncio.Future[None] | None = None
+        self._cancellable: dict[types.ProgressToken, asyncio.Task[Any]] = {}
         self._reload: asyncio.Future[str | None] | None = None
         self._background: set[asyncio.Task[Any]] = set()
         self.stopped = asyncio.Event()
@@ -306,6 +330,42 @@ class TooldServer(LanguageServer):
             func(*args)
         else:
             loop.call_soon_threadsafe(func, *args)
+
+    @contextlib.contextmanager
+    def work_done(self, token: types.ProgressToken | None, title: str) -> Iterator[WorkDone]:
+        """``$/progress`` begin, reports and end for a request carrying ``token``.
+
+        The client's ``window/workDoneProgress/cancel`` for the token cancels the
+        running request (answered -32800), as ``$/cancelRequest`` does. Without a
+        token nothing is sent.
+        """
+        done = WorkDone(self, token)
+        if token is None:
+            yield done
+            return
+        self.work_done_progress.begin(
+            token, types.WorkDoneProgressBegin(title=title, cancellable=True)
+        )
+        task = asyncio.current_task()
+        if task is not None:
+            self._cancellable[token] = task
+        try:
+            yield done
+        except asyncio.CancelledError:
+            done.outcome = "cancelled"
+            raise
+        except Exception:
+            done.outcome = "failed"
+            raise
+        finally:
+            self._cancellable.pop(token, None)
+            self.work_done_progress.end(token, types.WorkDoneProgressEnd(message=done.outcome))
+
+    def cancel_work(self, token: types.ProgressToken) -> None:
+        """Cancel the request whose progress ``token`` the client cancelled."""
+        task = self._cancellable.get(token)
+        if task is not None:
+            task.cancel()
 
     def push(self, method: str, params: dict[str, Any]) -> None:
         """Send one of the contract's notifications, validated against its model."""
@@ -462,6 +522,10 @@ def create_server(
             settings = settings["toold"]
         overrides = settings.get("config", settings) if isinstance(settings, dict) else None
         await server.reload_config(overrides if isinstance(overrides, dict) else None)
+
+    @server.feature(types.WINDOW_WORK_DONE_PROGRESS_CANCEL)
+    def on_progress_cancel(params: types.WorkDoneProgressCancelParams) -> None:
+        server.cancel_work(params.token)
 
     @server.feature(types.EXIT)
     def on_exit(*_: Any) -> None:

@@ -260,7 +260,7 @@ def test_progress_agent_types_and_cancel(start: Start, model: ModelServer) -> No
         f"Subagent {finished['jobId']} started in the background."
     )
 
-    # $/cancelRequest while the model is thinking: -32800, progress ends "stopped".
+    # $/cancelRequest while the model is thinking: -32800, progress ends "cancelled".
     model.hold()  # the model does not answer until the test ends
     run = client.request("agent/run", {"prompt": "think hard", "workDoneToken": "t"})
     held = model.wait_requests(7)[6]
@@ -275,7 +275,7 @@ def test_progress_agent_types_and_cancel(start: Start, model: ModelServer) -> No
     end = client.next_message(
         lambda m: m.get("method") == "$/progress" and m["params"]["value"]["kind"] == "end"
     )
-    assert end["params"] == {"token": "t", "value": {"kind": "end", "message": "stopped"}}
+    assert end["params"] == {"token": "t", "value": {"kind": "end", "message": "cancelled"}}
     # The daemon goes on serving.
     assert client.tool("read_file", file_path="notes.txt")["content"] == "1: keep me"
 

@@ -143,7 +143,8 @@ def test_progress_streams_bash_output(client: WireClient) -> None:
     assert progress[-1] == {"kind": "end", "message": "done"}
 
 
-def test_cancel_kills_the_whole_process_group(client: WireClient) -> None:
+@pytest.mark.parametrize("how", ["$/cancelRequest", "window/workDoneProgress/cancel"])
+def test_cancel_kills_the_whole_process_group(client: WireClient, how: str) -> None:
     msg_id = client.request(
         "tools/call",
         {
@@ -159,9 +160,14 @@ def test_cancel_kills_the_whole_process_group(client: WireClient) -> None:
         found = re.search(r"child=(\d+)", note["params"]["value"].get("message", ""))
         child = int(found.group(1)) if found else None
     assert _pid_alive(child)
-    client.notify("$/cancelRequest", {"id": msg_id})
+    if how == "$/cancelRequest":
+        client.notify(how, {"id": msg_id})
+    else:  # the cancel button of the editor's progress notification
+        client.notify(how, {"token": "cancel-me"})
     reply = client.response(msg_id)
     assert reply["error"]["code"] == -32800
+    end = client.notification("$/progress")["params"]
+    assert end == {"token": "cancel-me", "value": {"kind": "end", "message": "cancelled"}}
     assert wait_until(lambda: not _pid_alive(child), 20.0), f"background child {child} survived"
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
 from toold_protocol import errors
@@ -36,27 +35,17 @@ async def agent_run(server: TooldServer, params: AgentRunParams) -> AgentRunResu
             "or agent.api_key_env in toold.toml)",
             code=errors.INVALID_REQUEST,
         )
-    token = params.work_done_token
-    on_tool = None
-    if token is not None:
-        progress = server.work_done_progress
-        progress.begin(token, types.WorkDoneProgressBegin(title="agent", cancellable=True))
+    with server.work_done(params.work_done_token, "agent") as progress:
+        on_tool = None
+        if progress.reporting:
 
-        def on_tool(name: str, args: Any) -> None:
-            summary = str(args)[:120]
-            progress.report(token, types.WorkDoneProgressReport(message=f"{name}: {summary}"))
+            def on_tool(name: str, args: Any) -> None:
+                progress.report(f"{name}: {str(args)[:120]}")
 
-    finished = False
-    try:
         if params.agent_type:
             text = await agents.run_subagent(params.prompt, params.agent_type, on_tool=on_tool)
         else:
             text = await agents.run(params.prompt, on_tool=on_tool)
-        finished = True
-    finally:
-        if token is not None:
-            message = "done" if finished else "stopped"
-            server.work_done_progress.end(token, types.WorkDoneProgressEnd(message=message))
     return AgentRunResult(text=text)
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams
 
 from toold.permissions.calls import guarded_invoke
@@ -29,16 +28,10 @@ async def tools_call(server: TooldServer, params: ToolsCallParams) -> ToolsCallR
         tool = server.toolset.require(params.name)
     except UnknownToolError as exc:
         raise JsonRpcInvalidParams(str(exc)) from None
-    token = params.work_done_token
     context = CallContext(origin=params.origin)
-    if token is not None:
-        progress = server.work_done_progress
-        progress.begin(token, types.WorkDoneProgressBegin(title=tool.name, cancellable=True))
-        context.progress = lambda text: progress.report(
-            token, types.WorkDoneProgressReport(message=text)
-        )
-    outcome = None
-    try:
+    with server.work_done(params.work_done_token, tool.name) as progress:
+        if progress.reporting:
+            context.progress = progress.report
         outcome = await guarded_invoke(
             server.toolset,
             server.state.guard,
@@ -47,9 +40,6 @@ async def tools_call(server: TooldServer, params: ToolsCallParams) -> ToolsCallR
             context=context,
             runner=server.state.runner,
         )
-    finally:
-        if token is not None:
-            message = "cancelled" if outcome is None else "failed" if outcome.is_error else "done"
-            server.work_done_progress.end(token, types.WorkDoneProgressEnd(message=message))
+        progress.outcome = "failed" if outcome.is_error else "done"
     content = "" if outcome.content is None else outcome.content
     return ToolsCallResult(content=content, is_error=outcome.is_error, exit_code=outcome.exit_code)
