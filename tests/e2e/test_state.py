@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -55,6 +57,43 @@ def test_todo_write_pushes_todos_changed(client: WireClient) -> None:
     client.tool("todo_write", action="update", task_id="t1", status="done")
     assert client.notification("todos/changed")["params"]["todos"][0]["status"] == "done"
     assert client.call("todos/list", {})["todos"][0]["status"] == "done"
+
+
+def test_a_second_daemon_leaves_a_live_daemons_jobs_running(workspace: Path) -> None:
+    first, second = WireClient(workspace), WireClient(workspace)
+    try:
+        first.initialize()
+        command = "until [ -e release ]; do sleep 0.02; done; echo released"
+        job = job_id_of(first.tool("background_run", command=command, timeout=60))
+        marker = f"sleep 29.{os.getpid()}"  # left running when the daemon is killed
+        orphan = job_id_of(first.tool("background_run", command=marker, timeout=600))
+        second.initialize()
+        listed = {j["jobId"]: j["status"] for j in second.call("jobs/list", {})["jobs"]}
+        assert listed == {job: "running", orphan: "running"}
+        refused = second.response(second.request("jobs/cancel", {"jobId": job}))["error"]
+        assert refused["code"] == -32600
+        assert f"pid {first.proc.pid}" in refused["message"], refused
+        (workspace / "release").touch()
+        assert finished(first, job)["status"] == "done"
+        # The record is written right after jobs/finished goes out.
+        seen = wait_until(
+            lambda: (j := second.call("jobs/get", {"jobId": job}))["status"] == "done" and j,
+            "the second daemon to see the job finished",
+        )
+        assert seen["result"] == "released"
+        first.proc.kill()  # the first daemon dies with a job still running
+        first.proc.wait(timeout=WAIT_S)
+    finally:
+        first.close()
+        second.close()
+        subprocess.run(["pkill", "-f", marker], check=False)
+    third = WireClient(workspace)
+    try:
+        third.initialize()
+        statuses = {j["jobId"]: j["status"] for j in third.call("jobs/list", {})["jobs"]}
+        assert statuses == {job: "done", orphan: "failed"}
+    finally:
+        third.close()
 
 
 def test_restarted_daemon_keeps_todos_and_finished_jobs(workspace: Path) -> None:

@@ -32,7 +32,11 @@ async def jobs_get(server: TooldServer, params: JobIdParams) -> JobDetail:
 
 async def jobs_cancel(server: TooldServer, params: JobIdParams) -> JobInfo:
     """Cancel a running job."""
+    from toold.jobs.manager import ForeignJobError
+
     try:
         return JobInfo.model_validate(await server.state.jobs.cancel(params.job_id))
     except KeyError:
         raise _not_found(params.job_id) from None
+    except ForeignJobError as exc:
+        raise JsonRpcException(str(exc), code=errors.INVALID_REQUEST) from None

@@ -9,6 +9,11 @@ waits in the queue that the agent loop drains into the message history.
 
 Files in the folder are written and removed under an flock on ``.toold/jobs/.lock``, so
 temp files found there under that lock are stale (a daemon killed mid-write) and go.
+
+Several daemons may share a workspace: each record names the daemon that runs it
+(``owner``: its pid and start time). A daemon starting up marks a running record as
+failed only when its owner is gone; a job another live daemon runs is listed as
+running and must be cancelled through that daemon.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import os
 import secrets
 import string
 from collections.abc import Awaitable, Callable
@@ -65,12 +71,40 @@ class JobRecord:
     finished_at: str | None = None
     result: str | None = None
     error: str | None = None
+    owner: str | None = None
+    """``pid:start-time`` of the daemon running the job (None in older records)."""
 
     def public(self) -> dict[str, Any]:
         """The record without internal fields."""
         data = asdict(self)
         data.pop("timeout")
+        data.pop("owner")
         return data
+
+
+class ForeignJobError(RuntimeError):
+    """The job runs in another daemon on this workspace."""
+
+
+def process_identity(pid: int) -> str | None:
+    """``pid:start-time`` (clock ticks since boot): tells a process from a later one with
+    the same pid; None when no such process runs (or /proc is unavailable)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            fields = fh.read().rsplit(b")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    if fields[0] == b"Z":
+        return None
+    return f"{pid}:{int(fields[19])}"
+
+
+def owner_alive(owner: str | None) -> bool:
+    """Whether the daemon ``owner`` names still runs."""
+    if not owner or ":" not in owner:
+        return False
+    pid = owner.split(":", 1)[0]
+    return pid.isdigit() and process_identity(int(pid)) == owner
 
 
 class BackgroundManager:
@@ -94,6 +128,8 @@ class BackgroundManager:
         self._finished: dict[str, None] = {}
         """Finished job ids, oldest first (an ordered set)."""
         self._queue: list[dict[str, Any]] = []
+        self.identity = process_identity(os.getpid())
+        """This daemon, as job records name their owner."""
         self._load()
 
     # -- persistence -----------------------------------------------------------
@@ -115,6 +151,9 @@ class BackgroundManager:
                 log.warning("skipping job record %s: it names job %r", path, record.job_id)
                 continue
             if record.status == "running":
+                if owner_alive(record.owner) and record.owner != self.identity:
+                    self._records[record.job_id] = record  # another daemon's: listed only
+                    continue
                 record.status, record.finished_at = "failed", now()
                 record.error = "toold stopped while the job was running"
                 self._save(record)
@@ -182,7 +221,7 @@ class BackgroundManager:
     async def submit(self, command: str, timeout: int = 30, task_id: str | None = None) -> str:
         """``background_run``: start the command and return at once."""
         job_id = self._claim_id(task_id)
-        record = JobRecord(job_id=job_id, command=command, timeout=timeout)
+        record = JobRecord(job_id=job_id, command=command, timeout=timeout, owner=self.identity)
         self._start(record, lambda on_output: self.execute(command, timeout, on_output))
         return f"Submitted background task {job_id}"
 
@@ -192,7 +231,9 @@ class BackgroundManager:
         async def run(_: Callable[[str], None]) -> Outcome:
             return Outcome(text=await work(), exit_code=None)
 
-        record = JobRecord(job_id=self._claim_id(job_id), command=label, timeout=0)
+        record = JobRecord(
+            job_id=self._claim_id(job_id), command=label, timeout=0, owner=self.identity
+        )
         self._start(record, run)
         return record.job_id
 
@@ -264,14 +305,29 @@ class BackgroundManager:
 
     def list(self) -> list[dict[str, Any]]:
         """Every job, oldest first."""
-        records = sorted(self._records.values(), key=lambda r: r.started_at)
+        records = sorted(map(self._current, self._records.values()), key=lambda r: r.started_at)
         return [r.public() for r in records]
+
+    def _current(self, record: JobRecord) -> JobRecord:
+        """``record``, re-read from disk when another daemon runs it (it may have ended)."""
+        if record.status != "running" or record.job_id in self._tasks:
+            return record
+        try:
+            data = json.loads(self._record_path(record.job_id).read_text(encoding="utf-8"))
+            fresh = JobRecord(**data)
+        except (OSError, ValueError, TypeError):
+            return record
+        if fresh.job_id == record.job_id:
+            self._records[record.job_id] = fresh
+            return fresh
+        return record
 
     def get(self, job_id: str) -> dict[str, Any]:
         """One job with its output so far."""
         record = self._records.get(job_id)
         if record is None:
             raise KeyError(job_id)
+        record = self._current(record)
         sink = self._output.get(job_id)
         if sink is not None:
             output = sink.text()
@@ -291,6 +347,12 @@ class BackgroundManager:
         if record is None:
             raise KeyError(job_id)
         task = self._tasks.get(job_id)
+        if task is None and record.status == "running" and owner_alive(record.owner):
+            pid = (record.owner or "").split(":", 1)[0]
+            raise ForeignJobError(
+                f"Job {job_id} runs in another toold on this workspace (pid {pid}): "
+                "cancel it through that daemon"
+            )
         if task is not None:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
