@@ -287,3 +287,44 @@ def test_files_of_a_folder_come_before_its_subfolders(call: Call, put: Put) -> N
     expected = ["a.txt:1:hit", "b.txt:1:hit", "a/z.txt:1:hit"]
     assert call("grep", pattern="hit") == expected
     assert call("grep", pattern="h[i]t") == expected
+
+
+@pytest.mark.parametrize(
+    ("pattern", "required"),
+    [
+        (r"class \w+Error\(", "Error("),
+        (r"(foo|bar)needle", "needle"),
+        (r"x*needle\b", "needle"),
+        (r"\d+ items? found", " found"),
+        (r"need(le)", "need"),  # only top-level characters count
+        (r"nee?dle", "dle"),
+        (r"ne?edl", "edl"),
+        (r"ab?c", None),  # runs shorter than three characters
+        (r"(?i)needle", None),  # case folding is Python's to do
+        (r"[a-z]+\.py", ".py"),
+    ],
+)
+def test_the_literal_every_match_contains(pattern: str, required: str | None) -> None:
+    assert grep_module.required_literal(re.compile(pattern)) == required
+
+
+@pytest.mark.usefixtures("mixed_tree")
+@pytest.mark.parametrize(
+    "pattern", [r"x? ?needle\b", r"^needle", r"(pre|x) needle", r"needle( again)?$", r"日本 \w+"]
+)
+def test_regexes_prefiltered_by_their_literal_find_what_python_alone_finds(
+    call: Call, monkeypatch: pytest.MonkeyPatch, pattern: str
+) -> None:
+    searched: list[str] = []
+    real = grep_module._rg_candidates
+
+    def spy(root: Path, query: GrepQuery, literal: str) -> object:
+        searched.append(literal)
+        return real(root, query, literal)
+
+    monkeypatch.setattr(grep_module, "_rg_candidates", spy)
+    with_rg = call("grep", pattern=pattern)
+    assert searched and searched[0] in ("needle", " needle", "日本 "), searched
+    monkeypatch.setattr(grep_module, "ripgrep_binary", lambda: None)
+    assert with_rg == call("grep", pattern=pattern)
+    assert with_rg  # the fixture has matches for each

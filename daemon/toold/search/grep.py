@@ -2,7 +2,9 @@
 
 For a literal pattern ripgrep lists the candidate files (a superset of the files
 Python would match), and Python then finds the lines, so results keep ``re``
-semantics and toold's line numbering whatever ripgrep does.
+semantics and toold's line numbering whatever ripgrep does. A regex is prefiltered
+the same way by the longest literal every match must contain (``class \\w+Error\\(``
+needs ``Error(``), found in Python's own parse of it: ripgrep never interprets it.
 """
 
 from __future__ import annotations
@@ -45,6 +47,44 @@ class GrepQuery:
         if flags or not source or "\n" in source or _REGEX_META.intersection(source):
             return None
         return source
+
+    @property
+    def required_literal(self) -> str | None:
+        """A string every match of a (case-sensitive) regex contains, or None."""
+        return required_literal(self.regex)
+
+
+MIN_REQUIRED = 3  # shorter literals filter too little to pay for a ripgrep run
+
+
+@cache
+def required_literal(regex: re.Pattern[str]) -> str | None:
+    """The longest run of literal characters at the top level of ``regex``.
+
+    Only top-level items count (never inside a branch, a group or an optional
+    repeat), so every match contains the run; None for short runs, case-insensitive
+    patterns and characters a line cannot hold.
+    """
+    if regex.flags & re.IGNORECASE:
+        return None
+    try:
+        from re import _parser  # type: ignore[attr-defined]
+
+        items = _parser.parse(regex.pattern, regex.flags & ~re.UNICODE)
+    except Exception:
+        return None
+    best, run = "", []
+    for op, value in [*items, (None, None)]:
+        if op is _parser.LITERAL:
+            run.append(chr(value))
+            continue
+        # Spaces are everywhere: of two runs, keep the one with more other characters.
+        if len(run) - run.count(" ") > len(best) - best.count(" "):
+            best = "".join(run)
+        run = []
+    if len(best) < MIN_REQUIRED or any(c in best for c in "\n\r\x00"):
+        return None
+    return best
 
 
 def literal_pattern(text: str, flags: int = 0) -> re.Pattern[str]:
@@ -132,7 +172,7 @@ def _rg_candidates(root: Path, query: GrepQuery, literal: str) -> list[tuple[Pat
 
 def candidate_files(root: Path, query: GrepQuery) -> Iterable[tuple[Path, str]]:
     """``(path, root-relative posix path)`` of files worth reading, in walk order."""
-    literal = query.literal
+    literal = query.literal or query.required_literal
     if literal is not None:
         found = _rg_candidates(root, query, literal)
         if found is not None:
@@ -148,6 +188,7 @@ def candidate_files(root: Path, query: GrepQuery) -> Iterable[tuple[Path, str]]:
 def grep_lines(root: Path, query: GrepQuery) -> Iterator[LineMatch]:
     """Yield matching lines under ``root`` in sorted file order, at most max_matches."""
     literal = query.literal if not query.regex.flags & re.IGNORECASE else None
+    required = (literal or query.required_literal or "").encode()
     search = query.regex.search
     text_filter = whole_text_filter(query.regex) if literal is None else None
     include = query.include
@@ -161,7 +202,7 @@ def grep_lines(root: Path, query: GrepQuery) -> Iterator[LineMatch]:
             data = path.read_bytes()
         except OSError:
             continue
-        if literal is not None and literal.encode() not in data:
+        if required not in data:
             continue
         try:
             text = normalize_newlines(data.decode("utf-8"))
