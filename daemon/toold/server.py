@@ -96,12 +96,7 @@ class TooldProtocol(LanguageServerProtocol):
             if not isinstance(target, (str, int)) or isinstance(target, bool):
                 log.warning("dropping $/cancelRequest without a valid id: %r", params)
                 return
-        try:
-            message = self.structure_message(data)
-        except JsonRpcException as exc:
-            log.warning("dropping undecodable notification %s: %s", method, exc)
-            return
-        super().handle_message(message)
+        self._handle_or_drop(data, f"notification {method}")
 
     def _dispatch_response(self, data: dict[str, Any]) -> None:
         msg_id = data["id"]
@@ -110,10 +105,14 @@ class TooldProtocol(LanguageServerProtocol):
         if not isinstance(msg_id, (str, int)) or msg_id not in self._result_types:
             log.warning("ignoring a response to unknown request %r", msg_id)
             return
+        self._handle_or_drop(data, f"response to {msg_id!r}")
+
+    def _handle_or_drop(self, data: dict[str, Any], what: str) -> None:
+        """Hand a notification or response to pygls; one it cannot decode is logged."""
         try:
             message = self.structure_message(data)
         except JsonRpcException as exc:
-            log.warning("dropping undecodable response to %r: %s", msg_id, exc)
+            log.warning("dropping undecodable %s: %s", what, exc)
             return
         super().handle_message(message)
 
@@ -261,14 +260,18 @@ class TooldServer(LanguageServer):
 
         self.spawn(watch_workspace(self.state, self.show_error))
 
-    async def ready(self) -> None:
-        """Wait until the workspace is bound and a configuration change sent before is applied."""
+    async def bound(self) -> None:
+        """Wait until the workspace is bound (a no-op after the first time)."""
         if self._binding is None:
             self._loop = asyncio.get_running_loop()
             self.bind_workspace(self.root, None)
             self._binding = self._loop.create_future()
             self._binding.set_result(None)
         await self._binding
+
+    async def ready(self) -> None:
+        """Wait until the workspace is bound and a configuration change sent before is applied."""
+        await self.bound()
         reload = self._reload
         if reload is not None and not reload.done():
             await asyncio.shield(reload)
@@ -277,9 +280,13 @@ class TooldServer(LanguageServer):
         """Apply ``workspace/didChangeConfiguration`` off the loop (a runner may probe
         bwrap or Docker for seconds); requests received meanwhile wait for it."""
         previous = self._reload
-        if previous is not None and not previous.done():
-            await asyncio.shield(previous)
-        self._reload = asyncio.ensure_future(asyncio.to_thread(self.state.reload_config, overrides))
+
+        async def apply() -> str | None:
+            if previous is not None:  # changes apply in the order they were sent
+                await asyncio.wait([previous])
+            return await asyncio.to_thread(self.state.reload_config, overrides)
+
+        self._reload = asyncio.ensure_future(apply())
         problem = await asyncio.shield(self._reload)
         if problem:
             self.show_error(problem)
@@ -516,7 +523,7 @@ def create_server(
 
     @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
     async def on_configuration(params: types.DidChangeConfigurationParams) -> None:
-        await server.ready()
+        await server.bound()  # not ready(): changes queue behind each other in reload_config
         settings = params.settings
         if isinstance(settings, dict) and isinstance(settings.get("toold"), dict):
             settings = settings["toold"]

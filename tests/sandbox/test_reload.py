@@ -205,3 +205,18 @@ def test_reloading_in_a_thread_swaps_the_sandbox_under_the_same_runner(
             await runner.close()
 
     asyncio.run(scenario())
+
+
+def test_configuration_changes_apply_in_the_order_they_were_sent(
+    daemon: Daemon, workspace: Path
+) -> None:
+    client = daemon("local")
+    (workspace / "data.txt").write_text("x" * 100)
+    for size in (10, 1_000_000, 10, 1_000_000):  # sent back to back; the last one wins
+        settings = {"toold": {"config": {"limits": {"max_file_size": size}}}}
+        client.notify("workspace/didChangeConfiguration", {"settings": settings})
+    result = client.tool("read_file", file_path="data.txt")
+    assert result["isError"] is False, result
+    settings = {"toold": {"config": {"limits": {"max_file_size": 10}}}}
+    client.notify("workspace/didChangeConfiguration", {"settings": settings})
+    assert "File too large" in client.tool("read_file", file_path="data.txt")["content"]

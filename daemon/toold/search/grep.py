@@ -16,7 +16,7 @@ import subprocess
 import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
 
 from toold.search.patterns import GlobPattern
@@ -57,7 +57,7 @@ class GrepQuery:
 MIN_REQUIRED = 3  # shorter literals filter too little to pay for a ripgrep run
 
 
-@cache
+@lru_cache(maxsize=256)  # bounded: a long-lived daemon sees endless patterns
 def required_literal(regex: re.Pattern[str]) -> str | None:
     """The longest run of literal characters at the top level of ``regex``.
 
