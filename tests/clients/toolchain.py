@@ -10,13 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.environment import in_ci
+
 ROOT = Path(__file__).resolve().parents[2]
 CLIENTS = ROOT / "editor-clients"
-
-
-def in_ci() -> bool:
-    """CI=true (as GitHub Actions, GitLab and .ci/run set it): a missing toolchain fails."""
-    return os.environ.get("CI", "").strip().lower() in {"1", "true", "yes"}
 
 
 def run(argv: list[str], cwd: Path, timeout: float, env: dict[str, str] | None = None) -> str:

@@ -59,7 +59,7 @@ class WireClient:
             length = None
             while True:
                 line = stream.readline()
-                if not line:
+                if not line or not line.endswith(b"\n"):  # end, or a frame torn by a kill
                     self.messages.put(None)
                     return
                 if line in (b"\r\n", b"\n"):
@@ -68,7 +68,11 @@ class WireClient:
                 if name.lower() == "content-length":
                     length = int(value)
             assert length is not None, "daemon sent a frame without Content-Length"
-            self.messages.put(json.loads(stream.read(length)))
+            body = stream.read(length)
+            if len(body) < length:
+                self.messages.put(None)
+                return
+            self.messages.put(json.loads(body))
 
     def _drain_stderr(self) -> None:
         assert self.proc.stderr is not None

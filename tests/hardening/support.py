@@ -8,7 +8,6 @@ a 1,000,000-file tree, 5,000 fuzz examples).
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import queue
 from collections.abc import Callable
@@ -25,35 +24,9 @@ def scale(ci: int, full: int) -> int:
     return full if FULL else ci
 
 
-class Client(WireClient):
-    """WireClient that takes a frame torn by a killed daemon as the end of its output."""
-
-    def _read(self) -> None:
-        stream = self.proc.stdout
-        assert stream is not None
-        while True:
-            length = None
-            while True:
-                line = stream.readline()
-                if not line or not line.endswith(b"\n"):
-                    self.messages.put(None)
-                    return
-                if line in (b"\r\n", b"\n"):
-                    break
-                name, _, value = line.decode("ascii").partition(":")
-                if name.lower() == "content-length":
-                    length = int(value)
-            assert length is not None, "daemon sent a frame without Content-Length"
-            body = stream.read(length)
-            if len(body) < length:
-                self.messages.put(None)
-                return
-            self.messages.put(json.loads(body))
-
-
-def start_daemon(workspace: Path, *args: str, **init: Any) -> Client:
+def start_daemon(workspace: Path, *args: str, **init: Any) -> WireClient:
     """A real ``toold serve`` on ``workspace``, initialized."""
-    client = Client(workspace, *args)
+    client = WireClient(workspace, *args)
     client.initialize(rootUri=workspace.as_uri(), **init)
     return client
 

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from tests.e2e.wire import WireClient
+from tests.environment import unavailable
 
 Daemon = Callable[..., WireClient]
 
@@ -109,33 +110,33 @@ def tcp_server() -> Iterator[socket.socket]:
 
 @pytest.fixture(scope="session")
 def bwrap_ready() -> None:
-    """Skip unless bubblewrap can build a sandbox on this machine."""
+    """Bubblewrap can build a sandbox here (else skipped; in CI a failure)."""
     exe = shutil.which("bwrap")
     if exe is None:
-        pytest.skip("bubblewrap is not installed (apt-get install bubblewrap)")
+        unavailable("bubblewrap is not installed (apt-get install bubblewrap)")
     argv = [exe, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-all"]
     done = subprocess.run([*argv, "true"], capture_output=True, timeout=30)
     if done.returncode != 0:
-        pytest.skip(f"bubblewrap cannot create a sandbox here: {done.stderr.decode().strip()}")
+        unavailable(f"bubblewrap cannot create a sandbox here: {done.stderr.decode().strip()}")
 
 
 @pytest.fixture(scope="session")
 def docker_ready() -> None:
-    """Skip unless a Docker engine answers; build the sandbox image if needed."""
+    """A Docker engine answers (else skipped; in CI a failure); builds the image if needed."""
     try:
         import docker
     except ImportError:
-        pytest.skip("the docker Python package is not installed")
+        unavailable("the docker Python package is not installed")
     from toold.sandbox.docker import engine_socket_problem, ensure_image
 
     problem = engine_socket_problem()
     if problem is not None:
-        pytest.skip(f"no Docker engine is reachable ({problem}); start one with `dockerd &`")
+        unavailable(f"no Docker engine is reachable ({problem}); start one with `dockerd &`")
     try:
         client = docker.from_env(timeout=10)
         client.ping()
     except Exception as exc:
-        pytest.skip(f"no Docker engine is reachable ({exc}); start one with `dockerd &`")
+        unavailable(f"no Docker engine is reachable ({exc}); start one with `dockerd &`")
     try:
         ensure_image(client=client)
     finally:
