@@ -404,9 +404,9 @@ class TooldServer(LanguageServer):
         """window/showMessageRequest: Allow / Always allow / Deny; None without an answer."""
         if not self.can_ask():
             return None
-        summary = json.dumps(args, ensure_ascii=False, default=str)
-        if len(summary) > 300:
-            summary = summary[:300] + "…"
+        from toold.permissions.prompt import summary as prompt_summary
+
+        summary = prompt_summary(args)
         params = types.ShowMessageRequestParams(
             type=types.MessageType.Warning,
             message=f"toold: the agent wants to run {tool} {summary} ({reason}). Allow it?",
