@@ -6,15 +6,31 @@ never silently falls back to a default.
 
 from __future__ import annotations
 
+import re
 import tomllib
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
 from toold_protocol.errors import MAX_MESSAGE_BYTES
 
 CONFIG_FILE = "toold.toml"
+
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _env_name(value: str) -> str:
+    if not _ENV_NAME.fullmatch(value):
+        raise ValueError(
+            f"{value!r} is not an environment variable name: list names only, like "
+            '"GIT_AUTHOR_NAME" (no "=value", no spaces)'
+        )
+    return value
+
+
+EnvName = Annotated[str, AfterValidator(_env_name)]
+"""An environment variable's name (a name only: no "=value")."""
 
 
 class _Section(BaseModel):
@@ -36,6 +52,10 @@ class ExecutionConfig(_Section):
     """docker: memory limit per container, in Docker's units."""
     pids_limit: int = Field(256, ge=16)
     """bwrap and docker: process-count limit inside the sandbox."""
+    env_passthrough: list[EnvName] = Field(default_factory=list)
+    """subprocess, bwrap and docker: names of the daemon's environment variables workers
+    also get (e.g. ["GIT_AUTHOR_NAME"]); by default only PATH, LANG, LC_*, TERM and a
+    private HOME and TMPDIR cross, so the daemon's secrets never reach a tool."""
 
 
 class LimitsConfig(_Section):
@@ -76,6 +96,9 @@ class HttpConfig(_Section):
     """When set, only these hosts (or their subdomains) may be requested."""
     deny_hosts: list[str] = Field(default_factory=list)
     """Hosts (or their subdomains) that may never be requested."""
+    block_private: bool = True
+    """Refuse loopback, link-local (cloud metadata), private, unique-local, multicast and
+    reserved addresses unless http.allow_hosts names them (checked after resolving)."""
 
 
 class PythonReplConfig(_Section):

@@ -1,11 +1,17 @@
 """The bwrap runner: the fork server, and so every worker, inside a bubblewrap sandbox.
 
-The sandbox sees the whole filesystem read-only, the workspace read-write at its own
-path, a private /tmp, its own /dev and /proc; every namespace is unshared (the network
-too, unless ``execution.network``), no capabilities survive, it leads a new session and
-dies with the daemon. One sandbox serves the daemon's calls, each in a worker forked for
-it, so a call costs a fork rather than a sandbox and an interpreter start (~250 ms); a
-worker kills everything its call started (it is their subreaper) before it exits.
+The sandbox sees a minimal view: /usr, the root folders and a few /etc entries
+read-only (passwd and group written for it; no shadow, sudoers or keys), the Python
+runtime toold runs on read-only, the workspace read-write at its own path, a private
+/tmp, its own /dev and /proc; no /home, /root, /run or /var, so no host socket. It runs
+as an unprivileged user (uid 1000) in its own user namespace, even for a root daemon;
+every namespace is unshared (the network too, unless ``execution.network``), user
+namespaces cannot be nested, no capabilities survive, it leads a new session and dies
+with the daemon. Its environment is the allow-list of toold.sandbox.environment.
+
+One sandbox serves the daemon's calls, each in a worker forked for it, so a call costs
+a fork rather than a sandbox and an interpreter start (~250 ms); a worker kills
+everything its call started (it is their subreaper) before it exits.
 
 Process limit (``execution.pids_limit``, for the whole sandbox): a daemon running as a
 normal user sets RLIMIT_NPROC inside the sandbox's user namespace, where it counts that
@@ -22,13 +28,16 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
+import tempfile
 import time
 import weakref
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from toold.sandbox.environment import DEFAULT_PATH, sandbox_environment
 from toold.sandbox.forkserver import ForkServerSandbox
-from toold.sandbox.pool import python_paths, under
+from toold.sandbox.pool import python_paths, under, worker_env
 
 if TYPE_CHECKING:
     from toold.config import ExecutionConfig, TooldConfig
@@ -42,19 +51,75 @@ INSTALL_HINT = (
 PROBE_TIMEOUT = 15.0
 _cgroup_ids = itertools.count(1)
 
+SANDBOX_UID = SANDBOX_GID = 1000
+"""The sandbox user inside its user namespace: never 0, whoever runs the daemon."""
+SANDBOX_HOME = "/tmp"
+"""HOME and TMPDIR inside: the sandbox's own tmpfs."""
+ROOT_FOLDERS = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
+"""Besides /usr: bound when folders, recreated when symlinks (Debian's merged /usr)."""
+ETC_ENTRIES = (
+    "hosts", "hostname", "resolv.conf", "nsswitch.conf", "host.conf", "gai.conf",
+    "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "timezone", "alternatives",
+    "ssl/certs", "ssl/openssl.cnf", "ca-certificates", "ca-certificates.conf",
+    "pki/tls/certs", "pki/ca-trust/extracted", "crypto-policies", "protocols", "services",
+    "mime.types", "gitconfig", "inputrc", "bash.bashrc", "profile", "profile.d",
+    "os-release", "debian_version", "locale.alias", "locale.conf", "magic", "magic.mime",
+)  # fmt: skip
+"""What of /etc a command needs; never shadow, gshadow, sudoers, ssh keys or ssl/private.
+passwd and group are written for the sandbox (see sandbox_etc)."""
+
+
+def sandbox_etc(folder: Path) -> Path:
+    """Write the sandbox's passwd and group into ``folder``: root, the sandbox user, nobody."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "passwd").write_text(
+        "root:x:0:0:root:/root:/usr/sbin/nologin\n"
+        f"sandbox:x:{SANDBOX_UID}:{SANDBOX_GID}:toold sandbox:{SANDBOX_HOME}:/bin/bash\n"
+        "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n"
+    )
+    (folder / "group").write_text(f"root:x:0:\nsandbox:x:{SANDBOX_GID}:\nnogroup:x:65534:\n")
+    return folder
+
+
+def view_argv(workspace: Path, etc: Path) -> list[str]:
+    """bwrap arguments building the sandbox's filesystem: the system read-only (/usr, the
+    root folders, chosen /etc entries, the Python runtime toold runs on), the workspace
+    read-write, a private /tmp, /dev and /proc. Nothing else of the host is visible: no
+    /home, /root, /run, /var, no socket."""
+    ws = str(workspace)
+    argv = ["--ro-bind", "/usr", "/usr"]
+    for name in ROOT_FOLDERS:
+        path = f"/{name}"
+        if os.path.islink(path):
+            argv += ["--symlink", os.readlink(path), path]
+        elif os.path.isdir(path):
+            argv += ["--ro-bind", path, path]
+    argv += ["--perms", "0755", "--dir", "/etc"]
+    argv += ["--ro-bind", str(etc / "passwd"), "/etc/passwd"]
+    argv += ["--ro-bind", str(etc / "group"), "/etc/group"]
+    entries = [*ETC_ENTRIES, *sorted(p.name for p in Path("/etc").glob("python3*"))]
+    for entry in entries:
+        argv += ["--ro-bind-try", f"/etc/{entry}", f"/etc/{entry}"]
+    argv += ["--dev", "/dev", "--proc", "/proc", "--perms", "1777", "--tmpfs", "/tmp"]
+    bound = ["/usr", ws]
+    for path in python_paths():
+        if not any(under(path, kept) for kept in bound):
+            argv += ["--ro-bind", path, path]
+            bound.append(path)
+    # The root bwrap builds the view on becomes read-only too (/tmp and the workspace stay).
+    return [*argv, "--bind", ws, ws, "--remount-ro", "/", "--chdir", ws]
+
 
 def bwrap_argv(
-    exe: str, workspace: Path, execution: ExecutionConfig, command: list[str]
+    exe: str, workspace: Path, execution: ExecutionConfig, command: list[str], etc: Path
 ) -> list[str]:
     """The bubblewrap command line that runs ``command`` sandboxed for ``workspace``."""
-    ws = str(workspace)
-    argv = [exe, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
-    for path in python_paths():
-        if under(path, "/tmp") and not under(path, ws):
-            argv += ["--ro-bind", path, path]
-    argv += ["--bind", ws, ws, "--chdir", ws, "--unshare-all"]
-    if execution.network:
-        argv.append("--share-net")
+    argv = [exe, *view_argv(workspace, etc)]
+    argv += ["--unshare-user", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_GID)]
+    argv += ["--disable-userns", "--unshare-pid", "--unshare-ipc", "--unshare-uts"]
+    argv += ["--unshare-cgroup-try"]
+    if not execution.network:
+        argv.append("--unshare-net")
     argv += ["--die-with-parent", "--new-session", "--cap-drop", "ALL", "--", *command]
     return argv
 
@@ -132,6 +197,8 @@ class BwrapSandbox(ForkServerSandbox):
         super().__init__(workspace, config)
         self._argv: list[str] = []
         self._cgroup: PidsCgroup | None = None
+        self._etc = Path(tempfile.mkdtemp(prefix="toold-bwrap-etc-"))
+        weakref.finalize(self, shutil.rmtree, self._etc, ignore_errors=True)
         self.activate()
 
     def check(self) -> str | None:
@@ -140,7 +207,8 @@ class BwrapSandbox(ForkServerSandbox):
         if exe is None:
             return f"bubblewrap (bwrap) is not installed: {INSTALL_HINT}"
         execution = self.config.execution
-        probe = bwrap_argv(exe, self.workspace, execution, ["true"])
+        etc = sandbox_etc(self._etc)
+        probe = bwrap_argv(exe, self.workspace, execution, ["true"], etc)
         try:
             done = subprocess.run(probe, capture_output=True, timeout=PROBE_TIMEOUT)
         except (OSError, subprocess.TimeoutExpired) as exc:
@@ -157,7 +225,7 @@ class BwrapSandbox(ForkServerSandbox):
         if self._cgroup is None:
             host_userns = os.stat("/proc/self/ns/user").st_ino
             server += ["--nproc", str(execution.pids_limit), "--host-userns", str(host_userns)]
-        self._argv = bwrap_argv(exe, self.workspace, execution, server)
+        self._argv = bwrap_argv(exe, self.workspace, execution, server, etc)
         if self._cgroup is not None:
             self._argv = self._cgroup.wrap(self._argv)
         return None
@@ -166,8 +234,16 @@ class BwrapSandbox(ForkServerSandbox):
         """bwrap running the fork server."""
         return self._argv
 
+    def server_env(self) -> dict[str, str]:
+        """The allow-list, with HOME and TMPDIR on the sandbox's own /tmp and this Python
+        first on PATH (``python3`` is then the interpreter whose packages are bound)."""
+        path = f"{os.path.dirname(sys.executable)}:{os.environ.get('PATH') or DEFAULT_PATH}"
+        base = sandbox_environment(self.config, home=SANDBOX_HOME, tmpdir=SANDBOX_HOME, path=path)
+        return worker_env(base)
+
     def release(self) -> None:
         """Stop the sandbox and remove its cgroup."""
         super().release()
         if self._cgroup is not None:
             self._cgroup.remove()
+        shutil.rmtree(self._etc, ignore_errors=True)

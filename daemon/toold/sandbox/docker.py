@@ -28,8 +28,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from toold.sandbox.channel import SandboxError, WorkerLost, read_answer
+from toold.sandbox.environment import sandbox_environment
 from toold.sandbox.pool import WorkerHandle, WorkerSandbox, python_paths, under, worker_env
-from toold.sandbox.worker import ORIGINAL_PYTHONPATH
 
 if TYPE_CHECKING:
     from toold.config import TooldConfig
@@ -135,7 +135,8 @@ def ensure_image(tag: str = DEFAULT_IMAGE, client: Any = None) -> None:
 
 def host_runtime_mounts(workspace: Path) -> list[str]:
     """Host folders a skeleton image needs, read-only: /usr, the loader cache, Python."""
-    wanted = ["/usr", "/etc/ld.so.cache", "/etc/alternatives", "/etc/ssl"]
+    # Never /etc/ssl whole: ssl/private would be readable to a container running as root.
+    wanted = ["/usr", "/etc/ld.so.cache", "/etc/alternatives", "/etc/ssl/certs"]
     wanted += [
         f"/{name}"
         for name in ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
@@ -287,14 +288,16 @@ class DockerSandbox(WorkerSandbox):
     def _container_args(self) -> dict[str, Any]:
         execution = self.config.execution
         ws = str(self.workspace)
-        command = ["python3", "-m", "toold.sandbox.worker"]
-        env = {"HOME": "/tmp", "LANG": "C.UTF-8", "PATH": PATH}
+        # -P (Python 3.11+): the working folder, the workspace, is never on sys.path.
+        command = ["python3", "-P", "-m", "toold.sandbox.worker"]
+        path = f"{os.path.dirname(sys.executable)}:{PATH}" if self._host_runtime else PATH
+        # The image's PATH and locale, the allow-list and execution.env_passthrough.
+        env = sandbox_environment(self.config, home="/tmp", tmpdir="/tmp", path=path)
+        env.setdefault("LANG", "C.UTF-8")
         mounts = [{"Type": "bind", "Source": ws, "Target": ws, "ReadOnly": False}]
         if self._host_runtime:
             command[0] = sys.executable
-            env["PATH"] = f"{os.path.dirname(sys.executable)}:{PATH}"
-            env["PYTHONPATH"] = worker_env()["PYTHONPATH"]
-            env[ORIGINAL_PYTHONPATH] = ""  # the worker drops PYTHONPATH before tools run
+            env = worker_env(env)
             mounts += [
                 {"Type": "bind", "Source": p, "Target": p, "ReadOnly": True}
                 for p in host_runtime_mounts(self.workspace)

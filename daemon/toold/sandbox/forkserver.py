@@ -13,11 +13,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import shutil
 import signal
 import socket
 import struct
 import subprocess
 import sys
+import tempfile
 import threading
 import weakref
 from collections.abc import Callable
@@ -25,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from toold.sandbox.channel import WorkerLost
+from toold.sandbox.environment import sandbox_environment
 from toold.sandbox.pool import CANCEL_GRACE, PipeWorker, WorkerSandbox, worker_env
 from toold.sandbox.process import kill_group
 from toold.sandbox.worker import COLD, KILL, PID_FORMAT, WARM
@@ -73,8 +76,9 @@ def _kill_quietly(proc: subprocess.Popen[bytes]) -> None:
 class ForkServer:
     """Owns the fork server process and sends it requests, one at a time."""
 
-    def __init__(self, argv: list[str]) -> None:
+    def __init__(self, argv: list[str], env: dict[str, str]) -> None:
         self.argv = argv
+        self.env = env
         self._lock = threading.Lock()
         self._proc: subprocess.Popen[bytes] | None = None
         self._sock: socket.socket | None = None
@@ -87,7 +91,7 @@ class ForkServer:
                 stdin=theirs.fileno(),
                 stdout=subprocess.DEVNULL,
                 start_new_session=True,
-                env=worker_env(),
+                env=self.env,
             )
         ours.settimeout(START_TIMEOUT)
         self._sock = ours
@@ -167,15 +171,25 @@ class ForkServerSandbox(WorkerSandbox):
     def __init__(self, workspace: Path, config: TooldConfig) -> None:
         super().__init__(workspace, config)
         self.server: ForkServer | None = None
+        self._home: str | None = None
 
     def server_argv(self) -> list[str]:
-        """The fork server's command line."""
-        return [sys.executable, "-m", WORKER_MODULE, "--fork-server"]
+        """The fork server's command line (-P: the cwd is never on sys.path)."""
+        return [sys.executable, "-P", "-m", WORKER_MODULE, "--fork-server"]
+
+    def server_env(self) -> dict[str, str]:
+        """The fork server's environment, which every worker inherits: the allow-list of
+        sandbox_environment with a private HOME, never the daemon's own environment."""
+        if self._home is None:
+            self._home = tempfile.mkdtemp(prefix="toold-home-")
+            weakref.finalize(self, shutil.rmtree, self._home, ignore_errors=True)
+        base = sandbox_environment(self.config, home=self._home, tmpdir=tempfile.gettempdir())
+        return worker_env(base)
 
     def spawn(self, warm: bool) -> ForkedWorker:
         """Fork a worker (on the pool's single thread)."""
         if self.server is None:
-            self.server = ForkServer(self.server_argv())
+            self.server = ForkServer(self.server_argv(), self.server_env())
         pid, in_fd, out_fd = self.server.fork(warm)
         kill = self.server.kill if self.kills_through_server else kill_group
         return ForkedWorker(self.name, pid, in_fd, out_fd, kill)
@@ -184,6 +198,8 @@ class ForkServerSandbox(WorkerSandbox):
         """Stop the fork server."""
         if self.server is not None:
             self.server.close()
+        if self._home is not None:
+            shutil.rmtree(self._home, ignore_errors=True)
 
 
 class SubprocessSandbox(ForkServerSandbox):

@@ -54,17 +54,18 @@ def python_paths() -> list[str]:
     return sorted(paths)
 
 
-def worker_env() -> dict[str, str]:
-    """The daemon's environment, with PYTHONPATH leading to this very toold: a worker must
-    run the daemon's code, whatever the installation says meanwhile. The worker puts the
-    daemon's own PYTHONPATH back (ORIGINAL_PYTHONPATH) before any tool runs."""
+def worker_env(base: dict[str, str]) -> dict[str, str]:
+    """``base`` (a sandbox_environment) with PYTHONPATH leading to this very toold: a worker
+    must run the daemon's code, whatever the installation says meanwhile. The worker puts
+    ``base``'s own PYTHONPATH back (ORIGINAL_PYTHONPATH; none unless the user passes it
+    through) before any tool runs."""
     import toold
     import toold_protocol
 
-    original = os.environ.get("PYTHONPATH", "")
+    daemon = os.environ.get("PYTHONPATH", "")
     roots = [str(Path(m.__file__ or "").parent.parent) for m in (toold, toold_protocol)]
-    path = os.pathsep.join(dict.fromkeys(filter(None, [*roots, *original.split(os.pathsep)])))
-    return {**os.environ, "PYTHONPATH": path, ORIGINAL_PYTHONPATH: original}
+    path = os.pathsep.join(dict.fromkeys(filter(None, [*roots, *daemon.split(os.pathsep)])))
+    return {**base, "PYTHONPATH": path, ORIGINAL_PYTHONPATH: base.get("PYTHONPATH", "")}
 
 
 class WorkerHandle(ABC):
