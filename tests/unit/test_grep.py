@@ -11,6 +11,7 @@ import pytest
 from toold.config import LimitsConfig, TooldConfig
 from toold.search import grep as grep_module
 from toold.search.grep import GrepQuery, grep_lines
+from toold.search.walk import Tree
 from toold.tools import get_handlers
 
 from .conftest import Call, Put
@@ -207,9 +208,7 @@ def test_ripgrep_is_available_for_the_prefilter(workspace: Path) -> None:
     (workspace / "f.txt").write_text("needle\n")
     assert grep_module.ripgrep_binary() is not None
     query = GrepQuery(re.compile("needle"))
-    assert grep_module._rg_candidates(workspace, query, "needle") == [
-        (workspace / "f.txt", "f.txt")
-    ]
+    assert grep_module._rg_candidates(workspace, query, "needle") == ["f.txt"]
 
 
 @pytest.mark.usefixtures("mixed_tree")
@@ -264,12 +263,12 @@ def test_literal_and_regex_agree_under_a_skipped_folder_name(
         assert result == ["sub/f.txt:1:needle"]
 
 
-def test_grep_lines_reports_absolute_paths(workspace: Path) -> None:
-    (workspace / "f.txt").write_text("a\nneedle\n")
-    matches = list(grep_lines(workspace, GrepQuery(re.compile("needle"))))
-    assert [(m.path, m.line_number, m.text) for m in matches] == [
-        (workspace / "f.txt", 2, "needle")
-    ]
+def test_grep_lines_reports_workspace_relative_paths(workspace: Path) -> None:
+    (workspace / "sub").mkdir()
+    (workspace / "sub" / "f.txt").write_text("a\nneedle\n")
+    with Tree(workspace.resolve(), "sub") as tree:
+        matches = list(grep_lines(tree, GrepQuery(re.compile("needle"))))
+    assert [(m.path, m.line_number, m.text) for m in matches] == [("sub/f.txt", 2, "needle")]
 
 
 def test_literal_property() -> None:

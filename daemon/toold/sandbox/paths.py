@@ -17,7 +17,8 @@ import stat
 from pathlib import Path
 
 _WINDOWS_ABSOLUTE = re.compile(r"^(?:[A-Za-z]:[\\/]|\\\\|//)")
-_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+"""A folder opened to descend from: never through a symlink."""
 
 
 def _checked(workspace: Path, path: str | os.PathLike[str]) -> tuple[str, str, list[str]]:
@@ -116,13 +117,13 @@ def _step(dir_fd: int, part: str, current: str, create: bool) -> int:
     """A descriptor of the folder ``part`` in ``dir_fd``; never through a symlink."""
     try:
         try:
-            return os.open(part, _DIR_FLAGS, dir_fd=dir_fd)
+            return os.open(part, DIR_FLAGS, dir_fd=dir_fd)
         except FileNotFoundError:
             if not create:
                 raise
             with contextlib.suppress(FileExistsError):
                 os.mkdir(part, 0o755, dir_fd=dir_fd)
-            return os.open(part, _DIR_FLAGS, dir_fd=dir_fd)
+            return os.open(part, DIR_FLAGS, dir_fd=dir_fd)
     except OSError as exc:
         if exc.errno == errno.ELOOP or (exc.errno == errno.ENOTDIR and _is_link(dir_fd, part)):
             raise PermissionError(f"Symlink detected in path chain: {current}") from None
@@ -132,13 +133,23 @@ def _step(dir_fd: int, part: str, current: str, create: bool) -> int:
 def _open_last(dir_fd: int, name: str, current: str, flags: int, mode: int, create: bool) -> int:
     if create and flags & os.O_DIRECTORY:
         return _step(dir_fd, name, current, create)
+    return refuse_link(dir_fd, name, current, flags, mode)
+
+
+def refuse_link(dir_fd: int, name: str, where: str, flags: int, mode: int = 0o644) -> int:
+    """``name`` in the folder ``dir_fd``, opened with ``O_NOFOLLOW``.
+
+    A symlink there is PermissionError ``Symlink detected in path chain: <where>``;
+    other errors (missing, not a folder) pass through. The one descriptor-relative
+    open under open_in_workspace, the walk of the search tools and toold's state files.
+    """
     try:
         return os.open(name, flags | os.O_NOFOLLOW | os.O_CLOEXEC, mode, dir_fd=dir_fd)
     except OSError as exc:
         if exc.errno == errno.ELOOP or (
             exc.errno in (errno.EEXIST, errno.ENOTDIR) and _is_link(dir_fd, name)
         ):
-            raise PermissionError(f"Symlink detected in path chain: {current}") from None
+            raise PermissionError(f"Symlink detected in path chain: {where}") from None
         raise
 
 
@@ -156,13 +167,22 @@ def _check_opened(fd: int, root: str, candidate: str, single_link: bool) -> None
             f"Refusing to write through a file with {info.st_nlink} hard links: {candidate} "
             "(another name of it may lie outside the workspace)"
         )
+    require_inside(fd, root, candidate)
+
+
+def require_inside(fd: int, root: str, what: str) -> None:
+    """PermissionError unless the file ``fd`` lies in ``root`` (``/proc/self/fd``).
+
+    Catches a folder moved out from under a walk; without /proc the O_NOFOLLOW walk
+    is the whole defence.
+    """
     try:
         real = os.readlink(f"/proc/self/fd/{fd}")
     except OSError:
-        return  # no /proc here: the O_NOFOLLOW walk is the whole defence
+        return
     prefix = root.rstrip(os.sep) + os.sep
     if real != root and not real.startswith(prefix):
-        raise PermissionError(f"Path '{candidate}' was moved out of workspace {root}")
+        raise PermissionError(f"Path '{what}' was moved out of workspace {root}")
 
 
 # Filesystems whose calls finish in microseconds unless the disk itself fails; network

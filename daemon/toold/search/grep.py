@@ -5,6 +5,10 @@ Python would match), and Python then finds the lines, so results keep ``re``
 semantics and toold's line numbering whatever ripgrep does. A regex is prefiltered
 the same way by the longest literal every match must contain (``class \\w+Error\\(``
 needs ``Error(``), found in Python's own parse of it: ripgrep never interprets it.
+
+ripgrep's answer is only a list of names: every line in a result comes from a file
+toold opened itself, relative to its folder's descriptor without following a symlink
+(search.walk), so a link swapped in while ripgrep runs is refused, never read.
 """
 
 from __future__ import annotations
@@ -14,13 +18,13 @@ import re
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache, lru_cache
 from pathlib import Path
 
 from toold.search.patterns import GlobPattern
-from toold.search.walk import SKIP_DIRS, walk_files, walk_key
+from toold.search.walk import SKIP_DIRS, FoundFile, Tree, walk_key
 
 MAX_FILE_BYTES = 1_048_576
 _REGEX_META = frozenset(".^$*+?{}[]\\|()")
@@ -97,9 +101,9 @@ def literal_pattern(text: str, flags: int = 0) -> re.Pattern[str]:
 
 @dataclass(frozen=True)
 class LineMatch:
-    """One matching line; ``path`` is the absolute file path."""
+    """One matching line; ``path`` is the file's workspace-relative posix path."""
 
-    path: Path
+    path: str
     line_number: int
     text: str
 
@@ -135,9 +139,14 @@ def ripgrep_binary() -> str | None:
     return os.fspath(local) if local.exists() else shutil.which("rg")
 
 
-def _rg_candidates(root: Path, query: GrepQuery, literal: str) -> list[tuple[Path, str]] | None:
+def _rg_candidates(root: Path, query: GrepQuery, literal: str) -> list[str] | None:
+    """Paths below the folder ``root`` (in walk order) of files ripgrep finds ``literal`` in.
+
+    Only a list of names: each is reopened through the walk (Tree.select) and matched
+    by Python, so nothing ripgrep read (it may race a swapped link) reaches a result.
+    """
     rg = ripgrep_binary()
-    if rg is None or root.is_file():
+    if rg is None:
         return None
     argv = [rg, "--files-with-matches", "--fixed-strings", "--no-ignore", "--hidden", "--text"]
     argv += ["--no-messages", "--no-config", "--null", "--max-filesize", str(query.max_file_bytes)]
@@ -152,57 +161,50 @@ def _rg_candidates(root: Path, query: GrepQuery, literal: str) -> list[tuple[Pat
         return None
     if proc.returncode not in (0, 1):
         return None
-    prefix = len(os.fspath(root).rstrip("/")) + 1
+    prefix = os.fspath(root).rstrip("/") + "/"
     found = []
     for raw in proc.stdout.split(b"\0"):
-        if not raw:
-            continue
         name = os.fsdecode(raw)
-        rel = name[prefix:]
+        if not name.startswith(prefix):
+            continue
+        rel = name[len(prefix) :]
         parts = rel.split("/")
-        # rg never follows links, but double-check what walk_files would have refused.
-        if query.skip_dirs.intersection(parts[:-1]) or os.path.islink(name):
+        if query.skip_dirs.intersection(parts[:-1]) or "" in parts or ".." in parts:
             continue
         if not query.include_hidden and any(p.startswith(".") for p in parts):
             continue
-        found.append((Path(name), rel))
-    found.sort(key=lambda item: walk_key(item[1]))
+        found.append(rel)
+    found.sort(key=walk_key)
     return found
 
 
-def candidate_files(root: Path, query: GrepQuery) -> Iterable[tuple[Path, str]]:
-    """``(path, root-relative posix path)`` of files worth reading, in walk order."""
+def candidate_files(tree: Tree, query: GrepQuery) -> Iterator[FoundFile]:
+    """Files worth reading below the walk's start, in walk order, each opened by the walk."""
     literal = query.literal or query.required_literal
-    if literal is not None:
-        found = _rg_candidates(root, query, literal)
+    if literal is not None and tree.kind == "folder":
+        found = _rg_candidates(tree.start, query, literal)
         if found is not None:
-            return found
-    walked = walk_files(root, skip_dirs=query.skip_dirs, include_hidden=query.include_hidden)
-    if root.is_file():
-        # A file given as the search root is still filtered by ``include``, on its name.
-        return ((path, path.name) for path in walked)
-    prefix = len(os.fspath(root).rstrip("/")) + 1
-    return ((path, os.fspath(path)[prefix:]) for path in walked)
+            return tree.select(found)
+    return tree.files(skip_dirs=query.skip_dirs, include_hidden=query.include_hidden)
 
 
-def grep_lines(root: Path, query: GrepQuery) -> Iterator[LineMatch]:
-    """Yield matching lines under ``root`` in sorted file order, at most max_matches."""
+def grep_lines(tree: Tree, query: GrepQuery) -> Iterator[LineMatch]:
+    """Yield matching lines below ``tree``'s start in sorted file order, at most max_matches.
+
+    Every line comes from a file the walk opened itself (no symlink followed).
+    """
     literal = query.literal if not query.regex.flags & re.IGNORECASE else None
     required = (literal or query.required_literal or "").encode()
     search = query.regex.search
     text_filter = whole_text_filter(query.regex) if literal is None else None
     include = query.include
     found = 0
-    for path, rel in candidate_files(root, query):
-        if include is not None and not include.match(rel):
+    for file in candidate_files(tree, query):
+        # A file given as the search start is still filtered by ``include``, on its name.
+        if include is not None and not include.match(file.rel):
             continue
-        try:
-            if path.stat().st_size > query.max_file_bytes:
-                continue
-            data = path.read_bytes()
-        except OSError:
-            continue
-        if required not in data:
+        data = file.read(query.max_file_bytes)
+        if data is None or required not in data:
             continue
         try:
             text = normalize_newlines(data.decode("utf-8"))
@@ -212,10 +214,10 @@ def grep_lines(root: Path, query: GrepQuery) -> Iterator[LineMatch]:
             continue
         for number, line in enumerate(split_lines(text), start=1):
             if (literal in line) if literal is not None else search(line):
-                yield LineMatch(path, number, line)
+                yield LineMatch(file.path, number, line)
                 found += 1
                 if found >= query.max_matches:
                     return
 
 
-__all__ = ["GrepQuery", "LineMatch", "grep_lines", "literal_pattern", "split_lines"]
+__all__ = ["GrepQuery", "LineMatch", "Tree", "grep_lines", "literal_pattern", "split_lines"]

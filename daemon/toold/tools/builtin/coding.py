@@ -1,13 +1,15 @@
 """Jianmu's coding tools: list_dir, glob_search, grep_search, file_info, str_replace.
 
 The searches run on the same engine as glob and grep (toold.search), so they skip the
-same folders, never follow symlinks and match patterns the same way. Every path
-passes safe_path.
+same folders, match patterns the same way and reach files only through the walk from
+directory descriptors (search.walk): no symlink is ever followed, even one swapped in
+mid-call.
 """
 
 from __future__ import annotations
 
 import os
+import posixpath
 import re
 import stat
 from collections.abc import Callable
@@ -17,10 +19,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from toold.sandbox.paths import workspace_relative
+from toold.sandbox.paths import DIR_FLAGS, open_in_workspace, workspace_relative
 from toold.search.grep import GrepQuery, grep_lines, literal_pattern
 from toold.search.patterns import compile_glob
-from toold.search.walk import walk_files
+from toold.search.walk import Tree, lstat_in_workspace
 from toold.storage import path_lock
 from toold.tools.builtin._workspace import WorkspaceTool
 from toold.tools.builtin.files import decode_text
@@ -105,32 +107,36 @@ class ListDirTool(WorkspaceTool):
             return False
         try:
             folder = self.lexical_path(args.get("path", ".") if isinstance(args, dict) else ".")
-            return os.stat(folder).st_size <= INLINE_FOLDER_BYTES
+            return os.lstat(folder).st_size <= INLINE_FOLDER_BYTES
         except (OSError, ValueError):
             return True  # the call itself fails at once, and says why
 
     def run(self, path: str = ".") -> str:
         """The folder's table."""
-        folder = self.resolve(path)
+        rel = workspace_relative(self.workspace, path)
         try:
-            with os.scandir(folder) as it:
-                entries = sorted(it, key=attrgetter("name"))
+            fd = open_in_workspace(self.workspace, path, DIR_FLAGS)  # never through a link
         except NotADirectoryError:
-            raise NotADirectoryError(f"Not a directory: {self.relative(folder)}") from None
+            raise NotADirectoryError(f"Not a directory: {rel}") from None
         except FileNotFoundError:
-            raise FileNotFoundError(f"Directory not found: {self.relative(folder)}") from None
-        if not entries:
-            return "(empty directory)"
-        lines = []
-        for entry in entries[:MAX_LIST_ENTRIES]:
-            try:
-                if entry.is_dir(follow_symlinks=False):  # from the listing: no system call
-                    lines.append(f"DIR   {'-':>9}  {entry.name}")
-                else:
-                    size = entry.stat(follow_symlinks=False).st_size
-                    lines.append(f"FILE  {human_size(size):>9}  {entry.name}")
-            except OSError:
-                continue
+            raise FileNotFoundError(f"Directory not found: {rel}") from None
+        try:
+            with os.scandir(fd) as it:
+                entries = sorted(it, key=attrgetter("name"))
+            if not entries:
+                return "(empty directory)"
+            lines = []
+            for entry in entries[:MAX_LIST_ENTRIES]:
+                try:
+                    if entry.is_dir(follow_symlinks=False):  # from the listing: no system call
+                        lines.append(f"DIR   {'-':>9}  {entry.name}")
+                    else:  # lstat relative to the folder's descriptor
+                        size = entry.stat(follow_symlinks=False).st_size
+                        lines.append(f"FILE  {human_size(size):>9}  {entry.name}")
+                except OSError:
+                    continue
+        finally:
+            os.close(fd)
         if len(entries) > MAX_LIST_ENTRIES:
             more = len(entries) - MAX_LIST_ENTRIES
             lines.append(f"... ({more} more entries; list a sub-folder or use glob_search)")
@@ -150,15 +156,11 @@ class GlobSearchTool(WorkspaceTool):
         self, pattern: str, path: str = ".", include_hidden: bool = False, limit: int = 200
     ) -> str:
         """Matching paths, one per line."""
-        root = self.resolve(path)
-        if not root.exists():
-            raise FileNotFoundError(f"Path not found: {self.relative(root)}")
         matcher = compile_glob(pattern)
-        found: list[str] = []
-        for file in walk_files(root, include_hidden=include_hidden):
-            rel_root = file.name if file == root else file.relative_to(root).as_posix()
-            if matcher.match(rel_root):
-                found.append(self.relative(file))
+        with _tree(self, path) as tree:
+            found = [
+                f.path for f in tree.files(include_hidden=include_hidden) if matcher.match(f.rel)
+            ]
         if not found:
             return "No files matched."
         found.sort()
@@ -193,20 +195,19 @@ class GrepSearchTool(WorkspaceTool):
         """Matching lines, one per line."""
         flags = 0 if case_sensitive else re.IGNORECASE
         pattern = _compile(query, flags) if regex else literal_pattern(query, flags)
-        root = self.resolve(path)
-        if not root.exists():
-            raise FileNotFoundError(f"Path not found: {self.relative(root)}")
         search = GrepQuery(
             regex=pattern,
             include=compile_glob(glob) if glob else None,
             max_matches=limit + 1,
         )
         lines = []
-        for match in grep_lines(root, search):
-            text = match.text
-            if len(text) > MAX_LINE_CHARS:
-                text = f"{text[:MAX_LINE_CHARS]}... [{len(text) - MAX_LINE_CHARS} more characters]"
-            lines.append(f"{self.relative(match.path)}:{match.line_number}:{text}")
+        with _tree(self, path) as tree:
+            for match in grep_lines(tree, search):
+                text = match.text
+                if len(text) > MAX_LINE_CHARS:
+                    cut = len(text) - MAX_LINE_CHARS
+                    text = f"{text[:MAX_LINE_CHARS]}... [{cut} more characters]"
+                lines.append(f"{match.path}:{match.line_number}:{text}")
         if not lines:
             return "No matches found."
         if len(lines) > limit:
@@ -227,12 +228,8 @@ class FileInfoTool(WorkspaceTool):
 
     def run(self, path: str) -> dict[str, Any]:
         """The entry's metadata."""
-        target = self.resolve(path)
-        rel = self.relative(target)
-        try:
-            info = target.stat()
-        except FileNotFoundError:
-            raise FileNotFoundError(f"Path not found: {rel}") from None
+        rel = workspace_relative(self.workspace, path)
+        info = lstat_in_workspace(self.workspace, path)  # a symlink is refused
         is_dir = stat.S_ISDIR(info.st_mode)
         kind = "directory" if is_dir else "file" if stat.S_ISREG(info.st_mode) else "other"
         modified = datetime.fromtimestamp(info.st_mtime, tz=UTC)
@@ -241,8 +238,17 @@ class FileInfoTool(WorkspaceTool):
             "type": kind,
             "size": info.st_size,
             "modified": modified.isoformat(timespec="seconds"),
-            "extension": "" if is_dir else target.suffix,
+            "extension": "" if is_dir else posixpath.splitext(posixpath.basename(rel))[1],
         }
+
+
+def _tree(tool: WorkspaceTool, path: str) -> Tree:
+    """The walk's start for glob_search and grep_search: a missing path is an error."""
+    try:
+        return Tree(tool.workspace, path)
+    except (FileNotFoundError, NotADirectoryError):
+        rel = workspace_relative(tool.workspace, path)
+        raise FileNotFoundError(f"Path not found: {rel}") from None
 
 
 class StrReplaceTool(WorkspaceTool):

@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from toold.search.grep import GrepQuery, grep_lines
 from toold.search.patterns import compile_glob
-from toold.search.walk import walk_files
+from toold.search.walk import Tree
 from toold.tools.builtin._workspace import WorkspaceTool
 
 
@@ -47,14 +47,13 @@ class GlobTool(WorkspaceTool):
 
     def run(self, pattern: str, path: str = ".") -> list[str]:
         """Sorted, de-duplicated workspace-relative paths of matching files."""
-        root = self.resolve(path)
         matcher = compile_glob(pattern)
-        found: set[str] = set()
-        for file in walk_files(root):
-            rel_root = file.name if file == root else file.relative_to(root).as_posix()
-            if matcher.match(rel_root):
-                found.add(self.relative(file))
-        return sorted(found)
+        try:
+            tree = Tree(self.workspace, path)  # walked from descriptors: no link followed
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+        with tree:
+            return sorted({f.path for f in tree.files() if matcher.match(f.rel)})
 
 
 class GrepTool(WorkspaceTool):
@@ -73,19 +72,23 @@ class GrepTool(WorkspaceTool):
             regex = re.compile(pattern)
         except re.error as exc:
             return [f"Invalid regex pattern: {exc}"]
-        root = self.resolve(path)
         query = GrepQuery(
             regex=regex,
             include=compile_glob(include) if include else None,
             max_matches=self.config.limits.grep_max_matches,
         )
-        matches = list(grep_lines(root, query))
+        try:
+            tree = Tree(self.workspace, path)  # every line from a file opened by the walk
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+        with tree:
+            matches = list(grep_lines(tree, query))
         if output_mode == "files_with_matches":
-            return list(dict.fromkeys(self.relative(m.path) for m in matches))
+            return list(dict.fromkeys(m.path for m in matches))
         if output_mode == "count":
-            counts = Counter(self.relative(m.path) for m in matches)
+            counts = Counter(m.path for m in matches)
             return [f"{rel}:{n}" for rel, n in counts.items()]
-        return [f"{self.relative(m.path)}:{m.line_number}:{m.text}" for m in matches]
+        return [f"{m.path}:{m.line_number}:{m.text}" for m in matches]
 
 
 TOOLS = (GlobTool, GrepTool)
