@@ -56,7 +56,8 @@ class DaemonClient:
 
     def __init__(self, workspace: Path, *, command: list[str] | None = None) -> None:
         self.workspace = workspace.resolve()
-        self.command = command or [sys.executable, "-m", "toold", "serve"]
+        # -P: the launch folder is never put on sys.path (a local toold/ or logging.py).
+        self.command = command or [sys.executable, "-P", "-m", "toold", "serve"]
         self._ids = itertools.count(1)
         self._proc: subprocess.Popen[bytes] | None = None
         self.server_info: dict[str, Any] = {}

@@ -93,7 +93,7 @@ function canImportToold(python: string, env: NodeJS.ProcessEnv): Promise<string 
   return new Promise((resolve) => {
     execFile(
       python,
-      ["-c", "import toold"],
+      ["-P", "-c", "import toold"], // -P: never the cwd's toold/
       { env, timeout: 20_000, windowsHide: true },
       (error, _stdout, stderr) => {
         if (error === null) {
@@ -137,8 +137,9 @@ export async function resolveLaunch(
     }
     return {
       command: python,
-      args: ["-m", "toold", ...serveArgs(settings)],
-      description: `${python} -m toold (toold.pythonPath)`,
+      // -P: the cwd (a workspace holding toold/ or logging.py) is never on sys.path.
+      args: ["-P", "-m", "toold", ...serveArgs(settings)],
+      description: `${python} -P -m toold (toold.pythonPath)`,
     };
   }
   const found = await which("toold", ctx);

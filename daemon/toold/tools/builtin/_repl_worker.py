@@ -222,10 +222,11 @@ def main() -> None:
     os.close(null)
     os.dup2(raw_fd, 1)
     os.dup2(raw_fd, 2)
-    # Snippets import from the workspace (the cwd), as in an interactive interpreter,
-    # never from this file's folder.
-    if sys.path and os.path.abspath(sys.path[0]) == os.path.dirname(_THIS_FILE):
-        sys.path[0] = ""
+    # Started with -P, so neither this file's folder nor the workspace leads sys.path.
+    # Snippets may import the workspace's modules (the cwd), but only after the standard
+    # library and installed packages: a workspace logging.py or token.py never replaces
+    # the real one, for the worker or for the modules a snippet imports.
+    sys.path.append("")
     threading.Thread(target=_watch_parent, args=(os.getppid(),), daemon=True).start()
     interpreter = Interpreter(raw_fd)
 

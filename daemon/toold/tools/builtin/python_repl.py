@@ -155,7 +155,7 @@ class ReplWorker:
     def _start(self) -> None:
         env = dict(os.environ, PYTHONIOENCODING="utf-8")
         proc = subprocess.Popen(
-            [sys.executable, "-u", os.fspath(WORKER_SCRIPT)],
+            [sys.executable, "-P", "-u", os.fspath(WORKER_SCRIPT)],  # -P: see the worker's main
             cwd=self.cwd,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,

@@ -170,8 +170,9 @@ describe("launching toold", () => {
     );
   });
 
-  test("toold.pythonPath runs `python -m toold serve` once python can import toold", async () => {
-    const good = script("good-python", "exit 0");
+  test("toold.pythonPath runs `python -P -m toold serve` once python can import toold", async () => {
+    // -P (safe path): the probe and the daemon never import from the cwd.
+    const good = script("good-python", '[ "$1" = -P ] || exit 3');
     const bad = script(
       "bad-python",
       "echo \"ModuleNotFoundError: No module named 'toold'\" >&2; exit 1",
@@ -183,7 +184,7 @@ describe("launching toold", () => {
     );
     assert.deepEqual(
       [spec.command, ...spec.args],
-      [good, "-m", "toold", "serve", "--log-level", "debug"],
+      [good, "-P", "-m", "toold", "serve", "--log-level", "debug"],
     );
     await assert.rejects(
       resolveLaunch({ ...DEFAULT_SETTINGS, pythonPath: bad }, ctx),
