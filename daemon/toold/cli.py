@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
+import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -13,6 +15,9 @@ from toold import __version__
 
 EXIT_TOOL_FAILED = 1
 EXIT_USAGE = 2
+EXIT_BROKEN_PIPE = 128 + signal.SIGPIPE
+"""What a shell reports for a command killed by SIGPIPE (``toold tools | head``)."""
+INVALID_PARAMS = -32602
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -28,6 +33,17 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--log-file", type=Path, help="also log to this file")
     serve.add_argument("--log-level", default="warning", help="debug, info, warning, error")
     serve.add_argument("--max-message-bytes", type=int, help="largest accepted frame")
+    # The LSP launch convention (vscode-languageclient appends both with TransportKind.stdio).
+    serve.add_argument(
+        "--stdio", action="store_true", help="talk over stdin/stdout (the only transport)"
+    )
+    serve.add_argument(
+        "--clientProcessId",
+        dest="client_process_id",
+        type=int,
+        metavar="PID",
+        help="exit when this process dies (like initialize's processId)",
+    )
 
     tools = sub.add_parser("tools", help="list the tools")
     tools.add_argument("--format", choices=["native", "anthropic", "openai"])
@@ -82,12 +98,21 @@ def _serve(args: argparse.Namespace) -> int:
     if workspace is not None and not workspace.is_dir():
         print(f"toold: workspace {workspace} is not a folder", file=sys.stderr)
         return EXIT_USAGE
-    return run(create_server(workspace, max_message_bytes=args.max_message_bytes))
+    server = create_server(
+        workspace,
+        max_message_bytes=args.max_message_bytes,
+        client_process_id=args.client_process_id,
+    )
+    return run(server)
 
 
 def _print_content(content: Any) -> None:
+    """Text as it is; a list one item a line (grep, glob); anything else as JSON."""
     if isinstance(content, str):
         print(content)
+    elif isinstance(content, list):
+        for item in content:
+            print(item if isinstance(item, str) else json.dumps(item, ensure_ascii=False))
     else:
         print(json.dumps(content, indent=2, ensure_ascii=False))
 
@@ -129,7 +154,17 @@ def _call(args: argparse.Namespace) -> int:
     params = {"name": args.name, "arguments": arguments, "origin": "user"}
     try:
         with DaemonClient(args.workspace) as client:
-            result = client.request("tools/call", params)
+            try:
+                result = client.request("tools/call", params)
+            except RpcError as exc:
+                if exc.code != INVALID_PARAMS or not exc.message.startswith("Unknown tool"):
+                    raise
+                from toold.ci.catalogue import Catalogue
+
+                tools = client.request("tools/list", {"format": "native"})["tools"]
+                hint = Catalogue(tools).suggestion(args.name)
+                print(f"toold: {exc.message}; {hint}see `toold tools`", file=sys.stderr)
+                return EXIT_USAGE
     except RpcError as exc:
         print(f"toold: {exc.message}", file=sys.stderr)
         return EXIT_USAGE
@@ -191,7 +226,23 @@ def _mcp(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the ``toold`` console script and ``python -m toold``."""
+    """Entry point of the ``toold`` console script and ``python -m toold``.
+
+    A reader that stops early (``toold call grep ... | head -1``) ends the command
+    quietly, as it ends Unix tools (see "Note on SIGPIPE" in Python's signal docs).
+    """
+    try:
+        code = _dispatch(argv)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # Python flushes stdout again at exit: point it at /dev/null so that is quiet too.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
+    return code
+
+
+def _dispatch(argv: list[str] | None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "serve":
         return _serve(args)

@@ -240,6 +240,7 @@ class TooldServer(LanguageServer):
         self.stopped = asyncio.Event()
         self.exit_code = 0
         self._watch_handle: Any = None
+        self.client_process_id: int | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
     # -- binding -----------------------------------------------------------------
@@ -501,13 +502,20 @@ def _workspace_from(params: types.InitializeParams) -> Path | None:
 
 
 def create_server(
-    workspace: Path | None = None, *, max_message_bytes: int | None = None
+    workspace: Path | None = None,
+    *,
+    max_message_bytes: int | None = None,
+    client_process_id: int | None = None,
 ) -> TooldServer:
-    """Build a daemon; ``workspace`` (the --workspace flag) beats what initialize says."""
+    """Build a daemon; ``workspace`` (the --workspace flag) beats what initialize says.
+
+    ``client_process_id`` (--clientProcessId) is watched from the start, like initialize's
+    processId."""
     from toold.handlers import HANDLERS
     from toold.rpc import register_methods
 
     server = TooldServer(workspace, max_message_bytes=max_message_bytes)
+    server.client_process_id = client_process_id
 
     @server.feature(types.INITIALIZE)
     def on_initialize(params: types.InitializeParams) -> None:
@@ -516,7 +524,7 @@ def create_server(
             params.initialization_options if isinstance(params.initialization_options, dict) else {}
         )
         server.start_binding(root, options.get("config"), bool(options.get("executionEvents")))
-        if params.process_id:
+        if params.process_id and params.process_id != server.client_process_id:
             with contextlib.suppress(RuntimeError):
                 server.watch_client(params.process_id)
         log.info("toold %s serving %s", __version__, server.root)

@@ -281,6 +281,8 @@ async def serve_stdio(server: TooldServer, stdin: BinaryIO, stdout: BinaryIO) ->
     reader = await _stdin_reader(stdin)
     writer = await _stdout_writer(stdout)
     server.protocol.set_writer(writer)
+    if server.client_process_id:
+        server.watch_client(server.client_process_id)
     read_task = asyncio.create_task(_read_loop(server, reader, writer))
     stop_task = asyncio.create_task(server.stopped.wait())
     await asyncio.wait({read_task, stop_task}, return_when=asyncio.FIRST_COMPLETED)

@@ -54,13 +54,16 @@ function newProgressToken(): string {
   return `toold-${String(process.pid)}-${String(Date.now())}-${String(tokenCounter)}`;
 }
 
-export interface CallOptions {
-  /** Who decided the call; palette commands are "user". */
-  origin?: "user" | "agent";
+export interface ProgressOptions {
   /** Cancelling it sends $/cancelRequest (and window/workDoneProgress/cancel). */
   token?: CancellationToken;
-  /** Receives the call's $/progress values (begin, report, end). */
+  /** Receives the request's $/progress values (begin, report, end). */
   onProgress?: (value: WorkDoneProgressValue) => void;
+}
+
+export interface CallOptions extends ProgressOptions {
+  /** Who decided the call; palette commands are "user". */
+  origin?: "user" | "agent";
 }
 
 /** Typed access to toold's custom methods. */
@@ -115,17 +118,36 @@ export class TooldApi {
   }
 
   /** Run a tool; with onProgress the daemon reports $/progress on a fresh token. */
-  async callTool(
+  callTool(
     name: string,
     args: Record<string, unknown>,
     options: CallOptions = {},
   ): Promise<ToolsCallResult> {
-    const disposables: Disposable[] = [];
     const params: Params<"tools/call"> = {
       name,
       arguments: args,
       origin: options.origin ?? "user",
     };
+    return this.requestWithProgress("tools/call", params, options);
+  }
+
+  /** agent/run: the agent works on `prompt`; each of its tool calls is a progress report. */
+  async runAgent(prompt: string, options: ProgressOptions = {}): Promise<string> {
+    const result = await this.requestWithProgress("agent/run", { prompt }, options);
+    return result.text;
+  }
+
+  /**
+   * A request that may take long: with onProgress it carries a fresh workDoneToken whose
+   * $/progress values reach onProgress; cancelling `token` sends $/cancelRequest and
+   * window/workDoneProgress/cancel for that token.
+   */
+  private async requestWithProgress<M extends "tools/call" | "agent/run">(
+    method: M,
+    params: Params<M>,
+    options: ProgressOptions,
+  ): Promise<Result<M>> {
+    const disposables: Disposable[] = [];
     const { onProgress, token } = options;
     if (onProgress !== undefined) {
       const progressToken = newProgressToken();
@@ -142,7 +164,7 @@ export class TooldApi {
       }
     }
     try {
-      return await this.request("tools/call", params, token);
+      return await this.request(method, params, token);
     } finally {
       for (const d of disposables) {
         d.dispose();
@@ -186,6 +208,24 @@ export function describeError(error: unknown): string {
     return `${error.message} (${name})`;
   }
   return error instanceof Error ? error.message : String(error);
+}
+
+/**
+ * When agent/run failed because no model provider is configured (no API key), the fix
+ * to show the user; otherwise undefined.
+ */
+export function agentUnavailableFix(error: unknown): string | undefined {
+  if (!(error instanceof ResponseError) || error.code !== ERROR_CODES.InvalidRequest) {
+    return undefined;
+  }
+  if (!error.message.startsWith("Agent unavailable")) return undefined;
+  return (
+    "toold's agent has no API key. Set ANTHROPIC_API_KEY in the environment VS Code starts " +
+    "toold with (start VS Code from a shell that exports it), or name the variable that " +
+    'holds your key in toold.toml: [agent] api_key_env = "MY_KEY" (and [agent] base_url ' +
+    'for another endpoint). Then run "toold: Restart Daemon". ' +
+    `(The daemon said: ${error.message})`
+  );
 }
 
 /** True when a request failed because it was cancelled. */

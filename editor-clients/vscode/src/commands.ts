@@ -1,10 +1,11 @@
-// The command palette: Run Tool, Run in Background, Background Jobs, Permission Mode, Restart.
+// The command palette: Run Tool, Run in Background, Background Jobs, Permission Mode,
+// Ask Agent, Restart.
 
 import * as vscode from "vscode";
 
-import { describeError, isCancelled } from "./client-core";
+import { agentUnavailableFix, describeError, isCancelled } from "./client-core";
 import type { TooldController } from "./controller";
-import { JOB_ICONS, renderResult, summarizeResult } from "./models";
+import { JOB_ICONS, renderAgentAnswer, renderResult, summarizeResult } from "./models";
 import { PERMISSION_MODES, type JobInfo, type JsonSchemaObject, type NativeTool } from "./protocol";
 import { vscodePrompter } from "./prompter";
 import { collectArguments } from "./schemaForm";
@@ -47,6 +48,7 @@ export class Commands {
       run("toold.runInBackground", () => this.runInBackground()),
       run("toold.showJobs", () => this.showJobs()),
       run("toold.setPermissionMode", () => this.setPermissionMode()),
+      run("toold.askAgent", () => this.askAgent()),
       run("toold.restart", () => this.controller.restart()),
       run("toold.refresh", () => this.controller.refreshAll()),
       run("toold.showLog", () => {
@@ -203,6 +205,68 @@ export class Commands {
     });
     pick.show();
     await done;
+  }
+
+  /**
+   * "toold: Ask Agent…": agent/run on a prompt, its tool calls streamed as progress
+   * (Cancel stops it), the final text in a markdown preview.
+   */
+  async askAgent(): Promise<void> {
+    const api = await this.controller.ready();
+    if (api === undefined) return;
+    const prompt = await vscode.window.showInputBox({
+      title: "toold: Ask Agent",
+      prompt: "What should the agent do in this workspace?",
+      placeHolder: "e.g. Find where the config is loaded and explain it",
+      ignoreFocusOut: true,
+      validateInput: (value) => (value.trim() === "" ? "Type a prompt for the agent." : undefined),
+    });
+    if (prompt === undefined || prompt.trim() === "") return;
+    const out = this.controller.output;
+    out.appendLine(`── agent: ${prompt}`);
+    const toolCalls: string[] = [];
+    let text: string | undefined;
+    try {
+      text = await vscode.window.withProgress(
+        { location: vscode.ProgressLocation.Notification, title: "toold agent", cancellable: true },
+        async (progress, token) => {
+          progress.report({ message: "thinking…" });
+          try {
+            return await api.runAgent(prompt, {
+              token,
+              onProgress: (value) => {
+                if (value.kind === "report" && value.message) {
+                  toolCalls.push(value.message);
+                  out.appendLine(`   ${value.message}`);
+                  progress.report({ message: lastLine(value.message) });
+                }
+              },
+            });
+          } catch (error) {
+            if (isCancelled(error)) return undefined;
+            throw error;
+          }
+        },
+      );
+    } catch (error) {
+      const fix = agentUnavailableFix(error);
+      if (fix === undefined) throw error;
+      out.appendLine(fix);
+      void vscode.window.showErrorMessage(fix, { modal: false }, "Show Log").then((choice) => {
+        if (choice !== undefined) out.show();
+      });
+      return;
+    }
+    if (text === undefined) {
+      out.appendLine("   (cancelled)");
+      void vscode.window.showInformationMessage("toold: the agent was cancelled.");
+      return;
+    }
+    const doc = await vscode.workspace.openTextDocument({
+      content: renderAgentAnswer(prompt, toolCalls, text),
+      language: "markdown",
+    });
+    await vscode.commands.executeCommand("markdown.showPreview", doc.uri);
   }
 
   /** "toold: Set Permission Mode…" (permissions/setMode, for this daemon's life). */

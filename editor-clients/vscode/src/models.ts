@@ -104,9 +104,29 @@ export function renderJob(job: JobDetail): string {
   return lines.join("\n");
 }
 
-/** A team/message as one line for a notification. */
+/** A team/message as one line for a notification: "Message from X: ...". */
 export function teamMessageText(message: TeamMessage): string {
-  return `toold: ${message.from} → ${message.to} (${message.type}): ${message.content}`;
+  const plain = ["message", "request", "response"].includes(message.type);
+  const kind = plain ? "" : ` (${message.type})`;
+  return `toold: Message from ${message.from}${kind}: ${message.content}`;
+}
+
+/** The agent's answer as a markdown document: the prompt, its tool calls, the final text. */
+export function renderAgentAnswer(prompt: string, toolCalls: string[], text: string): string {
+  const quoted = prompt
+    .split("\n")
+    .map((line) => `> ${line}`)
+    .join("\n");
+  const lines = ["# toold agent", "", quoted, ""];
+  if (toolCalls.length > 0) {
+    lines.push(`<details><summary>${String(toolCalls.length)} tool call(s)</summary>`, "");
+    for (const call of toolCalls) {
+      lines.push(`- \`${call.replace(/`/g, "'")}\``);
+    }
+    lines.push("", "</details>", "");
+  }
+  lines.push(text.trim() === "" ? "_(The agent gave no final text.)_" : text, "");
+  return lines.join("\n");
 }
 
 // -- views ----------------------------------------------------------------------------

@@ -31,6 +31,8 @@ export interface StartOptions {
   capabilities?: Record<string, unknown>;
   /** Called before initialize, to register handlers the daemon may need at once. */
   beforeInitialize?: (connection: MessageConnection) => void;
+  /** The daemon's environment (default: this process's). */
+  env?: NodeJS.ProcessEnv;
 }
 
 export interface Daemon {
@@ -70,6 +72,7 @@ export async function startDaemon(options: StartOptions = {}): Promise<Daemon> {
   const launch = await resolveLaunch(settings, { env: process.env, workspace });
   const child = spawn(launch.command, launch.args, {
     cwd: workspace,
+    env: options.env ?? process.env,
     stdio: ["pipe", "pipe", "pipe"],
   });
   let stderr = "";
