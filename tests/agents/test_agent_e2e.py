@@ -365,5 +365,5 @@ def test_without_an_api_key(start: Start) -> None:
     assert "ANTHROPIC_API_KEY" in reply["error"]["message"]
     assert client.tool("subagent", task="anything") == {
         "content": "Subagent unavailable: provider is not configured.",
-        "isError": False,
+        "isError": True,
     }

@@ -425,6 +425,72 @@ def test_unknown_references_and_tools_are_refused_before_running(workspace: Path
     assert not (workspace / "alias.txt").exists()
 
 
+def test_arguments_are_checked_against_each_schema_before_running(workspace: Path) -> None:
+    done = toold_run(
+        workspace,
+        {
+            "steps": [
+                {"tool": "write_file", "arguments": write_args("first.txt")},
+                {"tool": "grep", "arguments": {"pattern": 5}},
+                {"tool": "read_file", "arguments": {"path": "src/main.py"}},
+                {"tool": "bash", "arguments": {"command": "true", "timeout": "soon"}},
+                {
+                    "tool": "bash",
+                    "arguments": {"command": "true"},
+                    "fallback": [{"tool": "glob", "arguments": {"patern": "*.py"}}],
+                },
+            ]
+        },
+    )
+    assert done.returncode == 2, done.stderr
+    assert done.stdout == ""
+    assert done.stderr.splitlines()[1:] == [
+        "  steps[1].arguments.pattern: 5 is not of type 'string'",
+        "  steps[2].arguments.path: unexpected argument; did you mean 'file_path'? "
+        "read_file takes: file_path, limit, offset",
+        "  steps[2].arguments: 'file_path' is a required property; add it",
+        "  steps[3].arguments.timeout: 'soon' is not of type 'integer'",
+        "  steps[4].fallback[0].arguments.patern: unexpected argument; did you mean 'pattern'? "
+        "glob takes: path, pattern",
+        "  steps[4].fallback[0].arguments: 'pattern' is a required property; add it",
+    ]
+    assert not (workspace / "first.txt").exists()
+
+
+def test_a_whole_reference_may_stand_for_any_type(workspace: Path) -> None:
+    # The value of ${steps.n.content} is known only when the step runs: "5" for an integer.
+    script = {
+        "steps": [
+            {"id": "n", "tool": "calculator", "arguments": {"input": "2+3"}},
+            {"tool": "bash", "arguments": {"command": "echo ok", "timeout": "${steps.n.content}"}},
+        ]
+    }
+    done = toold_run(workspace, script)
+    assert done.returncode == 0, done.stdout + done.stderr
+    # Inside other text a reference is still a string, which an integer field refuses.
+    script["steps"][1]["arguments"]["timeout"] = "1${steps.n.content}"
+    refused = toold_run(workspace, script)
+    assert refused.returncode == 2
+    assert "steps[1].arguments.timeout: '1${steps.n.content}' is not of type 'integer'" in (
+        refused.stderr
+    )
+
+
+def test_a_tool_answering_its_error_text_fails_the_step(workspace: Path) -> None:
+    script = {
+        "steps": [
+            {"id": "div", "tool": "calculator", "arguments": {"input": "1/0"}},
+            {"id": "after", "tool": "calculator", "arguments": {"input": "1+1"}},
+        ]
+    }
+    done = toold_run(workspace, script)
+    assert done.returncode == 1
+    first, second = step_lines(done)
+    assert first.startswith("✗ div  calculator  ")
+    assert first.endswith("Error: division by zero")
+    assert second == "- after  calculator  not run: div failed"
+
+
 def test_unreadable_scripts_exit_2(workspace: Path) -> None:
     broken = toold_run(workspace, '{"steps": [', name="broken.json")
     assert broken.returncode == 2

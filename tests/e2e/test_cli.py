@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -31,7 +33,8 @@ def test_tools_lists_names_and_formats(workspace: Path) -> None:
 def test_call_prints_text_or_json(workspace: Path) -> None:
     grep = toold("call", "grep", '{"pattern": "needle"}', cwd=workspace)
     assert grep.returncode == 0, grep.stderr
-    assert json.loads(grep.stdout) == [
+    # A list prints one item a line (grep, glob), so it pipes into other tools.
+    assert grep.stdout.splitlines() == [
         "src/helper.txt:1:needle line",
         "src/main.py:1:print('needle')",
     ]
@@ -68,6 +71,11 @@ def test_call_failures_exit_non_zero_with_reason(workspace: Path) -> None:
     unknown = toold("call", "nope", cwd=workspace)
     assert unknown.returncode == 2
     assert "Unknown tool: nope" in unknown.stderr
+    typo = toold("call", "gerp", '{"pattern": "x"}', cwd=workspace)
+    assert typo.returncode == 2
+    assert (
+        typo.stderr.strip() == "toold: Unknown tool: gerp; did you mean 'grep'? see `toold tools`"
+    )
     bad_json = toold("call", "grep", "{not json", cwd=workspace)
     assert bad_json.returncode == 2
     assert "not valid JSON" in bad_json.stderr
@@ -76,3 +84,45 @@ def test_call_failures_exit_non_zero_with_reason(workspace: Path) -> None:
 def test_call_json_prints_whole_result(workspace: Path) -> None:
     done = toold("call", "bash", '{"command": "echo hi"}', "--json", cwd=workspace)
     assert json.loads(done.stdout) == {"content": "hi", "isError": False, "exitCode": 0}
+
+
+def test_call_error_text_of_a_tool_exits_non_zero(workspace: Path) -> None:
+    done = toold("call", "calculator", '{"input": "1/0"}', "--json", cwd=workspace)
+    assert done.returncode == 1
+    assert json.loads(done.stdout) == {"content": "Error: division by zero", "isError": True}
+    plain = toold("call", "calculator", '{"input": "1/0"}', cwd=workspace)
+    assert plain.returncode == 1
+    assert plain.stderr.strip() == "toold: calculator failed: Error: division by zero"
+
+
+def _read_one_line_then_close(argv: list[str], cwd: Path) -> tuple[int, str]:
+    """Run ``argv`` with its stdout on a real pipe whose reader stops after one line
+    (``| head -1``); return its exit status and stderr.
+
+    The pipe holds one page (F_SETPIPE_SZ), so any longer output is still being written
+    when the reader closes it: the writer meets the closed pipe every time.
+    """
+    read_fd, write_fd = os.pipe()
+    fcntl.fcntl(write_fd, fcntl.F_SETPIPE_SZ, 4096)
+    proc = subprocess.Popen(argv, cwd=cwd, stdout=write_fd, stderr=subprocess.PIPE)
+    os.close(write_fd)
+    with os.fdopen(read_fd, "rb", buffering=0) as reader:
+        first = reader.read(1)
+        while first and not first.endswith(b"\n"):
+            first += reader.read(1)
+    assert first, "no output at all"
+    assert proc.stderr is not None
+    stderr = proc.stderr.read().decode()
+    proc.stderr.close()
+    return proc.wait(timeout=60), stderr
+
+
+def test_a_reader_that_stops_early_ends_the_command_quietly(workspace: Path) -> None:
+    for i in range(50):
+        (workspace / "src" / f"f{i}.txt").write_text("needle\n" * 5, encoding="utf-8")
+    for args in (["call", "grep", '{"pattern": "needle"}'], ["tools", "--json"]):
+        status, stderr = _read_one_line_then_close(
+            [sys.executable, "-m", "toold", *args], workspace
+        )
+        assert stderr == "", stderr  # no BrokenPipeError traceback
+        assert status == 141, (args, status)  # 128 + SIGPIPE, as a shell reports `yes | head`

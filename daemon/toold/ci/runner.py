@@ -8,7 +8,6 @@ A rescued step counts as passed, and its content becomes the fallback's last res
 
 from __future__ import annotations
 
-import difflib
 import json
 import time
 from collections.abc import Callable
@@ -16,7 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from toold.ci.script import Expect, Script, ScriptError, Step, UnresolvedReference, substitute, walk
+from toold.ci.catalogue import Catalogue, check_steps
+from toold.ci.script import Expect, Script, ScriptError, Step, UnresolvedReference, substitute
 
 Status = Literal["passed", "failed", "rescued", "skipped"]
 
@@ -208,15 +208,8 @@ class ScriptRunner:
 
 
 def check_tools(script: Script, catalogue: list[dict[str, Any]], source: str) -> None:
-    """Refuse (ScriptError) steps whose tool is neither a tool name nor an alias."""
-    names = {t["name"] for t in catalogue}
-    known = names | {alias for t in catalogue for alias in t.get("aliases") or ()}
-    problems = []
-    for path, step in walk(script.steps):
-        if step.tool not in known:
-            close = difflib.get_close_matches(step.tool, sorted(names), n=1)
-            hint = f"did you mean {close[0]!r}? " if close else ""
-            problems.append(f"{path}.tool: unknown tool {step.tool!r}; {hint}see `toold tools`")
+    """Refuse (ScriptError) unknown tools and arguments that fail their tool's schema."""
+    problems = check_steps(script, Catalogue(catalogue))
     if problems:
         raise ScriptError(source, problems)
 
@@ -226,7 +219,8 @@ def run_in_daemon(
 ) -> RunOutcome:
     """Start a daemon for ``workspace`` and run ``script`` through it, origin "user".
 
-    Unknown tools are refused (ScriptError) before any step runs.
+    Unknown tools and arguments that fail their schema are refused (ScriptError) before
+    any step runs.
     """
     from toold.client import DaemonClient, RpcError
 

@@ -37,3 +37,16 @@ def set_exit_code(code: int | None, *, timed_out: bool = False) -> None:
     if ctx is not None:
         ctx.meta["exit_code"] = code
         ctx.meta["timed_out"] = timed_out
+
+
+def failed(text: str) -> str:
+    """Mark the running call as failed (``isError``) and return ``text`` unchanged.
+
+    For tools whose spec answers a failure with text (``Error: ...``, "unavailable"):
+    the text stays the result, the flag travels in the call's meta (also back from a
+    sandbox worker) and ToolSet.invoke turns it into ``is_error``.
+    """
+    ctx = current_call.get()
+    if ctx is not None:
+        ctx.meta["is_error"] = True
+    return text

@@ -137,6 +137,7 @@ class ToolSet:
             current_call.reset(token)
         return ToolOutcome(
             to_jsonable_python(result, fallback=str),
+            is_error=bool(ctx.meta.get("is_error")),
             exit_code=ctx.meta.get("exit_code"),
             timed_out=bool(ctx.meta.get("timed_out")),
         )

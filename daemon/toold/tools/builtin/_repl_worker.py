@@ -78,6 +78,8 @@ class Interpreter:
         self.raw_fd = raw_fd
         self.allowed: frozenset[str] | None = None
         self.calls = 0
+        self.failed = False
+        """Whether the last snippet raised (its text is then ``Error: ...``)."""
         snippet_builtins = dict(vars(builtins))
         snippet_builtins["__import__"] = self._guarded_import
         self.namespace: dict[str, Any] = {
@@ -143,6 +145,7 @@ class Interpreter:
         raw, unread = self._raw_output(limit)
         out.write(raw)
         out.dropped += unread
+        self.failed = error is not None
         if error is None:
             text, total = _result_text(value, out, err)
         else:
@@ -240,7 +243,7 @@ def main() -> None:
         output = interpreter.execute(
             request["code"], int(request["max_output"]), request.get("allowed_modules")
         )
-        reply({"id": request["id"], "output": output})
+        reply({"id": request["id"], "output": output, "error": interpreter.failed})
 
 
 if __name__ == "__main__":

@@ -2,22 +2,32 @@
 
 Only numbers, ``+ - * / // % **``, unary signs and parentheses are evaluated, and
 every operation whose result could be huge is sized before it runs, so ``9**9**9``
-answers at once with an error instead of holding a thread for hours.
+answers at once with an error instead of holding a thread for hours. The input's length
+is capped before anything looks at it (Python's parser holds the interpreter lock for
+the whole parse: 16 MB of ``1+1+...`` stalled every request for 20 s and took 3 GB), and
+the evaluation runs on a worker thread against a deadline checked at every step (each
+step is bounded by MAX_INT_BITS), so the daemon keeps answering other requests.
 """
 
 from __future__ import annotations
 
 import ast
 import operator
+import time
 from collections.abc import Callable
 from typing import Any, ClassVar
 
 from toold.tools.base import Tool
+from toold.tools.context import failed
 
 ALLOWED_CHARS = frozenset("0123456789+-*/().% ")
 MAX_INT_BITS = 100_000
 """Largest integer (in bits) any step may produce."""
 MAX_DIGITS = int(MAX_INT_BITS * 0.30103)
+MAX_INPUT_CHARS = 10_000
+"""Longest expression accepted; checked before the input is parsed or even scanned."""
+TIME_LIMIT = 5.0
+"""Seconds an evaluation may take; checked between steps."""
 
 Number = int | float
 
@@ -57,26 +67,42 @@ def _check_size(op: type[ast.operator], left: Number, right: Number) -> None:
         raise CalculationError(f"result too large (more than {MAX_DIGITS:,} digits)")
 
 
-def _evaluate(node: ast.AST) -> Number:
-    if isinstance(node, ast.Expression):
-        return _evaluate(node.body)
-    if isinstance(node, ast.Constant) and isinstance(node.value, int | float):
-        return node.value
-    if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
-        left, right = _evaluate(node.left), _evaluate(node.right)
-        _check_size(type(node.op), left, right)
-        result: Number = _BINARY[type(node.op)](left, right)
-        return result
-    if isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
-        unary: Number = _UNARY[type(node.op)](_evaluate(node.operand))
-        return unary
-    raise CalculationError(f"unsupported expression: {ast.unparse(node) or type(node).__name__}")
+def _evaluate(root: ast.AST, deadline: float) -> Number:
+    """Post-order over an explicit stack: a long flat sum is as deep as it is long, which
+    would exhaust Python's recursion limit long before the input cap."""
+    pending: list[tuple[ast.AST, bool]] = [(root, False)]
+    values: list[Number] = []
+    while pending:
+        if time.monotonic() > deadline:
+            raise CalculationError(f"evaluation took longer than {TIME_LIMIT:g} s: simplify it")
+        node, operands_done = pending.pop()
+        if isinstance(node, ast.Expression):
+            pending.append((node.body, False))
+        elif isinstance(node, ast.Constant) and isinstance(node.value, int | float):
+            values.append(node.value)
+        elif isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
+            if not operands_done:
+                pending += [(node, True), (node.right, False), (node.left, False)]
+                continue
+            right = values.pop()
+            left = values.pop()
+            _check_size(type(node.op), left, right)
+            values.append(_BINARY[type(node.op)](left, right))
+        elif isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
+            if not operands_done:
+                pending += [(node, True), (node.operand, False)]
+                continue
+            values.append(_UNARY[type(node.op)](values.pop()))
+        else:
+            shown = ast.unparse(node) or type(node).__name__
+            raise CalculationError(f"unsupported expression: {shown}")
+    return values[0]
 
 
-def calculate(expression: str) -> Number:
-    """Evaluate an arithmetic expression (already checked against ALLOWED_CHARS)."""
+def calculate(expression: str, time_limit: float = TIME_LIMIT) -> Number:
+    """Evaluate an arithmetic expression (already checked for length and characters)."""
     tree = ast.parse(expression.strip(), filename="<string>", mode="eval")
-    return _evaluate(tree)
+    return _evaluate(tree, time.monotonic() + time_limit)
 
 
 class CalculatorTool(Tool):
@@ -91,17 +117,24 @@ class CalculatorTool(Tool):
     }
 
     def run(self, input: Any) -> str:
-        """The value of the expression, or ``Error: ...``."""
+        """The value of the expression, or ``Error: ...`` (on a worker thread, never the
+        event loop: sync tools run on one unless they say otherwise)."""
         if isinstance(input, int | float) and not isinstance(input, bool):
             input = str(input)
+        if isinstance(input, str) and len(input) > MAX_INPUT_CHARS:
+            return failed(
+                f"Error: expression too long ({len(input):,} characters; the calculator takes "
+                f"at most {MAX_INPUT_CHARS:,}): use python_repl for bigger computations"
+            )
         if not isinstance(input, str) or not all(c in ALLOWED_CHARS for c in input):
-            return f"Error: Only math expressions allowed, got: {input}"
+            return failed(f"Error: Only math expressions allowed, got: {str(input)[:200]}")
         try:
             return str(calculate(input))
-        except RecursionError:
-            return "Error: expression nested too deeply"
-        except (ArithmeticError, ValueError, SyntaxError, MemoryError) as exc:
-            return f"Error: {exc}"
+        except (RecursionError, MemoryError):
+            # The parser's own limits (about 200 nested parentheses or signs).
+            return failed("Error: expression nested too deeply")
+        except (ArithmeticError, ValueError, SyntaxError) as exc:
+            return failed(f"Error: {exc}")
 
 
 TOOLS = (CalculatorTool,)

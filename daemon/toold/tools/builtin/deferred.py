@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from toold.tools.base import Tool
+from toold.tools.context import failed
 
 
 class _Args(BaseModel):
@@ -30,7 +31,7 @@ class DeferredTool(Tool):
         return getattr(self.runtime, self.manager, None) if self.runtime is not None else None
 
     def _unavailable(self, **fields: Any) -> str:
-        return self.unavailable.format(name=self.name, **fields)
+        return failed(self.unavailable.format(name=self.name, **fields))
 
 
 class TodoWriteArguments(_Args):

@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from toold.sandbox.process import kill_group
 from toold.tools.builtin._workspace import WorkspaceTool
+from toold.tools.context import failed
 
 WORKER_SCRIPT = Path(__file__).with_name("_repl_worker.py")
 STARTUP_TIMEOUT = 30.0
@@ -118,20 +119,21 @@ class ReplWorker:
                 with self._guard:
                     self._current = None
             if isinstance(reply, dict):
-                return notice + str(reply["output"])
+                text = notice + str(reply["output"])
+                return failed(text) if reply.get("error") else text
             if call.cancelled:
                 self._stop("the previous call was cancelled")
                 return ""
             if reply == TIMED_OUT:
                 self._stop(f"the previous snippet timed out after {timeout}s")
-                return (
+                return failed(
                     f"{notice}Error: Code execution timed out after {timeout}s\n"
                     "The Python worker was stopped; the next call starts a fresh interpreter."
                 )
             assert self._proc is not None
             status = self._proc.wait()
             self._stop(f"the previous interpreter exited (status {status})")
-            return (
+            return failed(
                 f"{notice}Error: the Python worker exited (status {status}) while running "
                 "this code; the next call starts a fresh interpreter."
             )
@@ -273,7 +275,7 @@ class PythonReplTool(WorkspaceTool):
     async def run(self, code: str) -> str:
         """Run the snippet in the worker; cancellation kills the worker."""
         if not code.strip():
-            return "Error: No code provided"
+            return failed("Error: No code provided")
         settings = self.config.python_repl
         worker = self.worker
         call = ReplCall()

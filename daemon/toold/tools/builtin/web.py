@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from toold.tools.builtin._workspace import WorkspaceTool
+from toold.tools.context import failed
 
 if TYPE_CHECKING:
     import aiohttp
@@ -123,7 +124,7 @@ class HttpRequestTool(WorkspaceTool):
     ) -> str:
         """Jianmu's ``[HTTP status]`` text, or ``Error: ...``."""
         if not url or not url.strip():
-            return "Error: No URL provided"
+            return failed("Error: No URL provided")
         import aiohttp
         from yarl import URL
 
@@ -131,14 +132,14 @@ class HttpRequestTool(WorkspaceTool):
         try:
             target = URL(url.strip())
         except ValueError as exc:
-            return f"Error: {type(exc).__name__}: {exc}"
+            return failed(f"Error: {type(exc).__name__}: {exc}")
         policy = HostPolicy(settings.allow_hosts, settings.deny_hosts)
         refused = policy.refusal(target)
         if refused:
-            return f"Error: {refused}"
+            return failed(f"Error: {refused}")
         attempts = 1 + (settings.retries if retries is None else retries)
         timeout = aiohttp.ClientTimeout(total=settings.timeout)
-        text = ""
+        text, error = "", False
         for attempt in range(attempts):
             if attempt:
                 await asyncio.sleep(backoff_delay(attempt, self.backoff_base))
@@ -148,12 +149,12 @@ class HttpRequestTool(WorkspaceTool):
                         session, policy, method, target, dict(headers or {}), body
                     )
             except _Retry as retry:
-                text = retry.text
+                text, error = retry.text, False
             except TimeoutError:
-                text = f"Error: Request timed out after {settings.timeout}s"
+                text, error = f"Error: Request timed out after {settings.timeout}s", True
             except aiohttp.ClientError as exc:
-                text = f"Error: {type(exc).__name__}: {exc}"
-        return text
+                text, error = f"Error: {type(exc).__name__}: {exc}", True
+        return failed(text) if error else text
 
     async def _request(
         self,
@@ -176,7 +177,7 @@ class HttpRequestTool(WorkspaceTool):
                     next_url = url.join(URL(location))
                     refused = policy.refusal(next_url)
                     if refused:
-                        return f"Error: redirect to {next_url} refused: {refused}"
+                        return failed(f"Error: redirect to {next_url} refused: {refused}")
                     if response.status == 303 or (
                         response.status in (301, 302) and method == "POST"
                     ):
@@ -191,7 +192,7 @@ class HttpRequestTool(WorkspaceTool):
                 if response.status in RETRY_STATUSES:
                     raise _Retry(text)
                 return text
-        return f"Error: too many redirects (more than {MAX_REDIRECTS})"
+        return failed(f"Error: too many redirects (more than {MAX_REDIRECTS})")
 
     async def _render(self, response: aiohttp.ClientResponse) -> str:
         limit = self.config.http.max_response_length
@@ -318,9 +319,9 @@ class DuckDuckGoSearchTool(WorkspaceTool):
         try:
             results = await asyncio.wait_for(in_own_thread(search), settings.timeout)
         except TimeoutError:
-            return f"Error performing search: no answer within {settings.timeout}s"
+            return failed(f"Error performing search: no answer within {settings.timeout}s")
         except Exception as exc:
-            return f"Error performing search: {exc}"
+            return failed(f"Error performing search: {exc}")
         return format_results(results)
 
 
