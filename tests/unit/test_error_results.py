@@ -78,3 +78,14 @@ def test_python_repl_exception(workspace: Path, runner: str) -> None:
 def test_subagent_without_a_provider(workspace: Path) -> None:
     outcome = _invoke(workspace, "subagent", {"task": "look around"})
     assert outcome == ToolOutcome("Subagent unavailable: provider is not configured.", True)
+
+
+@pytest.mark.parametrize("tool", ["read_file", "file_read", "edit_file"])
+def test_reading_a_folder_names_the_path(workspace: Path, tool: str) -> None:
+    (workspace / "sub").mkdir()
+    args: dict[str, Any] = {"file_path": "sub"}
+    if tool == "edit_file":
+        args.update(old_text="a", new_text="b")
+    outcome = _invoke(workspace, tool, args)
+    expected = "Error: IsADirectoryError: Is a directory: sub (list it with list_dir or glob)"
+    assert outcome == ToolOutcome(expected, is_error=True)

@@ -81,10 +81,12 @@ class WorkspaceTool(Tool):
         except (FileNotFoundError, NotADirectoryError):
             rel = workspace_relative(self.workspace, path)
             raise FileNotFoundError(f"File not found: {rel}") from None
+        # Checked before fdopen, which refuses a folder naming the descriptor, not the path.
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            os.close(fd)
+            _require_file(info.st_mode, workspace_relative(self.workspace, path))
         with os.fdopen(fd, "rb") as fh:
-            info = os.fstat(fd)
-            if not stat.S_ISREG(info.st_mode):
-                _require_file(info.st_mode, workspace_relative(self.workspace, path))
             if info.st_size > max_size:
                 raise _too_large(info.st_size, max_size, fix)
             data = fh.read(info.st_size + 1)
@@ -155,7 +157,7 @@ def _append(workspace: Path, rel: str, data: bytes) -> None:
 
 def _require_file(mode: int, rel: str) -> None:
     if stat.S_ISDIR(mode):
-        raise IsADirectoryError(f"Is a directory: {rel}")
+        raise IsADirectoryError(f"Is a directory: {rel} (list it with list_dir or glob)")
     if not stat.S_ISREG(mode):
         raise ValueError(f"Not a file: {rel} (a device, FIFO or socket)")
 
