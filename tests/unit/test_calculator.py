@@ -98,3 +98,21 @@ def test_bare_string_and_input_object_both_work() -> None:
 
 def test_a_number_is_taken_as_its_expression(calc: CalculatorTool) -> None:
     assert calc.run(12) == "12"
+
+
+def test_the_input_length_is_capped_before_parsing(calc: CalculatorTool) -> None:
+    from toold.tools.builtin.calculator import MAX_INPUT_CHARS
+
+    answer = calc.run("1+" * 8_000_000 + "1")
+    assert answer.startswith("Error: expression too long (16,000,001 characters")
+    assert f"at most {MAX_INPUT_CHARS:,}" in answer
+    assert not calc.run("1" * MAX_INPUT_CHARS).startswith("Error: expression too long")
+
+
+def test_long_flat_sums_do_not_need_recursion(calc: CalculatorTool) -> None:
+    assert calc.run("+".join(["1"] * 1500)) == "1500"
+    assert calc.run("-".join(["1"] * 1500)) == str(1 - 1499)
+
+
+def test_a_refused_expression_is_not_echoed_whole(calc: CalculatorTool) -> None:
+    assert len(calc.run("x" * 9000)) < 300
