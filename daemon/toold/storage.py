@@ -1,14 +1,44 @@
-"""Atomic file writes (temp file, fsync, rename) and per-path locks."""
+"""toold's own state files: opened without following symlinks, written atomically, locked.
+
+Every state file (``.toold/`` and everything in it, ``.tasks.json``, ``.team.json``)
+is reached through ``open_state``: the absolute path is walked from ``/`` one
+component at a time with ``O_NOFOLLOW`` (sandbox.paths.open_in_workspace's walk), so
+a symlinked ``.toold``, job log or mailbox is refused with an error naming it and
+nothing is read or written through it. The workspace root is resolved when it is
+bound, so a legitimate state path holds no symlink at all. Folders on the way are
+created with ``mkdirat`` (which never follows a link either) when asked to.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import os
+import re
 import secrets
 import stat
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+
+from toold.sandbox.paths import DIR_FLAGS, open_in_workspace
+
+_ROOT = Path("/")
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
+
+
+def check_name(kind: str, name: object) -> str:
+    """``name`` when it can name a state file (a job id, a skill); else ValueError.
+
+    Checked where a name is read (from a file, a message, a tool call), not only where
+    it is written: ``/``, ``..`` and leading dots never reach a path.
+    """
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
+        raise ValueError(
+            f"Invalid {kind}: {name!r} (use letters, digits, '_', '-' and '.', "
+            "starting with a letter or digit, at most 128 characters)"
+        )
+    return name
+
 
 _locks: dict[str, threading.Lock] = {}
 _locks_guard = threading.Lock()
@@ -71,28 +101,110 @@ def write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view) :]
 
 
-def atomic_write_bytes(path: Path, data: bytes, *, durable: bool = True) -> None:
-    """atomic_write_at for a path: a crash leaves the old file or the new one."""
-    dir_fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+def open_state(
+    path: Path,
+    flags: int = os.O_RDONLY,
+    mode: int = 0o644,
+    *,
+    create_dirs: bool = False,
+    single_link: bool = False,
+) -> int:
+    """A descriptor of the state file (or folder, with ``O_DIRECTORY``) ``path``.
+
+    No symlink anywhere in ``path`` is followed: one is PermissionError naming the file
+    and the fix. ``create_dirs`` makes missing folders on the way; ``single_link``
+    refuses a file with other hard links (for appends: another name may lie elsewhere).
+    """
+    try:
+        return open_in_workspace(
+            _ROOT,
+            os.path.relpath(os.path.abspath(path), _ROOT),
+            flags,
+            mode,
+            create_parents=create_dirs,
+            single_link=single_link,
+        )
+    except PermissionError as exc:
+        raise PermissionError(
+            f"Refusing toold state file {path}: {exc}; toold never follows a symlink in its "
+            "state (.toold, .tasks.json, .team.json): remove the link"
+        ) from None
+
+
+def make_state_dir(path: Path) -> None:
+    """Create the state folder ``path`` and its parents, never through a symlink."""
+    os.close(open_state(path, DIR_FLAGS, create_dirs=True))
+
+
+def read_state(path: Path) -> bytes:
+    """The bytes of the state file ``path`` (FileNotFoundError when absent)."""
+    fd = open_state(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise PermissionError(f"Refusing toold state file {path}: not a regular file")
+        chunks = []
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def state_names(folder: Path) -> list[str]:
+    """The names in the state folder ``folder``, sorted ([] when it does not exist)."""
+    try:
+        fd = open_state(folder, DIR_FLAGS)
+    except FileNotFoundError:
+        return []
+    try:
+        return sorted(os.listdir(fd))
+    finally:
+        os.close(fd)
+
+
+def remove_state(path: Path) -> None:
+    """Remove the state file ``path`` if it is there (a symlink there goes, not its target)."""
+    try:
+        dir_fd = open_state(path.parent, DIR_FLAGS)
+    except FileNotFoundError:
+        return
+    try:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path.name, dir_fd=dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
+def atomic_write_bytes(
+    path: Path, data: bytes, *, durable: bool = True, create_dirs: bool = False
+) -> None:
+    """atomic_write_at for a state path: a crash leaves the old file or the new one.
+
+    The folder is opened with open_state (no symlink followed); a symlink at ``path``
+    itself is replaced, never written through.
+    """
+    dir_fd = open_state(path.parent, DIR_FLAGS, create_dirs=create_dirs)
     try:
         atomic_write_at(dir_fd, path.name, data, durable=durable)
     finally:
         os.close(dir_fd)
 
 
-def atomic_write_text(path: Path, text: str) -> None:
+def atomic_write_text(path: Path, text: str, *, create_dirs: bool = False) -> None:
     """UTF-8 text version of atomic_write_bytes."""
-    atomic_write_bytes(path, text.encode("utf-8"))
+    atomic_write_bytes(path, text.encode("utf-8"), create_dirs=create_dirs)
 
 
 @contextlib.contextmanager
 def file_lock(lock_path: Path) -> Iterator[None]:
-    """An exclusive advisory lock shared with other processes (flock on ``lock_path``)."""
+    """An exclusive advisory lock shared with other processes (flock on ``lock_path``).
+
+    The lock file and its folders are created through open_state: never through a link.
+    """
     import fcntl
 
-    lock_path.parent.mkdir(parents=True, exist_ok=True)
     with path_lock(lock_path):
-        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = open_state(lock_path, os.O_RDWR | os.O_CREAT, create_dirs=True)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             yield

@@ -32,7 +32,15 @@ from typing import Any
 
 from toold.planning.tasks import now
 from toold.sandbox.process import CappedText
-from toold.storage import atomic_write_text, file_lock
+from toold.storage import (
+    atomic_write_text,
+    check_name,
+    file_lock,
+    open_state,
+    read_state,
+    remove_state,
+    state_names,
+)
 
 log = logging.getLogger(__name__)
 
@@ -134,20 +142,26 @@ class BackgroundManager:
 
     # -- persistence -----------------------------------------------------------
     def _load(self) -> None:
-        if not self.folder.is_dir():
+        names = state_names(self.folder)  # a symlinked folder is refused, not listed
+        if not names:
             return
         with file_lock(self._lock_path):
-            for stale in self.folder.glob(".*.json.*.tmp"):  # atomic_write_text's temp files
-                log.info("removing %s, left by a daemon that stopped mid-write", stale)
-                stale.unlink(missing_ok=True)
+            for name in names:  # atomic_write_text's temp files
+                if name.startswith(".") and name.endswith(".tmp") and ".json." in name:
+                    log.info("removing %s, left by a daemon that stopped mid-write", name)
+                    remove_state(self.folder / name)
         finished: list[JobRecord] = []
-        for path in sorted(self.folder.glob("*.json")):
+        for name in names:
+            if not name.endswith(".json") or name.startswith("."):
+                continue
+            path = self.folder / name
             try:
-                record = JobRecord(**json.loads(path.read_text(encoding="utf-8")))
-            except (ValueError, TypeError) as exc:
+                job_id = check_name("job id", name[: -len(".json")])
+                record = JobRecord(**json.loads(read_state(path).decode("utf-8")))
+            except (OSError, ValueError, TypeError) as exc:
                 log.warning("skipping unreadable job record %s: %s", path, exc)
                 continue
-            if record.job_id != path.stem:  # its log, and what pruning removes, go by the id
+            if record.job_id != job_id:  # its log, and what pruning removes, go by the id
                 log.warning("skipping job record %s: it names job %r", path, record.job_id)
                 continue
             if record.status == "running":
@@ -168,14 +182,14 @@ class BackgroundManager:
         return self.folder / LOCK_FILE
 
     def _record_path(self, job_id: str) -> Path:
-        return self.folder / f"{job_id}.json"
+        return self.folder / f"{check_name('job id', job_id)}.json"
 
     def _save(self, record: JobRecord) -> None:
         with file_lock(self._lock_path):  # creates the folder
             atomic_write_text(self._record_path(record.job_id), json.dumps(asdict(record)))
 
     def _log_path(self, job_id: str) -> Path:
-        return self.folder / f"{job_id}.log"
+        return self.folder / f"{check_name('job id', job_id)}.log"
 
     def _prune(self) -> None:
         """Drop the oldest finished jobs beyond ``max_finished``; running ones never go."""
@@ -189,8 +203,8 @@ class BackgroundManager:
                 for job_id in dropped:
                     # The log first: a crash in between leaves a record without output
                     # (dropped next time), never an output log that nothing lists.
-                    self._log_path(job_id).unlink(missing_ok=True)
-                    self._record_path(job_id).unlink(missing_ok=True)
+                    remove_state(self._log_path(job_id))
+                    remove_state(self._record_path(job_id))
         except OSError as exc:
             log.error("could not remove old job files in %s: %s", self.folder, exc)
         for job_id in dropped:
@@ -205,9 +219,7 @@ class BackgroundManager:
             job_id = "".join(secrets.choice(_ALPHABET) for _ in range(8))
         if job_id in self._tasks:
             raise ValueError(f"Background task already running: {job_id}")
-        if not all(c in _ALPHABET + "-_." for c in job_id):
-            raise ValueError(f"task_id may hold only letters, digits, '-', '_' and '.': {job_id}")
-        return job_id
+        return check_name("task_id", job_id)
 
     def _start(self, record: JobRecord, work: Work) -> None:
         job_id = record.job_id
@@ -215,7 +227,9 @@ class BackgroundManager:
         self._records[job_id] = record
         self._output[job_id] = CappedText(OUTPUT_CAP)
         self._save(record)
-        self._log_path(job_id).write_bytes(b"")
+        # A fresh, empty log: whatever was at its name (a link included) goes, never followed.
+        remove_state(self._log_path(job_id))
+        os.close(open_state(self._log_path(job_id), os.O_WRONLY | os.O_CREAT | os.O_EXCL))
         self._tasks[job_id] = asyncio.create_task(self._run(record, work), name=f"job-{job_id}")
 
     async def submit(self, command: str, timeout: int = 30, task_id: str | None = None) -> str:
@@ -240,7 +254,9 @@ class BackgroundManager:
     async def _run(self, record: JobRecord, work: Work) -> None:
         sink = self._output[record.job_id]
         written = 0
-        log_file = self._log_path(record.job_id).open("a", encoding="utf-8")
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT
+        fd = open_state(self._log_path(record.job_id), flags, single_link=True)
+        log_file = os.fdopen(fd, "a", encoding="utf-8")
 
         def on_output(text: str) -> None:
             nonlocal written
@@ -313,7 +329,7 @@ class BackgroundManager:
         if record.status != "running" or record.job_id in self._tasks:
             return record
         try:
-            data = json.loads(self._record_path(record.job_id).read_text(encoding="utf-8"))
+            data = json.loads(read_state(self._record_path(record.job_id)).decode("utf-8"))
             fresh = JobRecord(**data)
         except (OSError, ValueError, TypeError):
             return record
@@ -333,7 +349,7 @@ class BackgroundManager:
             output = sink.text()
         else:
             try:
-                raw = self._log_path(job_id).read_text(encoding="utf-8", errors="replace")
+                raw = read_state(self._log_path(job_id)).decode("utf-8", errors="replace")
             except FileNotFoundError:
                 raw = ""
             keep = CappedText(OUTPUT_CAP)

@@ -23,7 +23,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from toold.storage import atomic_write_bytes, file_lock
+from toold.sandbox.paths import DIR_FLAGS
+from toold.storage import (
+    atomic_write_bytes,
+    file_lock,
+    open_state,
+    read_state,
+    remove_state,
+    state_names,
+)
 
 log = logging.getLogger(__name__)
 
@@ -140,11 +148,13 @@ class TaskManager:
     # -- reading -------------------------------------------------------------
     def _parse_file(self) -> Tasks:
         try:
-            text = self.path.read_text(encoding="utf-8")
+            text = read_state(self.path).decode("utf-8")
         except FileNotFoundError:
             text = ""
         except UnicodeDecodeError:
             raise TaskStoreError(f"{self.path.name} is not UTF-8 text; fix or remove it") from None
+        except PermissionError as exc:  # a symlink: never followed
+            raise TaskStoreError(str(exc)) from None
         return _parse(text, self.path)
 
     def _read(self) -> Tasks:
@@ -158,14 +168,25 @@ class TaskManager:
         while holding the lock, so under the lock any that exist are stale.
         """
         with self._guard:
-            if self.lock_path.parent.is_dir():
-                with file_lock(self.lock_path):
-                    for stale in self.path.parent.glob(f".{self.path.name}.*.tmp"):
-                        stale.unlink(missing_ok=True)
+            try:
+                self._remove_stale()
+            except OSError as exc:  # a symlinked .toold: the next change says so too
+                log.warning("%s", exc)
             try:
                 self._shown = self._read()
             except TaskStoreError as exc:
                 log.warning("%s", exc)
+
+    def _remove_stale(self) -> None:
+        try:
+            os.close(open_state(self.lock_path.parent, DIR_FLAGS))
+        except FileNotFoundError:
+            return  # no state folder yet: no writer ever held the lock
+        with file_lock(self.lock_path):
+            stale = f".{self.path.name}."
+            for name in state_names(self.path.parent):
+                if name.startswith(stale) and name.endswith(".tmp"):
+                    remove_state(self.path.parent / name)
 
     def reload(self) -> bool:
         """Re-read the file (after an outside edit) and notify when the tasks changed.
@@ -190,37 +211,58 @@ class TaskManager:
 
     # -- writing -------------------------------------------------------------
     def _mutate(self, change: Change) -> dict[str, Any]:
-        with self._guard, file_lock(self.lock_path):
-            # A fresh parse, owned here: a failed change or write leaves the known state as is.
-            tasks = self._parse_file()
-            result, changed = change(tasks)
-            if changed:
-                data = self._renderer.render(tasks).encode("utf-8")
-                self._keep_backup()
-                atomic_write_bytes(self.path, data)
-                self._tasks = self._shown = tasks
+        try:
+            with self._guard, file_lock(self.lock_path):
+                # A fresh parse, owned here: a failed change or write leaves the known
+                # state as is.
+                tasks = self._parse_file()
+                result, changed = change(tasks)
+                if changed:
+                    data = self._renderer.render(tasks).encode("utf-8")
+                    self._keep_backup()
+                    atomic_write_bytes(self.path, data)
+                    self._tasks = self._shown = tasks
+        except PermissionError as exc:  # a symlinked .toold or .tasks.json: never followed
+            raise TaskStoreError(str(exc)) from None
         if changed:
             self._notify()
         return _copy(result)
 
     def _keep_backup(self) -> None:
-        """Keep the current (valid) file as the backup before it is replaced."""
+        """Keep the current (valid) file as the backup before it is replaced.
+
+        Folders are opened through open_state and the link made relative to them, so a
+        symlinked ``.toold`` is refused rather than written through.
+        """
         backup = self.backup_path
         if backup is None:
             return
-        backup.parent.mkdir(parents=True, exist_ok=True)
-        staged = backup.with_name(backup.name + ".tmp")
-        with contextlib.suppress(FileNotFoundError):
-            staged.unlink()
+        staged = backup.name + ".tmp"
+        src_fd = open_state(self.path.parent, DIR_FLAGS)
         try:
-            # The replaced file's inode becomes the backup: no copy, and atomic.
-            os.link(self.path, staged)
-        except FileNotFoundError:
-            return  # no file yet: nothing to keep
-        except OSError:  # another filesystem, or no hard links there
-            atomic_write_bytes(backup, self.path.read_bytes())
-            return
-        os.replace(staged, backup)
+            dst_fd = open_state(backup.parent, DIR_FLAGS, create_dirs=True)
+            try:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(staged, dir_fd=dst_fd)
+                try:
+                    # The replaced file's inode becomes the backup: no copy, and atomic.
+                    os.link(
+                        self.path.name,
+                        staged,
+                        src_dir_fd=src_fd,
+                        dst_dir_fd=dst_fd,
+                        follow_symlinks=False,
+                    )
+                except FileNotFoundError:
+                    return  # no file yet: nothing to keep
+                except OSError:  # another filesystem, or no hard links there
+                    atomic_write_bytes(backup, read_state(self.path))
+                    return
+                os.replace(staged, backup.name, src_dir_fd=dst_fd, dst_dir_fd=dst_fd)
+            finally:
+                os.close(dst_fd)
+        finally:
+            os.close(src_fd)
 
     def create(
         self, title: str, description: str = "", depends_on: builtins.list[str] | None = None

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from toold.storage import atomic_write_text
+from toold.storage import atomic_write_text, read_state
 
 log = logging.getLogger(__name__)
 
@@ -30,21 +30,23 @@ class TodoManager:
         self._load()
 
     def _load(self) -> None:
-        if self.snapshot is None or not self.snapshot.is_file():
+        if self.snapshot is None:
             return
         try:
-            data = json.loads(self.snapshot.read_text(encoding="utf-8"))
+            data = json.loads(read_state(self.snapshot).decode("utf-8"))
             items = {item["id"]: dict(item) for item in data["items"]}
             self._items, self._next = items, int(data["next"])
-        except (ValueError, KeyError, TypeError) as exc:
+        except FileNotFoundError:
+            return
+        except (OSError, ValueError, KeyError, TypeError) as exc:  # a link: PermissionError
             log.error("ignoring unreadable TODO snapshot %s: %s", self.snapshot, exc)
 
     def _commit(self, items: dict[str, dict[str, Any]], next_id: int) -> None:
         # Snapshot first: a failed write leaves the list as it was.
         if self.snapshot is not None:
-            self.snapshot.parent.mkdir(parents=True, exist_ok=True)
             payload = {"next": next_id, "items": list(items.values())}
-            atomic_write_text(self.snapshot, json.dumps(payload, indent=2, ensure_ascii=False))
+            text = json.dumps(payload, indent=2, ensure_ascii=False)
+            atomic_write_text(self.snapshot, text, create_dirs=True)  # never through a link
         self._items, self._next = items, next_id
         if self.on_change is not None:
             self.on_change(self.items())

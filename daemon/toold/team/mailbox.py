@@ -19,7 +19,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from toold.storage import file_lock, write_all
+from toold.storage import file_lock, make_state_dir, open_state, write_all
+from toold.team.registry import check_teammate_name
 
 log = logging.getLogger(__name__)
 
@@ -81,8 +82,8 @@ class Mailboxes:
         self.folder = folder
 
     def path(self, agent: str) -> Path:
-        """The JSONL file of ``agent``."""
-        return self.folder / f"{agent}.jsonl"
+        """The JSONL file of ``agent`` (a name read from a file or message is checked here)."""
+        return self.folder / f"{check_teammate_name(agent)}.jsonl"
 
     def append(self, message: dict[str, Any]) -> None:
         """Deliver ``message`` to its recipient's mailbox; return once the whole line is written.
@@ -102,9 +103,11 @@ class Mailboxes:
         disk) is cut back the same way before the error is raised.
         """
         line = (json.dumps(message, ensure_ascii=False) + "\n").encode("utf-8")
-        self.folder.mkdir(parents=True, exist_ok=True)
+        path = self.path(message["to"])
+        make_state_dir(self.folder)
         with file_lock(self.folder / ".lock"):
-            fd = os.open(self.path(message["to"]), os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+            # No symlink followed, and no write through a second (hard) link.
+            fd = open_state(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, single_link=True)
             try:
                 size = os.fstat(fd).st_size
                 end = _whole_lines_end(fd, size)
@@ -131,7 +134,7 @@ class Mailboxes:
         the next append cuts) is left for the reader to pick up once it is whole.
         """
         try:
-            fd = os.open(self.path(agent), os.O_RDONLY)
+            fd = open_state(self.path(agent))
         except FileNotFoundError:
             return 0
         try:
@@ -150,7 +153,7 @@ class Mailboxes:
         so the message written next is not skipped.
         """
         try:
-            fd = os.open(self.path(agent), os.O_RDONLY)
+            fd = open_state(self.path(agent))
         except FileNotFoundError:
             return [], offset
         try:

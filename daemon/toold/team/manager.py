@@ -17,8 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from toold.agents.loop import AgentContext, agent_loop
+from toold.storage import make_state_dir, open_state
 from toold.team.mailbox import MAIN, Mailboxes, new_message
-from toold.team.registry import TeamRegistry
+from toold.team.registry import TeamRegistry, check_teammate_name
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +42,7 @@ class _Waker:
     async def _watch(self) -> None:
         from watchfiles import awatch
 
-        self.folder.mkdir(parents=True, exist_ok=True)
+        make_state_dir(self.folder)  # never through a link: nothing outside is watched
         async for _ in awatch(self.folder, debounce=DEBOUNCE_MS, step=5):
             self._event.set()
 
@@ -122,16 +123,16 @@ class TeamManager:
 
     # -- running state --------------------------------------------------------------------
     def _lock_path(self, name: str) -> Path:
-        return self.locks / f"{name}.lock"
+        return self.locks / f"{check_teammate_name(name)}.lock"
 
     def is_running(self, name: str) -> bool:
         """Running here, or in another daemon sharing the workspace."""
         if name in self._running:
             return True
-        path = self._lock_path(name)
-        if not path.exists():
+        try:
+            fd = open_state(self._lock_path(name), os.O_RDWR)
+        except FileNotFoundError:
             return False
-        fd = os.open(path, os.O_RDWR)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -141,8 +142,7 @@ class TeamManager:
         return False
 
     def _take_lock(self, name: str) -> bool:
-        self.locks.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self._lock_path(name), os.O_RDWR | os.O_CREAT, 0o644)
+        fd = open_state(self._lock_path(name), os.O_RDWR | os.O_CREAT, create_dirs=True)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

@@ -7,10 +7,17 @@ import re
 from pathlib import Path
 from typing import Any
 
-from toold.storage import atomic_write_text, file_lock
+from toold.storage import atomic_write_text, file_lock, read_state
 
 TEAM_FILE = ".team.json"
 _NAME = re.compile(r"^[A-Za-z0-9_-]+$")
+
+
+def check_teammate_name(name: object) -> str:
+    """``name`` when it is a valid teammate name (it names files), else ValueError."""
+    if not isinstance(name, str) or not _NAME.match(name) or len(name) > 128:
+        raise ValueError(f"Invalid teammate name: {name!r} (use letters, digits, _ and -)")
+    return name
 
 
 class TeamRegistry:
@@ -25,7 +32,7 @@ class TeamRegistry:
 
     def _read(self) -> dict[str, dict[str, Any]]:
         try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
+            data = json.loads(read_state(self.path).decode("utf-8"))  # never through a link
         except FileNotFoundError:
             return {}
         except ValueError as exc:
@@ -33,14 +40,24 @@ class TeamRegistry:
         teammates = data.get("teammates") if isinstance(data, dict) else None
         if not isinstance(teammates, dict):
             raise ValueError(f'{TEAM_FILE} must hold {{"teammates": {{...}}}}; fix or remove it')
+        for key, entry in teammates.items():
+            # Names become file names (mailboxes, run locks): checked here, where they are read.
+            problem = None
+            if not isinstance(key, str) or not _NAME.match(key) or len(key) > 128:
+                problem = "is not a valid name (letters, digits, _ and -)"
+            elif not isinstance(entry, dict) or entry.get("name") != key:
+                problem = "needs an object whose 'name' is its key"
+            elif not isinstance(entry.get("role", ""), str):
+                problem = "needs 'role' as a string"
+            if problem:
+                raise ValueError(f"{TEAM_FILE}: teammate {key!r} {problem}; fix or remove it")
         return teammates
 
     def register(
         self, name: str, role: str, system_prompt: str = "", model: str | None = None
     ) -> dict[str, Any]:
         """Add or replace a teammate."""
-        if not _NAME.match(name):
-            raise ValueError(f"Invalid teammate name: {name!r} (use letters, digits, _ and -)")
+        check_teammate_name(name)
         if name == "main":
             raise ValueError("'main' is the user's own agent; choose another name")
         entry = {
