@@ -183,11 +183,12 @@ def bind(
     execution_events: bool = False,
     ask: Asker | None = None,
     warn: Report | None = None,
+    confirm: Confirm | None = None,
 ) -> WorkspaceState:
     """Load the configuration, open the stores and bind every tool to them.
 
     ``on_config_error`` shows why the configuration was refused; ``warn`` shows warnings
-    (a runner that cannot work here).
+    (a runner that cannot work here); ``confirm`` asks about loosening reloads.
     """
     root = root.resolve()
     try:
@@ -239,6 +240,7 @@ def bind(
         execution_events=execution_events,
         overrides=overrides,
         warn=warn,
+        confirm=confirm,
     )
     state.agents = runtime.provider = make_agents(state)
     state.team = runtime.team = TeamManager(

@@ -285,7 +285,7 @@ class TooldServer(LanguageServer):
         async def apply() -> str | None:
             if previous is not None:  # changes apply in the order they were sent
                 await asyncio.wait([previous])
-            return await asyncio.to_thread(self.state.reload_config, overrides)
+            return await self.state.reload(overrides)  # a user action: its own keys apply
 
         self._reload = asyncio.ensure_future(apply())
         problem = await asyncio.shield(self._reload)
@@ -309,6 +309,7 @@ class TooldServer(LanguageServer):
             execution_events,
             ask=ask,
             warn=self.show_warning,
+            confirm=self.confirm if self.can_ask() else None,
         )
         self.root = self.state.root
         self.max_message_bytes = (
@@ -421,6 +422,21 @@ class TooldServer(LanguageServer):
             return None
         title = getattr(item, "title", None)
         return ASK_ACTIONS.get(title) if isinstance(title, str) else None
+
+    async def confirm(self, message: str, actions: list[str], timeout: float) -> str | None:
+        """window/showMessageRequest offering ``actions``: the title chosen, None without one."""
+        params = types.ShowMessageRequestParams(
+            type=types.MessageType.Warning,
+            message=f"toold: {message}",
+            actions=[types.MessageActionItem(title=t) for t in actions],
+        )
+        try:
+            item = await asyncio.wait_for(self.window_show_message_request_async(params), timeout)
+        except (TimeoutError, JsonRpcException) as exc:
+            log.info("no answer to %r: %s", message, exc or "timeout")
+            return None
+        title = getattr(item, "title", None)
+        return title if title in actions else None
 
     async def close(self) -> None:
         """Stop background work: watchers, jobs, sandboxes."""

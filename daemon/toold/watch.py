@@ -88,7 +88,8 @@ async def _watch_root(state: WorkspaceState, watch: _Watch, report: Callable[[st
             if TASKS_FILE in names_:
                 await asyncio.to_thread(state.tasks.reload)
             if CONFIG_FILE in names_:
-                problem = await asyncio.to_thread(state.reload_config, state.overrides)
+                # From the file: loosening changes wait for the user (WorkspaceState.reload).
+                problem = await state.reload(state.overrides, from_file=True)
                 if problem:
                     report(problem)
         except TaskStoreError as exc:

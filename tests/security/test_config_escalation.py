@@ -1,0 +1,286 @@
+"""No self-escalation through toold.toml: loosening reloads wait for the user's Apply.
+
+Over the wire, against the real daemon and its file watcher: toold.toml is rewritten
+(by a tools/call write_file, or straight on disk) to loosen the guard; the editor (this
+test) answers the daemon's window/showMessageRequest with Keep current, Apply or
+nothing; an agent's later ``touch`` shows whether the loosening took effect (its own
+permission prompt is answered Deny, so a canary survives only if the guard still asks).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e.wire import WireClient, wait_until
+from toold.config import TooldConfig
+from toold.permissions.loosening import chosen_keys, hold_back
+
+ASK = "window/showMessageRequest"
+SHOW = "window/showMessage"
+CAN_ASK: dict[str, Any] = {"window": {"showMessage": {}}}
+CONFIG_ACTIONS = [{"title": "Apply"}, {"title": "Keep current"}]
+WARNING = 2
+
+Start = Callable[..., WireClient]
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    return ws.resolve()
+
+
+@pytest.fixture
+def start(workspace: Path) -> Iterator[Start]:
+    """A daemon on ``workspace`` with ``toml`` as toold.toml; a client that can ask or not."""
+    clients: list[WireClient] = []
+
+    def run(toml: str = "", *, can_ask: bool = True) -> WireClient:
+        (workspace / "toold.toml").write_text(toml, encoding="utf-8")
+        client = WireClient(workspace)
+        clients.append(client)
+        client.initialize(rootUri=workspace.as_uri(), capabilities=CAN_ASK if can_ask else {})
+        client.call("skills/list", {})  # answers once outside edits are watched
+        return client
+
+    yield run
+    for client in clients:
+        client.close()
+
+
+def config_question(client: WireClient) -> dict[str, Any]:
+    """The daemon's question about a loosening reload."""
+    question = client.next_message(
+        lambda m: m.get("method") == ASK and "toold.toml changed" in m["params"]["message"]
+    )
+    assert question["params"]["actions"] == CONFIG_ACTIONS
+    assert question["params"]["message"].endswith(". Apply?")
+    return question
+
+
+def answer(client: WireClient, request: dict[str, Any], title: str) -> None:
+    client.send({"jsonrpc": "2.0", "id": request["id"], "result": {"title": title}})
+
+
+def warning(client: WireClient) -> str:
+    shown = client.notification(SHOW)["params"]
+    assert shown["type"] == WARNING
+    message: str = shown["message"]
+    return message
+
+
+def agent_touch_is_asked(client: WireClient, workspace: Path, name: str) -> None:
+    """An agent's ``touch NAME`` is asked about; answered Deny, NAME is never created."""
+    msg_id = client.request(
+        "tools/call", {"name": "bash", "arguments": {"command": f"touch {name}"}, "origin": "agent"}
+    )
+    asked = client.next_message(
+        lambda m: m.get("method") == ASK and "the agent wants to run bash" in m["params"]["message"]
+    )
+    answer(client, asked, "Deny")
+    result = client.response(msg_id)["result"]
+    assert result["isError"] is True and "denied" in result["content"].lower(), result
+    assert not (workspace / name).exists()
+
+
+def test_an_edit_to_bypass_is_held_when_the_user_keeps_the_current_configuration(
+    start: Start, workspace: Path
+) -> None:
+    client = start('[permissions]\nmode = "default"\n')
+    # A write through the daemon's own tool (the user's, to isolate the reload part).
+    wrote = client.tool(
+        "write_file", file_path="toold.toml", content='[permissions]\nmode = "bypass"\n'
+    )
+    assert wrote["isError"] is False
+    question = config_question(client)
+    assert question["params"]["message"] == (
+        "toold: toold.toml changed: permissions.mode default → bypass. Apply?"
+    )
+    answer(client, question, "Keep current")
+    said = warning(client)
+    assert "Not applied (kept the current configuration)" in said
+    assert "permissions/setMode" in said and "restart toold" in said
+    agent_touch_is_asked(client, workspace, "canary")
+
+
+def test_without_an_answer_nothing_loosens(start: Start, workspace: Path) -> None:
+    client = start("[permissions]\nask_timeout = 1\n")
+    (workspace / "toold.toml").write_text(
+        '[permissions]\nask_timeout = 1\nmode = "auto"\nallow = ["bash(prefix:touch *)"]\n',
+        encoding="utf-8",
+    )
+    question = config_question(client)
+    assert "permissions.mode default → auto" in question["params"]["message"]
+    assert "new allow rule bash(prefix:touch *)" in question["params"]["message"]
+    assert "Not applied (no answer)" in warning(client)
+    agent_touch_is_asked(client, workspace, "canary")
+
+
+def test_an_editor_that_cannot_ask_gets_a_warning_and_nothing_loosens(
+    start: Start, workspace: Path
+) -> None:
+    client = start("", can_ask=False)
+    (workspace / "toold.toml").write_text('[permissions]\nmode = "bypass"\n', encoding="utf-8")
+    said = warning(client)
+    assert said.startswith("toold: toold.toml changed: permissions.mode default → bypass. ")
+    assert "this editor cannot ask" in said and "permissions/setMode" in said
+    result = client.tool("bash", origin="agent", command="touch canary")
+    assert result["isError"] is True and not (workspace / "canary").exists()
+
+
+def test_apply_applies_the_loosening(start: Start, workspace: Path) -> None:
+    client = start()
+    (workspace / "toold.toml").write_text('[permissions]\nmode = "bypass"\n', encoding="utf-8")
+    answer(client, config_question(client), "Apply")
+    assert warning(client) == (
+        "toold: toold.toml changed: permissions.mode default → bypass. Applied, as you confirmed"
+    )
+    result = client.tool("bash", origin="agent", command="touch made")
+    assert result["isError"] is False and (workspace / "made").exists()
+
+
+def test_tightening_applies_at_once_and_a_mixed_change_holds_only_its_loosening(
+    start: Start, workspace: Path
+) -> None:
+    client = start('[permissions]\nmode = "bypass"\n')
+    # bypass → plan: no question, plan refuses an agent's shell command without asking.
+    (workspace / "toold.toml").write_text('[permissions]\nmode = "plan"\n', encoding="utf-8")
+    assert wait_until(
+        lambda: "Plan mode" in client.tool("bash", origin="agent", command="true")["content"]
+    )
+    refused = client.tool("bash", origin="agent", command="touch canary")
+    assert "Plan mode" in refused["content"] and not (workspace / "canary").exists()
+
+    # Mixed: default (looser than plan) and an allow rule removed... from a fresh start.
+    client = start('[permissions]\nallow = ["bash(prefix:touch a*)"]\n')
+    (workspace / "toold.toml").write_text(
+        '[permissions]\nallow = ["bash(prefix:touch c*)"]\ndeny = ["read_file"]\n',
+        encoding="utf-8",
+    )
+    question = config_question(client)
+    assert question["params"]["message"] == (
+        "toold: toold.toml changed: new allow rule bash(prefix:touch c*). Apply?"
+    )
+    # Before any answer: the removed allow rule and the new deny rule are in force.
+    agent_touch_is_asked(client, workspace, "a1")
+    denied = client.tool("read_file", origin="user", file_path="toold.toml")
+    assert denied["isError"] is True and "denied" in denied["content"].lower()
+    answer(client, question, "Keep current")
+    assert "Not applied" in warning(client)
+    agent_touch_is_asked(client, workspace, "c1")
+
+
+def test_the_editors_own_settings_apply_at_once(start: Start, workspace: Path) -> None:
+    """didChangeConfiguration is the user's action: its keys apply without a question."""
+    client = start()
+    client.notify(
+        "workspace/didChangeConfiguration",
+        {"settings": {"toold": {"config": {"permissions": {"mode": "bypass"}}}}},
+    )
+    result = client.tool("bash", origin="agent", command="touch made")
+    assert result["isError"] is False and (workspace / "made").exists()
+
+
+# -- hold_back, key by key ------------------------------------------------------------
+
+
+def cfg(**sections: dict[str, Any]) -> TooldConfig:
+    return TooldConfig.model_validate(sections)
+
+
+LOOSENINGS = [
+    ({"permissions": {"mode": "plan"}}, {"permissions": {"mode": "default"}}, "plan → default"),
+    ({}, {"permissions": {"mode": "auto"}}, "permissions.mode default → auto"),
+    ({"permissions": {"mode": "auto"}}, {"permissions": {"mode": "bypass"}}, "auto → bypass"),
+    ({}, {"permissions": {"allow": ["bash"]}}, "new allow rule bash"),
+    ({"permissions": {"deny": ["bash(rm*)"]}}, {}, "deny rule bash(rm*) removed"),
+    ({"execution": {"tool_runner": "docker"}}, {}, "execution.tool_runner docker → local"),
+    (
+        {"execution": {"tool_runner": "bwrap"}},
+        {"execution": {"tool_runner": "subprocess"}},
+        "bwrap → subprocess",
+    ),
+    ({}, {"execution": {"network": True}}, "execution.network off → on"),
+    ({}, {"execution": {"env_passthrough": ["AWS_SECRET"]}}, "env_passthrough adds AWS_SECRET"),
+    ({"http": {"allow_hosts": ["a.example"]}}, {}, "http.allow_hosts ['a.example'] → (none)"),
+    (
+        {"http": {"allow_hosts": ["a.example"]}},
+        {"http": {"allow_hosts": ["a.example", "evil.example"]}},
+        "http.allow_hosts adds evil.example",
+    ),
+    ({"http": {"deny_hosts": ["evil.example"]}}, {}, "http.deny_hosts removes evil.example"),
+    ({}, {"http": {"block_private": False}}, "http.block_private on → off"),
+    ({"files": {"allowed_extensions": [".txt"]}}, {}, "files.allowed_extensions"),
+    (
+        {"python_repl": {"allowed_modules": ["math"]}},
+        {"python_repl": {"allowed_modules": ["math", "os"]}},
+        "python_repl.allowed_modules adds os",
+    ),
+    ({"python_repl": {"allowed_modules": ["math"]}}, {}, "python_repl.allowed_modules"),
+    ({}, {"agent": {"base_url": "http://evil.example"}}, "agent.base_url (none) → http://evil"),
+    ({}, {"agent": {"api_key_env": "OTHER_KEY"}}, "agent.api_key_env ANTHROPIC_API_KEY → OTHER"),
+]
+
+
+@pytest.mark.parametrize(("old", "new", "said"), LOOSENINGS)
+def test_each_loosening_is_held_and_named(
+    old: dict[str, Any], new: dict[str, Any], said: str
+) -> None:
+    current = cfg(**old)
+    applied, held = hold_back(current, current.permissions.mode, cfg(**new))
+    assert len(held) == 1 and said in held[0], held
+    assert applied == current  # nothing else changed, so nothing else applies
+    # Set by the user's own settings (those keys named there), the same change passes.
+    chosen = chosen_keys(new) | chosen_keys(old)
+    assert hold_back(current, current.permissions.mode, cfg(**new), chosen) == (cfg(**new), [])
+
+
+TIGHTENINGS = [
+    ({"permissions": {"mode": "bypass"}}, {"permissions": {"mode": "plan"}}),
+    ({"permissions": {"allow": ["bash"]}}, {}),
+    ({}, {"permissions": {"deny": ["bash"]}}),
+    ({}, {"execution": {"tool_runner": "bwrap"}}),
+    ({"execution": {"network": True}}, {}),
+    ({}, {"http": {"allow_hosts": ["a.example"]}}),
+    (
+        {"http": {"allow_hosts": ["a.example", "b.example"]}},
+        {"http": {"allow_hosts": ["a.example"]}},
+    ),
+    ({}, {"python_repl": {"allowed_modules": ["math"]}}),
+    ({}, {"limits": {"bash_output_chars": 5000}, "execution": {"docker_image": "x:1"}}),
+]
+
+
+@pytest.mark.parametrize(("old", "new"), TIGHTENINGS)
+def test_tightening_and_unrelated_changes_apply(old: dict[str, Any], new: dict[str, Any]) -> None:
+    current = cfg(**old)
+    assert hold_back(current, current.permissions.mode, cfg(**new)) == (cfg(**new), [])
+
+
+def test_the_mode_is_compared_with_the_live_mode() -> None:
+    """After permissions/setMode plan, a file's default → auto is still a loosening."""
+    current = cfg()
+    applied, held = hold_back(current, "plan", cfg(permissions={"mode": "auto"}))
+    assert held == ["permissions.mode plan → auto"] and applied.permissions.mode == "default"
+    # With setMode bypass live, a file's auto tightens: it applies.
+    assert hold_back(current, "bypass", cfg(permissions={"mode": "auto"}))[1] == []
+
+
+def test_a_mixed_change_keeps_its_tightening_and_holds_its_loosening() -> None:
+    current = cfg(
+        permissions={"allow": ["bash(a*)"], "deny": ["bash(x*)"]}, http={"allow_hosts": ["a"]}
+    )
+    new = cfg(permissions={"allow": ["bash(c*)"], "deny": []}, http={"allow_hosts": ["b"]})
+    applied, held = hold_back(current, "default", new)
+    assert held == [
+        "new allow rule bash(c*)",
+        "deny rule bash(x*) removed",
+        "http.allow_hosts adds b",
+    ]
+    assert applied.permissions.allow == [] and applied.permissions.deny == ["bash(x*)"]
+    assert applied.http.allow_hosts == ["a"]  # never "empty" (= any host) by accident
