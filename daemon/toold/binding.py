@@ -20,6 +20,7 @@ from toold.config import ConfigError, TooldConfig, load_config
 from toold.jobs.manager import BackgroundManager, Outcome
 from toold.permissions.audit import AuditLog
 from toold.permissions.guard import PermissionGuard
+from toold.permissions.loosening import chosen_keys, hold_back
 from toold.planning.skills import SkillLoader
 from toold.planning.tasks import TASKS_FILE, TaskManager
 from toold.planning.todos import TodoManager
@@ -44,6 +45,33 @@ Push = Callable[[str, dict[str, Any]], None]
 
 Report = Callable[[str], None]
 """Show the user a message (the server's window/showMessage)."""
+
+Confirm = Callable[[str, list[str], float], Awaitable[str | None]]
+"""Ask the user (message, action titles, timeout in seconds) → the chosen title, or None."""
+
+APPLY, KEEP = "Apply", "Keep current"
+HOW_TO_APPLY = (
+    "to apply them, answer Apply when asked, switch the mode from the editor "
+    "(permissions/setMode), send the settings from the editor (didChangeConfiguration), "
+    "or restart toold (it reads toold.toml as it is at start)"
+)
+
+
+@dataclass(frozen=True)
+class Held:
+    """A reload's loosening changes, applied only once the user confirms them."""
+
+    config: TooldConfig
+    """The whole configuration the reload asked for."""
+    changes: tuple[str, ...]
+    overrides: dict[str, Any] | None
+    generation: int
+    """The reload that held them: a later reload makes this answer moot."""
+
+    @property
+    def summary(self) -> str:
+        """``toold.toml changed: permissions.mode default → bypass; new allow rule ...``."""
+        return "toold.toml changed: " + "; ".join(self.changes)
 
 
 @dataclass
@@ -70,6 +98,12 @@ class WorkspaceState:
     """Set once outside changes are watched (see toold.watch)."""
     warn: Report | None = None
     """Show the user a warning; without it warnings are only logged."""
+    confirm: Confirm | None = None
+    """Ask the user to confirm loosening changes; None when the editor cannot ask."""
+    held: Held | None = None
+    """Loosening changes of the last reload, waiting for the user's answer."""
+    _generation: int = 0
+    _settling: asyncio.Task[None] | None = field(default=None, repr=False)
     _reloading: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @property
@@ -77,19 +111,81 @@ class WorkspaceState:
         """toold's own folder inside the workspace."""
         return self.root / STATE_DIR
 
-    def reload_config(self, overrides: dict[str, Any] | None = None) -> str | None:
+    def reload_config(
+        self, overrides: dict[str, Any] | None = None, *, from_file: bool = False
+    ) -> str | None:
         """Re-read toold.toml (+ overrides); on error keep the last good config and say why.
 
+        Changes that loosen a protection (toold.permissions.loosening) are held in
+        ``held`` unless ``overrides`` (the editor's settings, a user action) set them
+        themselves; ``from_file`` reloads set none. Everything else applies now.
         Runs on a worker thread (a new sandbox may take seconds to probe); one at a time.
         """
-        with self._reloading:
-            return self._reload_config(overrides)
+        return self._reload(overrides, from_file)[0]
 
-    def _reload_config(self, overrides: dict[str, Any] | None) -> str | None:
+    def _reload(
+        self, overrides: dict[str, Any] | None, from_file: bool
+    ) -> tuple[str | None, Held | None]:
+        with self._reloading:
+            self._generation += 1
+            self.held = None
+            try:
+                config = load_config(self.root, overrides)
+                chosen = frozenset() if from_file else chosen_keys(overrides)
+                applied, changes = hold_back(self.config, self.guard.mode, config, chosen)
+            except (ConfigError, ValueError) as exc:
+                return f"{exc}; keeping the previous configuration", None
+            if changes:
+                self.held = Held(config, tuple(changes), overrides, self._generation)
+                log.warning("%s: held until the user confirms", self.held.summary)
+            return self._apply_config(applied, overrides), self.held
+
+    def apply_held(self, held: Held) -> str | None:
+        """Apply changes the user confirmed, unless a later reload made them moot."""
+        with self._reloading:
+            if held.generation != self._generation:
+                return f"{held.summary}: not applied, toold.toml changed again since"
+            self.held = None
+            return self._apply_config(held.config, held.overrides)
+
+    async def reload(
+        self, overrides: dict[str, Any] | None = None, *, from_file: bool = False
+    ) -> str | None:
+        """reload_config off the loop; held changes are then asked about in the background."""
+        problem, held = await asyncio.to_thread(self._reload, overrides, from_file)
+        if held is not None:
+            if self._settling is not None:
+                self._settling.cancel()  # its question is moot: this reload superseded it
+            self._settling = asyncio.ensure_future(self._settle(held))
+        return problem
+
+    async def _settle(self, held: Held) -> None:
+        """Ask the user about ``held``: Apply applies it, anything else keeps it out."""
+        if self.confirm is None:
+            self._warn(
+                f"{held.summary}. Not applied: this editor cannot ask to confirm "
+                f"changes that loosen toold's protections; {HOW_TO_APPLY}"
+            )
+            return
+        timeout = self.config.permissions.ask_timeout
+        answer = await self.confirm(f"{held.summary}. Apply?", [APPLY, KEEP], timeout)
+        if answer == APPLY:
+            problem = await asyncio.to_thread(self.apply_held, held)
+            self._warn(problem or f"{held.summary}. Applied, as you confirmed")
+            return
+        why = "no answer" if answer is None else "kept the current configuration"
+        self._warn(f"{held.summary}. Not applied ({why}); {HOW_TO_APPLY}")
+
+    def _warn(self, message: str) -> None:
+        if self.warn is not None:
+            self.warn(message)
+        else:
+            log.warning("%s", message)
+
+    def _apply_config(self, config: TooldConfig, overrides: dict[str, Any] | None) -> str | None:
         try:
-            config = load_config(self.root, overrides)
             guard = make_guard(config, self.root, self.guard.ask)
-        except (ConfigError, ValueError) as exc:
+        except ValueError as exc:
             return f"{exc}; keeping the previous configuration"
         sandbox: Sandbox | None = None
         if config.execution != self.config.execution:
