@@ -56,6 +56,10 @@ class ExecutionConfig(_Section):
     """subprocess, bwrap and docker: names of the daemon's environment variables workers
     also get (e.g. ["GIT_AUTHOR_NAME"]); by default only PATH, LANG, LC_*, TERM and a
     private HOME and TMPDIR cross, so the daemon's secrets never reach a tool."""
+    login_shell: bool = False
+    """local: run every bash command as a login shell (bash -lc, the profile sourced each
+    call). By default the login environment is captured once when the workspace is bound
+    and each command runs with bash -c in it (sandboxed runners never get it)."""
 
 
 class LimitsConfig(_Section):
@@ -166,11 +170,12 @@ class ConfigError(ValueError):
     """The configuration is invalid; the message names the key and the fix."""
 
 
-def _merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+def merge_overrides(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+    """``base`` with ``override`` applied key by key (tables merged, other values replaced)."""
     out = dict(base)
     for key, value in override.items():
         if isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = _merge(out[key], value)
+            out[key] = merge_overrides(out[key], value)
         else:
             out[key] = value
     return out
@@ -186,7 +191,7 @@ def load_config(workspace: Path, overrides: dict[str, Any] | None = None) -> Too
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
             raise ConfigError(f"{path}: not valid TOML: {exc}") from None
     if overrides:
-        data = _merge(data, overrides)
+        data = merge_overrides(data, overrides)
     try:
         return TooldConfig.model_validate(data)
     except ValidationError as exc:

@@ -21,6 +21,7 @@ from pygls.protocol.language_server import lsp_method
 from pygls.uris import to_fs_path
 
 from toold import __version__
+from toold.initialization import InitializationOptions, parse_initialization_options
 from toold_protocol import ALL_METHODS, PROTOCOL_VERSION, errors
 
 if TYPE_CHECKING:
@@ -504,10 +505,9 @@ class TooldServer(LanguageServer):
             log.error("%s", error)
 
 
-def _workspace_from(params: types.InitializeParams) -> Path | None:
-    options = params.initialization_options
-    if isinstance(options, dict) and options.get("workspace"):
-        return Path(options["workspace"])
+def _workspace_from(params: types.InitializeParams, options: InitializationOptions) -> Path | None:
+    if options.workspace:
+        return Path(options.workspace)
     if params.workspace_folders:
         return Path(to_fs_path(params.workspace_folders[0].uri) or ".")
     if params.root_uri:
@@ -535,11 +535,11 @@ def create_server(
 
     @server.feature(types.INITIALIZE)
     def on_initialize(params: types.InitializeParams) -> None:
-        root = server.workspace_override or _workspace_from(params) or Path.cwd()
-        options = (
-            params.initialization_options if isinstance(params.initialization_options, dict) else {}
-        )
-        server.start_binding(root, options.get("config"), bool(options.get("executionEvents")))
+        options = parse_initialization_options(params.initialization_options)
+        for problem in options.problems:
+            server.show_error(problem)
+        root = server.workspace_override or _workspace_from(params, options) or Path.cwd()
+        server.start_binding(root, options.overrides, options.execution_events)
         if params.process_id and params.process_id != server.client_process_id:
             with contextlib.suppress(RuntimeError):
                 server.watch_client(params.process_id)

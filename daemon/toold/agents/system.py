@@ -13,12 +13,15 @@ from typing import Any
 from toold.agents.loop import AgentContext, agent_loop
 from toold.permissions.guard import SAFE_TOOLS, PermissionGuard
 from toold.sandbox.runner import ToolRunner
+from toold.tools.context import failed
 from toold.tools.toolset import ToolSet
 
 log = logging.getLogger(__name__)
 
 DEFAULT_TYPE = "general-purpose"
 MAIN_LOOP_ONLY = frozenset({"team_spawn", "team_send", "team_register"})
+TEAMMATE_TOOLS = frozenset({"team_send"})
+"""Main-loop tools a teammate also gets: it may message main and other teammates."""
 READ_ONLY_TOOLS = SAFE_TOOLS - {"todo_write"}
 
 
@@ -92,6 +95,11 @@ class AgentSystem:
             return ToolSet(t for t in self.toolset if t.name in READ_ONLY_TOOLS)
         return ToolSet(t for t in self.toolset if t.name not in MAIN_LOOP_ONLY)
 
+    def toolset_for_teammate(self) -> ToolSet:
+        """A teammate's tools: a general-purpose subagent's, plus team_send."""
+        hidden = MAIN_LOOP_ONLY - TEAMMATE_TOOLS
+        return ToolSet(t for t in self.toolset if t.name not in hidden)
+
     async def run(
         self,
         prompt: str,
@@ -140,7 +148,9 @@ class AgentSystem:
         kind = AGENT_TYPES[kind_name]
         depth = agent_depth.get() + 1
         if depth > self.max_depth:
-            return f"Subagent refused: recursion depth {depth} exceeds limit {self.max_depth}."
+            return failed(
+                f"Subagent refused: recursion depth {depth} exceeds limit {self.max_depth}."
+            )
         guard = self.child_guard(current_guard.get() or self.guard, kind_name, run_in_background)
         ctx = AgentContext(
             provider=self.provider,
@@ -163,7 +173,7 @@ class AgentSystem:
         if not run_in_background:
             return await work()
         if self.background is None:
-            return "Background manager unavailable."
+            return failed("Background manager unavailable.")
         alphabet = string.ascii_letters + string.digits
         job_id = "subagent-" + "".join(secrets.choice(alphabet) for _ in range(8))
         await self.background.start_work(job_id, f"subagent ({kind_name}): {task[:80]}", work)

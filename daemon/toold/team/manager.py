@@ -13,18 +13,25 @@ import fcntl
 import logging
 import os
 from collections.abc import Callable
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
 from toold.agents.loop import AgentContext, agent_loop
+from toold.permissions.rules import Rule
 from toold.storage import make_state_dir, open_state
 from toold.team.mailbox import MAIN, Mailboxes, new_message
 from toold.team.registry import TeamRegistry, check_teammate_name
+from toold.tools.context import failed
 
 log = logging.getLogger(__name__)
 
 REPLY_TIMEOUT = 60.0
 DEBOUNCE_MS = 20
+TEAM_SEND_RULE = Rule.parse("team_send")
+
+current_sender: ContextVar[str] = ContextVar("toold_team_sender", default=MAIN)
+"""Who is calling team_send: main, or the teammate whose turn is running."""
 
 
 class _Waker:
@@ -173,7 +180,7 @@ class TeamManager:
         if self.is_running(name):
             return f"Teammate {name} is already running."
         if self.agents is None:
-            return f"Team spawning unavailable for {name}: provider is not configured."
+            return failed(f"Team spawning unavailable for {name}: provider is not configured.")
         if not self._take_lock(name):
             return f"Teammate {name} is already running."
         self.start()
@@ -195,22 +202,64 @@ class TeamManager:
                 await task
 
     async def send(self, to_agent: str, content: str) -> str:
-        """team_send: deliver a request and wait for the teammate's reply."""
+        """team_send from main or, inside a teammate's turn, from that teammate.
+
+        To ``main``: a message the editor shows (``team/message``); no reply is awaited.
+        To a teammate: a request, then its reply (from main's inbox or the sender's own).
+        """
+        sender = current_sender.get()
+        if to_agent == sender:
+            return failed(f"{sender} cannot message itself; name another agent in to_agent.")
+        if to_agent == MAIN:
+            self.mail.append(new_message(sender, MAIN, content, "message"))
+            return f"Sent to {MAIN}: the user sees it in the editor (no reply is awaited)."
         self.registry.get(to_agent)
         if not self.is_running(to_agent):
-            return f"Teammate {to_agent} is not running. Start it with team_spawn first."
+            return failed(f"Teammate {to_agent} is not running. Start it with team_spawn first.")
         self.start()
-        message = new_message(MAIN, to_agent, content, "request")
+        message = new_message(sender, to_agent, content, "request")
+        if sender == MAIN:
+            reply = await self._reply_to_main(message)
+        else:
+            reply = await self._reply_to_teammate(sender, message)
+        if reply is None:
+            return failed(f"No reply from {to_agent} within {self.reply_timeout:g} s.")
+        return f"Reply from {to_agent}: {reply.get('content', '')}"
+
+    async def _reply_to_main(self, message: dict[str, Any]) -> dict[str, Any] | None:
+        """Append ``message``; main's inbox reader hands its reply over."""
         waiter: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self._waiters[message["id"]] = waiter
         self.mail.append(message)
         try:
-            reply = await asyncio.wait_for(waiter, self.reply_timeout)
+            return await asyncio.wait_for(waiter, self.reply_timeout)
         except TimeoutError:
-            return f"No reply from {to_agent} within {self.reply_timeout:g} s."
+            return None
         finally:
             self._waiters.pop(message["id"], None)
-        return f"Reply from {to_agent}: {reply.get('content', '')}"
+
+    async def _reply_to_teammate(
+        self, sender: str, message: dict[str, Any]
+    ) -> dict[str, Any] | None:
+        """Append ``message`` and read the sender's mailbox (its own loop is busy in this
+        very turn) until the reply arrives; its loop later skips the response."""
+        woken = asyncio.Event()
+        self._subscribers.append(woken)
+        offset = self.mail.size(sender)
+        try:
+            self.mail.append(message)
+            async with asyncio.timeout(self.reply_timeout):
+                while True:
+                    messages, offset = self.mail.read_from(sender, offset)
+                    for found in messages:
+                        if found.get("inReplyTo") == message["id"]:
+                            return found
+                    await woken.wait()
+                    woken.clear()
+        except TimeoutError:
+            return None
+        finally:
+            self._subscribers.remove(woken)
 
     # -- a running teammate -------------------------------------------------------------------
     async def _teammate(self, teammate: dict[str, Any], offset: int) -> None:
@@ -237,19 +286,26 @@ class TeamManager:
         agents = self.agents
         system = f"{agents.system_prompt}\n\nYou are teammate {teammate['name']}, role: "
         system += f"{teammate['role']}.\n{teammate.get('system_prompt', '')}".rstrip()
+        guard = agents.guard.child(fail_closed=True)
+        # Messaging is a teammate's own voice, like its reply: allowed unless a deny rule
+        # or plan mode says otherwise (both are checked before allow rules).
+        guard.allow = [*guard.allow, TEAM_SEND_RULE]
         ctx = AgentContext(
             provider=agents.provider,
-            toolset=agents.toolset_for("general-purpose"),
-            guard=agents.guard.child(fail_closed=True),
+            toolset=agents.toolset_for_teammate(),
+            guard=guard,
             system=system,
             runner=agents.runner,
             max_iterations=agents.max_iterations,
         )
+        token = current_sender.set(teammate["name"])
         try:
             text = await agent_loop(ctx, [{"role": "user", "content": message["content"]}])
         except asyncio.CancelledError:
             raise
         except Exception as exc:
             text = f"Error: {type(exc).__name__}: {exc}"
+        finally:
+            current_sender.reset(token)
         reply = new_message(teammate["name"], message["from"], text, "response", message["id"])
         self.mail.append(reply)

@@ -1,0 +1,87 @@
+"""initializationOptions over the wire: toold.toml sections at the top level or under
+``config``, toold's own keys, and unknown keys refused by name in window/showMessage."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e.wire import WireClient
+
+Start = Callable[[Any], WireClient]
+
+
+@pytest.fixture
+def start(workspace: Path) -> Iterator[Start]:
+    clients: list[WireClient] = []
+
+    def launch(options: Any) -> WireClient:
+        client = WireClient(workspace)
+        clients.append(client)
+        client.initialize(rootUri=workspace.as_uri(), initializationOptions=options)
+        return client
+
+    yield launch
+    for client in clients:
+        client.close()
+
+
+def _runner_of_a_call(client: WireClient) -> str:
+    """The runner the execution/event of one read_file call names."""
+    assert client.tool("read_file", file_path="src/main.py")["isError"] is False
+    event = client.notification("execution/event")["params"]
+    assert event["tool"] == "read_file"
+    runner: str = event["runner"]
+    return runner
+
+
+def test_toml_sections_at_the_top_level_apply(start: Start) -> None:
+    client = start({"executionEvents": True, "execution": {"tool_runner": "subprocess"}})
+    assert _runner_of_a_call(client) == "subprocess"
+
+
+def test_config_and_the_top_level_merge_config_winning(start: Start) -> None:
+    client = start(
+        {
+            "executionEvents": True,
+            "execution": {"tool_runner": "subprocess"},
+            "limits": {"grep_max_matches": 5},
+            "config": {"limits": {"grep_max_matches": 1}},
+        }
+    )
+    assert _runner_of_a_call(client) == "subprocess"
+    grep = client.tool("grep", pattern="needle")
+    assert len(grep["content"]) == 1, grep
+
+
+def test_an_unknown_key_is_refused_by_name_and_the_rest_applies(start: Start) -> None:
+    client = start(
+        {
+            "executionEvents": True,
+            "exection": {"tool_runner": "bwrap"},
+            "execution": {"tool_runner": "subprocess"},
+        }
+    )
+    shown = client.notification("window/showMessage")["params"]
+    assert shown["type"] == 1  # Error
+    assert shown["message"] == (
+        "toold: initializationOptions.exection: unknown key, not applied; did you mean "
+        "'execution'? expected one of: workspace, config, executionEvents or a toold.toml "
+        "section (execution, limits, files, http, python_repl, web_search, permissions, agent)"
+    )
+    assert _runner_of_a_call(client) == "subprocess"
+
+
+def test_wrong_types_of_toold_options_are_refused(start: Start) -> None:
+    client = start({"executionEvents": "yes", "config": ["not", "an", "object"]})
+    messages = {
+        client.notification("window/showMessage")["params"]["message"] for _ in range(2)
+    }
+    assert messages == {
+        "toold: initializationOptions.executionEvents: expected true or false",
+        "toold: initializationOptions.config: expected an object of toold.toml sections",
+    }
+    assert client.tool("read_file", file_path="src/main.py")["isError"] is False
