@@ -35,9 +35,20 @@ def test_path_is_accepted_for_file_path(call: Call, put: Put) -> None:
     assert call("edit_file", path="b.txt", old_text="x", new_text="y") == "Edited b.txt"
 
 
-def test_same_value_under_both_names_is_fine(call: Call, put: Put) -> None:
+@pytest.mark.parametrize(
+    "names",
+    [
+        {"file_path": "a.txt", "path": "a.txt"},
+        {"file_path": "", "path": ".env"},  # the guard must judge the path that is used
+        {"file_path": None, "path": "a.txt"},
+    ],
+)
+def test_two_names_for_one_argument_are_refused_whatever_the_values(
+    call: Call, put: Put, names: dict[str, Any]
+) -> None:
     put("a.txt", "alpha\n")
-    assert call("read_file", file_path="a.txt", path="a.txt") == "1: alpha"
+    with pytest.raises(ToolArgumentError, match="file_path and path name the same argument"):
+        call("read_file", **names)
 
 
 def test_conflicting_names_are_refused(call: Call) -> None:
@@ -196,7 +207,21 @@ def test_list_dir_does_not_follow_symlinks(call: Call, workspace: Path) -> None:
 def test_bash_accepts_input_and_cmd(call: Call) -> None:
     assert call("bash", input="echo from-input") == "from-input"
     assert call("bash", cmd="echo from-cmd") == "from-cmd"
-    assert call("bash", command="", cmd="echo fallback") == "fallback"
+
+
+@pytest.mark.parametrize(
+    "names",
+    [{"command": "", "cmd": "ls"}, {"command": "ls", "input": "ls"}, {"cmd": "", "input": "x"}],
+)
+def test_bash_refuses_two_names_for_the_command(call: Call, names: dict[str, Any]) -> None:
+    with pytest.raises(ToolArgumentError, match="name the same argument"):
+        call("bash", **names)
+
+
+@pytest.mark.parametrize("command", ["", " ", "\n\t "])
+def test_bash_refuses_an_empty_command(call: Call, command: str) -> None:
+    with pytest.raises(ToolArgumentError, match="the command is empty"):
+        call("bash", command=command)
 
 
 def test_bash_without_a_command_names_every_spelling(call: Call) -> None:

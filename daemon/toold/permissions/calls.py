@@ -1,12 +1,21 @@
-"""guarded_invoke: the one path every guarded tool call takes (tools/call and agent loops)."""
+"""guarded_invoke: the one path every guarded tool call takes (tools/call and agent loops).
+
+Arguments are validated before the guard sees them, so rules and the classifier judge
+the values the tool will really use (aliases folded, defaults filled), and a call that
+fails validation (two names for one argument, an empty command) never reaches the guard.
+"""
 
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from typing import Any
+
+from pydantic_core import to_jsonable_python
 
 from toold.permissions.guard import DENIED, PermissionGuard
 from toold.sandbox.runner import ToolRunner
+from toold.tools.base import ToolArgumentError
 from toold.tools.context import CallContext
 from toold.tools.toolset import ToolOutcome, ToolSet
 
@@ -20,8 +29,14 @@ async def guarded_invoke(
     context: CallContext,
     runner: ToolRunner | None = None,
 ) -> ToolOutcome:
-    """Check the guard (asking if needed), run the tool, and audit both."""
-    verdict = await guard.check(name, args, context.origin)
+    """Validate, check the guard (asking if needed), run the tool, and audit both."""
+    try:
+        checked = toolset.require(name).validate_args(args)
+    except ToolArgumentError as exc:
+        return ToolOutcome(f"Error: {exc}", is_error=True)
+    # Tools without an arguments model keep the call's own shape (rules are written for it).
+    seen = to_jsonable_python(checked, fallback=str) if isinstance(checked, Mapping) else args
+    verdict = await guard.check(name, seen, context.origin)
     if not verdict.allowed:
         return ToolOutcome(verdict.message or DENIED, is_error=True)
     started = time.perf_counter()

@@ -1,301 +1,501 @@
-"""Shell command analysis: auto-safe read-only commands and the dangerous-command detector.
+"""Classify a shell command: what runs, whether it only reads, whether it is dangerous.
 
-A command is cut into pipelines and stages at unquoted ``; & && || | newline ( )``;
-the bodies of ``$( )``, backticks and ``<( )`` are analysed as commands of their
-own. Wrappers (sudo, nohup, exec, command, xargs, timeout, nice, env, eval,
-``find -exec``, ``VAR=value`` prefixes, shell keywords) are peeled off, so a
-dangerous program is found wherever it hides. Quoted text is data: ``echo "rm -rf x"``
-is not flagged, but a substitution is flagged even inside quotes.
+``analyse`` takes the parse (shell.py) and resolves each simple command into layers:
+the program and every program a wrapper runs (``sudo``, ``env``, ``command``,
+``builtin``, ``exec``, ``xargs``, ``nice``, ``ionice``, ``timeout``, ``nohup``,
+``stdbuf``, ``time``, ``chroot``, ``doas``, ``setsid``, ``coproc``, ``find -exec``).
+What cannot be resolved without running it is recorded, never guessed: a program
+name computed at run time, code handed to a shell or an interpreter (``sh -c``,
+``| sh``, here-strings, ``eval``, ``source``, ``python -c``, ``perl -e``...),
+assignments to variables that make programs run code (``BASH_ENV``, ``GIT_PAGER``...).
+
+The dangerous-command detector works on the same layers and fails closed: an
+incomplete parse or anything unresolvable is dangerous. Read-only needs the
+opposite: a complete parse, nothing unresolvable, every layer read-only
+(readonly.py's tables) and no redirection that writes except to /dev/null.
 """
 
 from __future__ import annotations
 
-import os
+import fnmatch
+import posixpath
 import re
 import shlex
+from dataclasses import dataclass, field
+from functools import lru_cache
 
-SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "fish", "csh", "tcsh"})
-AUTO_SAFE_PROGRAMS = frozenset(
-    {"ls", "cat", "head", "tail", "wc", "echo", "pwd", "date", "which", "type", "pytest", "ruff"}
-    | {"mypy"}
+from toold.permissions.readonly import (
+    PROGRAMS,
+    has_option,
+    is_read_only,
+    operands,
+    sed_script_ok,
+    sed_scripts,
 )
-_SIMPLE_FORBIDDEN = re.compile(r"[;&|<>()\n`]|\$\(")
-_SUBSTITUTION = re.compile(r"[$<>]\(([^()]*(?:\([^()]*\)[^()]*)*)\)|`([^`]*)`")
+from toold.permissions.shell import Script, SimpleCommand, parse
+
+SHELLS = frozenset(
+    {"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "fish", "csh", "tcsh", "busybox"}
+)
+_INTERPRETER = re.compile(
+    r"^(?:python[0-9.]*|pypy[0-9.]*|perl[0-9.]*|ruby[0-9.]*|node|nodejs|deno|bun|php[0-9.]*"
+    r"|lua[0-9.]*|luajit|tclsh[0-9.]*|wish|rscript|osascript|pwsh|powershell|jshell|irb|ghci)$",
+    re.IGNORECASE,
+)
+# Per interpreter: short option letters that take code, letters whose option takes the
+# rest of the word (or the next word) as a value, and long options that take code.
+_CODE_FLAGS: dict[str, tuple[str, str, tuple[str, ...]]] = {
+    "python": ("c", "WXmQ", ("--command",)),
+    "pypy": ("c", "WXmQ", ()),
+    "perl": ("eE", "MmIixl0DCd", ()),
+    "ruby": ("e", "IrCEFKTWx", ("--eval",)),
+    "node": ("ep", "r", ("--eval", "--print")),
+    "nodejs": ("ep", "r", ("--eval", "--print")),
+    "bun": ("e", "r", ("--eval", "--print")),
+    "deno": ("", "", ("eval",)),
+    "php": ("rBRE", "cdzf", ()),
+    "lua": ("e", "l", ()),
+    "luajit": ("e", "lj", ()),
+    "rscript": ("e", "", ("--expr",)),
+    "osascript": ("e", "", ()),
+    "pwsh": ("c", "", ("-command", "-Command", "-c", "-EncodedCommand")),
+    "powershell": ("c", "", ("-command", "-Command", "-EncodedCommand")),
+}
+_CODE_BUILTINS = {
+    "eval": "eval runs its arguments as code",
+    "source": "source runs a file as code",
+    ".": ". runs a file as code",
+    "alias": "alias defines code",
+    "trap": "trap defines code",
+    "enable": "enable loads builtins",
+    "fc": "fc runs commands from history",
+    "watch": "watch runs its arguments through sh",
+}
+_CODE_VARIABLE = re.compile(
+    r"^(?:BASH_ENV|ENV|PROMPT_COMMAND|PS4|SHELLOPTS|BASHOPTS|LD_PRELOAD|LD_AUDIT"
+    r"|LD_LIBRARY_PATH|DYLD_\w+|\w*PAGER|EDITOR|VISUAL|SSH_ASKPASS|BROWSER|PERL5OPT"
+    r"|PERL5LIB|PERLLIB|NODE_OPTIONS|PYTHONSTARTUP|PYTHONPATH|PYTHONHOME|RUBYOPT|RUBYLIB"
+    r"|LESSOPEN|LESSCLOSE|GIT_(?:EXTERNAL_DIFF|SSH|SSH_COMMAND|EDITOR|SEQUENCE_EDITOR"
+    r"|ASKPASS|CONFIG\w*|EXEC_PATH|PROXY_COMMAND|TEMPLATE_DIR))$"
+)
+# Variables that change what a read-only program does or which program runs.
+BEHAVIOUR_VARIABLE = re.compile(
+    r"^(?:PATH|IFS|CDPATH|HOME|GLOBIGNORE|TMPDIR|GIT_\w+|PYTHON\w*|PERL\w*|RUBY\w*|NODE_\w+"
+    r"|LESS\w*|MAN\w*|XDG_\w+|SSH_\w+|GREP_\w+|LOCPATH|GCONV_PATH|NLSPATH|TERMINFO\w*)$"
+)
+_SAFE_GIT_CONFIG = (
+    "user.", "color.", "core.quotepath", "core.autocrlf", "core.safecrlf", "advice.",
+    "init.defaultbranch", "commit.gpgsign", "tag.gpgsign", "log.", "column.", "i18n.",
+    "diff.noprefix", "diff.renames", "diff.algorithm", "merge.conflictstyle", "push.default",
+    "pull.rebase", "fetch.prune", "gc.auto", "safe.directory",
+)  # fmt: skip
+_GIT_GLOBAL_VALUES = frozenset(
+    {"-c", "-C", "--git-dir", "--work-tree", "--namespace", "--config-env", "--super-prefix"}
+)
+_SYSTEM_DIRS = ("/bin/", "/usr/bin/", "/usr/local/bin/", "/sbin/", "/usr/sbin/")
+_READ_ONLY_WRAPPERS = frozenset({"time", "nice", "timeout", "command", "builtin", "stdbuf"})
+_TRANSPARENT_WRAPPERS = _READ_ONLY_WRAPPERS | {"nohup", "exec", "setsid", "ionice"}
+_WRAPPERS = frozenset(
+    {"sudo", "doas", "env", "command", "builtin", "nohup", "coproc", "setsid", "exec", "nice"}
+    | {"ionice", "stdbuf", "time", "timeout", "chroot", "xargs", "find"}
+)
+_DANGER_PROGRAMS = frozenset({"rm", "git", "chmod", "dd", "find", "shred", "mkfs"})
+_GLOB = re.compile(r"[*?\[]")
 _SQL = re.compile(r"\bdrop\s+table\b|\bdelete\s+from\b", re.IGNORECASE)
-_SHELL_FROM_DOWNLOAD = re.compile(
-    r"(?:^|[\s;&|(])(?:sh|bash|zsh|dash|ksh|source|\.)\s+<\(\s*(?:\S*/)?(?:curl|wget)\b"
-)
-_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
-_KEYWORDS = frozenset({"if", "then", "else", "elif", "do", "while", "until", "!", "{", "}"})
-_PLAIN_WRAPPERS = frozenset(
-    {"nohup", "exec", "command", "builtin", "time", "stdbuf", "nice", "ionice", "chroot"}
-)
-_GIT_VALUE_OPTIONS = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespace"})
 _CHMOD_OPEN = frozenset({"777", "0777", "a+rwx", "ugo+rwx", "a=rwx", "ugo=rwx"})
+PROTECTED = ("toold.toml", ".toold")
 
 
-def _words(segment: str) -> list[str]:
-    try:
-        return shlex.split(segment, comments=False, posix=True)
-    except ValueError:
-        return segment.split()
+@dataclass
+class Layer:
+    """One program of a simple command: the command itself or what a wrapper runs."""
+
+    program: str
+    """The basename of the program."""
+    path: str
+    args: list[str | None]
+    via: str | None = None
+    """The wrapper that runs it (None for the command itself)."""
+    stdin_args: bool = False
+    """Arguments are added at run time (xargs)."""
+    parent: int | None = None
+    """Index of the wrapper's layer in ``Resolved.layers``."""
+
+    def normalised(self) -> str:
+        """The layer as rules see it: basename, git's global options dropped, quotes normalised."""
+        args = git_arguments(self.args) if self.program == "git" else self.args
+        return shlex.join([self.program, *("$?" if a is None else a for a in args)])
 
 
-def _program(word: str) -> str:
-    return os.path.basename(word)
+@dataclass
+class Resolved:
+    """A simple command resolved into layers, with what could not be resolved."""
+
+    command: SimpleCommand
+    layers: list[Layer] = field(default_factory=list)
+    dynamic: str | None = None
+    """Why the program that runs cannot be known (a name computed at run time)."""
+    code: str | None = None
+    """Why it runs code the parse cannot see."""
 
 
-def _pipelines(text: str) -> list[list[str]]:
-    """Cut at unquoted operators: a list of pipelines, each a list of stage texts."""
-    pipelines: list[list[str]] = []
-    stages: list[str] = []
-    buf: list[str] = []
-    quote = ""
-    i, n = 0, len(text)
+@dataclass
+class Analysis:
+    """One shell command line, classified."""
 
-    def end_stage() -> None:
-        stages.append("".join(buf))
-        buf.clear()
+    text: str
+    script: Script
+    commands: list[Resolved]
+    danger: str | None
+    read_only: bool
 
-    def end_pipeline() -> None:
-        end_stage()
-        pipelines.append(stages.copy())
-        stages.clear()
+    @property
+    def unresolved(self) -> list[str]:
+        """Everything that cannot be known without running it."""
+        out = list(self.script.problems)
+        if not self.script.complete:
+            out.append("the command does not parse completely")
+        out += [r.dynamic for r in self.commands if r.dynamic]
+        out += [r.code for r in self.commands if r.code]
+        return out
 
-    while i < n:
-        c = text[i]
-        nxt = text[i + 1] if i + 1 < n else ""
-        if quote:
-            buf.append(c)
-            if c == quote:
-                quote = ""
-            elif c == "\\" and quote == '"' and nxt:
-                buf.append(nxt)
-                i += 1
-        elif c == "\\" and nxt:
-            buf.append(c + nxt)
-            i += 1
-        elif c in "'\"":
-            quote = c
-            buf.append(c)
-        elif c == "|" and nxt != "|":
-            end_stage()
-            i += 1 if nxt == "&" else 0
-        elif c == "&" and (nxt == ">" or (buf and buf[-1] in "<>")):
-            buf.append(c)  # a redirection such as 2>&1 or &>file, not a separator
-        elif c in ";&|\n()":
-            end_pipeline()
-            i += 1 if nxt == c and c in "&|;" else 0
-        else:
-            buf.append(c)
-        i += 1
-    end_pipeline()
-    return [[s for s in p if s.strip()] for p in pipelines if any(s.strip() for s in p)]
+    @property
+    def dynamic(self) -> bool:
+        """Whether some program name cannot be resolved."""
+        return any(r.dynamic for r in self.commands) or not self.script.complete
+
+    def touches(self, names: tuple[str, ...] = PROTECTED) -> bool:
+        """Whether a word, redirection target or the text may name one of ``names``."""
+        if any(n in self.text for n in names):
+            return True
+        targets = [r.target for r in self.script.redirects if r.writes and r.target]
+        if any(t.value is None for t in targets):
+            return True  # a write to a path only known at run time
+        values = [t.value for t in targets] + [
+            v for r in self.commands for layer in r.layers for v in layer.args
+        ]
+        return any(v is not None and _names_any(v, names) for v in values)
 
 
-def _expand(command: str) -> list[str]:
-    """The command with substitutions blanked, then the bodies of those substitutions."""
-    texts: list[str] = []
-    pending = [command]
-    while pending:
-        text = pending.pop()
-        for match in _SUBSTITUTION.finditer(text):
-            pending.append(match.group(1) or match.group(2) or "")
-        texts.append(_SUBSTITUTION.sub(" ", text))
-    return texts
+def _names_any(value: str, names: tuple[str, ...]) -> bool:
+    parts = [p for p in value.split("/") if p]
+    return any(
+        fnmatch.fnmatchcase(p, pat) for p in parts for pat in names if _GLOB.search(p)
+    ) or any(p in names for p in parts)
 
 
-def _peel(words: list[str]) -> list[list[str]]:
-    """The command and every command a wrapper runs: ``sudo -u x rm -rf /`` → both."""
-    found = [words]
-    while words:
-        prog = _program(words[0])
-        rest = words[1:]
-        if _ASSIGNMENT.match(words[0]) or words[0] in _KEYWORDS:
-            pass
-        elif prog in ("sudo", "doas"):
-            while rest and rest[0].startswith("-"):
-                takes_value = rest[0] in ("-u", "-g", "-C", "-h", "-p", "-U", "-D", "-r", "-t")
-                rest = rest[2:] if takes_value else rest[1:]
-        elif prog in _PLAIN_WRAPPERS:
-            while rest and rest[0].startswith("-"):
-                rest = rest[2:] if rest[0] in ("-n", "-c", "-o", "-e", "-i", "-a") else rest[1:]
-        elif prog == "timeout":
-            while rest and rest[0].startswith("-"):
-                rest = rest[2:] if rest[0] in ("-s", "-k", "--signal", "--kill-after") else rest[1:]
-            rest = rest[1:]  # the duration
-        elif prog == "xargs":
-            while rest and rest[0].startswith("-"):
-                takes_value = rest[0] in ("-I", "-n", "-P", "-L", "-d", "-E", "-s", "-a")
-                rest = rest[2:] if takes_value else rest[1:]
-        elif prog == "env":
-            while rest and (rest[0].startswith("-") or "=" in rest[0]):
-                rest = rest[2:] if rest[0] in ("-u", "-C", "-S") else rest[1:]
-        elif prog == "eval":
-            for text in _expand(" ".join(rest)):
-                for inner in _commands(text):
-                    found.extend(_peel(inner))
-            break
-        elif prog == "find":
-            found.extend(_find_exec(rest))
-            break
-        else:
-            break
-        if not rest:
-            break
-        words = rest
-        found.append(words)
-    return found
-
-
-def _find_exec(args: list[str]) -> list[list[str]]:
-    """The commands of every ``-exec``/``-execdir``/``-ok`` clause of find."""
-    commands: list[list[str]] = []
-    for i, word in enumerate(args):
-        if word in ("-exec", "-execdir", "-ok", "-okdir"):
-            inner: list[str] = []
-            for w in args[i + 1 :]:
-                if w in (";", "+"):
-                    break
-                if w not in ("{}", "\\"):
-                    inner.append(w)
-            if inner:
-                commands.extend(_peel(inner))
-    return commands
-
-
-def _commands(text: str) -> list[list[str]]:
-    return [w for p in _pipelines(text) for s in p if (w := _words(s))]
-
-
-def split_commands(command: str) -> list[list[str]]:
-    """Every simple command, including those inside substitutions, as word lists."""
-    return [words for text in _expand(command) for words in _commands(text)]
-
-
-def command_variants(command: str) -> list[str]:
-    """Each simple command and each command a wrapper runs, as space-joined words."""
-    return [" ".join(inner) for words in split_commands(command) for inner in _peel(words)]
-
-
-def simple_commands(command: str) -> list[str]:
-    """Each simple command (including substitutions) as space-joined words."""
-    return [" ".join(words) for words in split_commands(command)]
-
-
-def _short_flags(args: list[str]) -> str:
-    return "".join(a[1:] for a in args if a.startswith("-") and not a.startswith("--"))
-
-
-def _git_subcommand(args: list[str]) -> tuple[str, list[str]]:
-    """Skip git's global options (``-C dir``, ``-c k=v``, ``--no-pager``...)."""
+def git_arguments(args: list[str | None]) -> list[str | None]:
+    """git's arguments with the global options before the subcommand removed."""
     i = 0
-    while i < len(args) and args[i].startswith("-"):
-        i += 2 if args[i] in _GIT_VALUE_OPTIONS else 1
-    return (args[i], args[i + 1 :]) if i < len(args) else ("", [])
+    while i < len(args) and (args[i] is None or str(args[i]).startswith("-")):
+        i += 2 if args[i] in _GIT_GLOBAL_VALUES else 1
+    return args[i:]
 
 
-def _dangerous_git(args: list[str]) -> str | None:
-    sub, rest = _git_subcommand(args)
-    if sub == "push" and (
-        set(rest) & {"--delete", "--mirror", "--prune"}
-        or any(a.startswith("--force") for a in rest)
-        or set("fd") & set(_short_flags(rest))
-        or any(a.startswith("+") or (a.startswith(":") and len(a) > 1) for a in rest)
-    ):
-        return "git push that rewrites or deletes remote history"
-    if sub == "clean" and ("--force" in rest or "f" in _short_flags(rest)):
-        return "git clean -f"
-    if sub == "reset" and "--hard" in rest:
-        return "git reset --hard"
+def _git_config_keys(args: list[str | None]) -> list[str | None]:
+    keys: list[str | None] = []
+    i = 0
+    while i < len(args) and (args[i] is None or str(args[i]).startswith("-")):
+        arg = args[i]
+        if arg == "-c":
+            value = args[i + 1] if i + 1 < len(args) else None
+            keys.append(None if value is None else value.split("=", 1)[0].lower())
+        elif arg is None or arg.startswith("--config-env"):
+            keys.append(None)
+        i += 2 if arg in _GIT_GLOBAL_VALUES else 1
+    return keys
+
+
+def _skip_options(args: list[str | None], values: str, long_values: tuple[str, ...] = ()) -> int:
+    """Index of the first operand: options (and their separate values) skipped."""
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg is None or arg == "-" or not arg.startswith("-"):
+            return i
+        if arg == "--":
+            return i + 1
+        if arg.startswith("--"):
+            i += 2 if arg in long_values else 1
+        else:
+            i += 2 if arg[-1] in values else 1
+    return i
+
+
+def _inner(program: str, args: list[str | None]) -> list[list[str | None]] | None:
+    """The argument lists of the programs a wrapper runs (None: not a wrapper)."""
+    if program in ("sudo", "doas"):
+        return [args[_skip_options(args, "ugCDhprtTUa", ("--user", "--group", "--chdir")) :]]
+    if program == "env":
+        i = _skip_options(args, "uCPS", ("--unset", "--chdir", "--split-string"))
+        while i < len(args) and args[i] is not None and "=" in str(args[i]):
+            i += 1
+        return [args[i:]]
+    if program == "command" and has_option(args, "vV"):
+        return []  # command -v only prints where a program is
+    if program in ("command", "builtin", "nohup", "coproc", "setsid", "exec"):
+        return [args[_skip_options(args, "a") :]]
+    if program in ("nice", "ionice", "stdbuf", "time"):
+        return [args[_skip_options(args, "ncpioef", ("--adjustment", "--output", "--format")) :]]
+    if program in ("timeout", "chroot"):
+        i = _skip_options(args, "sk", ("--signal", "--kill-after", "--userspec", "--groups"))
+        return [args[i + 1 :]]
+    if program == "xargs":
+        i = _skip_options(args, "InPLdEsa", ("--max-args", "--max-procs", "--delimiter"))
+        return [args[i:] or ["echo"]]
+    if program == "find":
+        bodies: list[list[str | None]] = []
+        for i, arg in enumerate(args):
+            if arg in ("-exec", "-execdir", "-ok", "-okdir"):
+                body: list[str | None] = []
+                for word in args[i + 1 :]:
+                    if word in (";", "+"):
+                        break
+                    body.append(word)
+                bodies.append(body)
+        return bodies
     return None
 
 
-def _dangerous_words(words: list[str]) -> str | None:
-    prog = _program(words[0])
-    args = words[1:]
-    if prog == "env":
-        return "an env prefix"
-    if prog == "rm" and ("--recursive" in args or set("rR") & set(_short_flags(args))):
+def _code_reason(program: str, args: list[str | None]) -> str | None:
+    """Why this program runs code that the parse cannot see, or None."""
+    if program in _CODE_BUILTINS:
+        if program == "alias" and not any(a is None or "=" in a for a in args):
+            return None  # listing aliases
+        if program in ("trap", "enable", "fc") and not args:
+            return None
+        return _CODE_BUILTINS[program]
+    if program in SHELLS:
+        i = _skip_options(args, "oO")
+        options = [a for a in args[:i] if a is None or a.startswith(("-", "+"))]
+        if any(a is None or (not a.startswith("--") and "c" in a[1:]) for a in options):
+            return f"{program} -c runs a command string"
+        if program == "busybox" or "--version" in options or "--help" in options:
+            return None
+        if i < len(args) and args[i] is None:
+            return f"the script {program} runs cannot be resolved"
+        if arg_index_is_stdin(args, i) or "-s" in options:
+            return f"{program} reads commands from its input"
+        return None
+    if program == "env" and has_option(args, "S", ("--split-string",)):
+        return "env -S splits a string into a command"
+    if program in ("awk", "gawk", "mawk", "nawk"):
+        text = " ".join(a or "$?" for a in args)
+        if "system" in text or "|" in text or "@load" in text or any(a is None for a in args):
+            return f"the {program} program runs commands"
+    if program == "sed":
+        scripts = sed_scripts(args)
+        if scripts is None or any(not sed_script_ok(s) and "e" in s for s in scripts):
+            return "the sed script may run commands (e)"
+    if program == "git":
+        for key in _git_config_keys(args):
+            if key is None or not key.startswith(_SAFE_GIT_CONFIG):
+                return f"git -c {key or '?'} can make git run commands"
+    if _INTERPRETER.match(program):
+        return _interpreter_code(program, args)
+    return None
+
+
+def _interpreter_code(program: str, args: list[str | None]) -> str | None:
+    if any(a in ("-V", "--version", "-h", "--help", "-v") for a in args[:1]):
+        return None
+    family = re.sub(r"[0-9.]+$", "", program.lower())
+    code, valued, long_code = _CODE_FLAGS.get(family, ("", "", ()))
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg is None:
+            return f"{program} options cannot be resolved"
+        if arg in long_code or any(arg.startswith(f"{c}=") for c in long_code):
+            return f"{program} {arg} runs inline code"
+        if arg == "--" or not arg.startswith("-") or arg == "-":
+            break
+        if not arg.startswith("--"):
+            for j, letter in enumerate(arg[1:]):
+                if letter in code:
+                    return f"{program} -{letter} runs inline code"
+                if letter in valued:
+                    if letter == "m" and family in ("python", "pypy"):
+                        return None  # a module: a file, like a script
+                    i += 1 if j + 2 == len(arg) else 0
+                    break
+        i += 1
+    if arg_index_is_stdin(args, i):
+        return f"{program} reads code from its input"
+    return None
+
+
+def arg_index_is_stdin(args: list[str | None], i: int) -> bool:
+    """Whether the interpreter's script operand is missing or standard input."""
+    while i < len(args) and args[i] == "--":
+        i += 1
+    return i >= len(args) or args[i] in ("-", "/dev/stdin", "/dev/fd/0", "/proc/self/fd/0")
+
+
+def _resolve(cmd: SimpleCommand) -> Resolved:
+    out = Resolved(cmd)
+    for variable, _ in cmd.assignments:
+        if _CODE_VARIABLE.match(variable):
+            out.code = f"assigning {variable} makes programs run code"
+    pending: list[tuple[list[str | None], int | None, bool]] = [(cmd.argv, None, False)]
+    while pending:
+        argv, parent, stdin_args = pending.pop(0)
+        via = None if parent is None else out.layers[parent].program
+        if not argv:
+            continue
+        name = argv[0]
+        if name is None or (_GLOB.search(name) and name not in ("[", "[[")) or name[:1] == "~":
+            shown = cmd.words[0].text if via is None and cmd.words else (name or "$?")
+            out.dynamic = f"the program name {shown} cannot be resolved"
+            continue
+        layer = Layer(
+            posixpath.basename(name) or name, name, list(argv[1:]), via, stdin_args, parent
+        )
+        index = len(out.layers)
+        out.layers.append(layer)
+        out.code = out.code or _code_reason(layer.program, layer.args)
+        if layer.program == "env":
+            for arg in layer.args:
+                if arg is not None and "=" in arg and _CODE_VARIABLE.match(arg.split("=")[0]):
+                    out.code = f"assigning {arg.split('=')[0]} makes programs run code"
+        for inner in _inner(layer.program, layer.args) or []:
+            pending.append((inner, index, stdin_args or layer.program == "xargs"))
+    return out
+
+
+def _layer_danger(layer: Layer) -> str | None:
+    prog, args = layer.program, layer.args
+    if layer.stdin_args and (
+        prog in _DANGER_PROGRAMS or prog in SHELLS or _INTERPRETER.match(prog)
+    ):
+        return f"xargs passes the arguments it reads to {prog}"
+    if prog in _DANGER_PROGRAMS and any(a is None for a in args):
+        return f"the arguments of {prog} cannot be resolved"
+    if prog == "rm" and (has_option(args, "rR", ("--recursive", "--no-preserve-root"))):
         return "recursive rm"
-    if prog in SHELLS and "c" in _short_flags(args):
-        return f"{prog} -c"
     if prog == "git":
-        return _dangerous_git(args)
+        return _git_danger([a for a in git_arguments(args) if a is not None])
     if prog == "chmod" and _CHMOD_OPEN & set(args):
         return "chmod 777"
     if prog.startswith("mkfs"):
         return "mkfs"
-    if prog == "dd" and any(a.startswith("if=") for a in args):
+    if prog == "dd" and any((a or "").startswith(("if=", "of=")) for a in args):
         return "dd if="
     if prog == "find" and "-delete" in args:
         return "find -delete"
+    if prog == "shred":
+        return "shred"
+    if prog == "env" and operands(args, "uCPS"):
+        return "an env prefix"
     return None
 
 
-def _download_piped_to_shell(text: str) -> str | None:
-    for stages in _pipelines(text):
-        programs = [_program(_peel(w)[-1][0]) if (w := _words(s)) else "" for s in stages]
-        for i, before in enumerate(programs):
-            if before not in ("curl", "wget"):
-                continue
-            for after in programs[i + 1 :]:
-                if after in SHELLS or after.startswith("python"):
-                    return f"{before} piped to {after}"
+def _git_danger(args: list[str]) -> str | None:
+    sub, rest = (args[0], args[1:]) if args else ("", [])
+    if sub == "push" and (
+        has_option(rest, "fd", ("--force", "--force-with-lease", "--delete", "--mirror", "--prune"))
+        or any(a.startswith("--force") for a in rest)
+        or any(a.startswith("+") or (a.startswith(":") and len(a) > 1) for a in rest)
+    ):
+        return "git push that rewrites or deletes remote history"
+    if sub == "clean" and has_option(rest, "f", ("--force",)):
+        return "git clean -f"
+    if sub == "reset" and has_option(rest, "", ("--hard",)):
+        return "git reset --hard"
     return None
 
 
-def dangerous_reason(command: str) -> str | None:
-    """Why the command is dangerous, or None."""
-    if _SQL.search(command):
+def _scan_danger(layer: Layer) -> str | None:
+    """An unknown program may be a wrapper: look at every suffix that starts a program."""
+    if layer.program in PROGRAMS or layer.program in _WRAPPERS:
+        return None  # known, or a wrapper whose programs are layers of their own
+    args = layer.args
+    for k, word in enumerate(args):
+        if word is None or word.startswith("-"):
+            continue
+        prog = posixpath.basename(word)
+        if prog in _DANGER_PROGRAMS or prog in SHELLS or _INTERPRETER.match(prog):
+            inner = Layer(prog, word, args[k + 1 :], layer.program)
+            reason = _layer_danger(inner) or _code_reason(prog, inner.args)
+            if reason and not reason.endswith("from its input"):
+                return f"{reason} (run by {layer.program})"
+    return None
+
+
+def _danger(script: Script, resolved: list[Resolved]) -> str | None:
+    if not script.complete:
+        return "the command does not parse completely"
+    if _SQL.search(script.text):
         return "destructive SQL"
-    if _SHELL_FROM_DOWNLOAD.search(command):
-        return "a downloaded script run by a shell"
-    for words in split_commands(command):
-        for inner in _peel(words):
-            reason = _dangerous_words(inner) if inner else None
+    for r in resolved:
+        for reason in (r.dynamic, r.code):
             if reason:
                 return reason
-    for text in _expand(command):
-        reason = _download_piped_to_shell(text)
-        if reason:
-            return reason
+        for check in (_layer_danger, _scan_danger):
+            for layer in r.layers:
+                reason = check(layer)
+                if reason:
+                    return reason
+    if script.problems:
+        return f"{script.problems[0]} cannot be resolved"
     return None
 
 
-def is_simple(command: str) -> bool:
-    """No operators, redirections, subshells or substitutions."""
-    return not _SIMPLE_FORBIDDEN.search(command)
+def _layer_read_only(layer: Layer, last: bool) -> bool:
+    if "/" in layer.path and not layer.path.startswith(_SYSTEM_DIRS):
+        return False
+    if not last:
+        if layer.program == "time" and has_option(layer.args, "oa", ("--output", "--append")):
+            return False
+        return layer.program in _READ_ONLY_WRAPPERS or layer.program == "xargs"
+    if layer.stdin_args:
+        spec = PROGRAMS.get(layer.program)
+        return spec is not None and spec.any_args
+    return is_read_only(layer.program, layer.args)
 
 
-def _git_branch_listing(args: list[str]) -> bool:
-    listing = {"-a", "-r", "-v", "-vv", "--all", "--remotes", "--show-current", "--no-color"}
-    patterns_allowed = "--list" in args or "-l" in args
-    return all(
-        a in listing or a in ("--list", "-l") or (patterns_allowed and not a.startswith("-"))
-        for a in args
+def _command_read_only(r: Resolved) -> bool:
+    if r.dynamic or r.code or any(BEHAVIOUR_VARIABLE.match(n) for n, _ in r.command.assignments):
+        return False
+    if r.command.kind == "declaration":
+        return False
+    if r.command.kind == "assignment":
+        return True
+    if any(layer.program == "find" for layer in r.layers[:-1]):
+        return False  # find -exec: the body runs once per file
+    last = len(r.layers) - 1
+    return bool(r.layers) and all(
+        _layer_read_only(lay, i == last) for i, lay in enumerate(r.layers)
     )
 
 
+def _redirects_read_only(script: Script) -> bool:
+    return all(
+        not r.writes or (r.target is not None and r.target.value == "/dev/null")
+        for r in script.redirects
+    )
+
+
+@lru_cache(maxsize=512)
+def analyse(text: str) -> Analysis:
+    """Parse and classify one command line (cached: the guard asks several questions)."""
+    script = parse(text)
+    resolved = [_resolve(c) for c in script.commands]
+    read_only = (
+        script.complete
+        and not script.problems
+        and bool(resolved)
+        and _redirects_read_only(script)
+        and all(_command_read_only(r) for r in resolved)
+    )
+    return Analysis(text, script, resolved, _danger(script, resolved), read_only)
+
+
+def dangerous_reason(command: str) -> str | None:
+    """Why the command is dangerous (or cannot be resolved), or None."""
+    return analyse(command).danger
+
+
 def is_auto_safe(command: str) -> bool:
-    """A simple, read-only command on the spec's list (or a read-only git command)."""
-    if not is_simple(command):
-        return False
-    words = _words(command)
-    if not words:
-        return False
-    prog, args = _program(words[0]), words[1:]
-    if prog in AUTO_SAFE_PROGRAMS:
-        return True
-    if prog.startswith("python") and args[:2] == ["-m", "pytest"]:
-        return True
-    if prog == "npm" and (args[:1] == ["test"] or args[:2] in (["run", "lint"], ["run", "test"])):
-        return True
-    if prog == "git" and args:
-        if any(a.startswith("--output") for a in args):
-            return False
-        if args[0] in ("diff", "log", "show", "status"):
-            return True
-        if args[0] == "branch":
-            return _git_branch_listing(args[1:])
-    return False
+    """Whether the command only reads (complete parse, every command read-only)."""
+    return analyse(command).read_only

@@ -1,18 +1,21 @@
-"""PermissionGuard: BareAgent's decision order, asking the user, and the audit trail.
+"""PermissionGuard: one pipeline per call — parse → classify → rules → decision — then asking.
 
-Decision for one call (REFERENCE.md §3):
-1. bypass → allow.
-2. always-confirm tools (writes) → ask; allow rules cannot skip it.
-3. plan mode → ask (which plan mode turns into a refusal) unless the tool is safe.
-4. shell tools: deny rule → ask; dangerous command → ask; allow rule → allow;
-   auto-safe command → allow; otherwise default asks, auto allows.
-5. other tools: deny rule → ask; allow rule → allow; safe tool → allow; else ask.
-(Deny rules are checked first of steps 2-5: every step asks on them anyway, and the
-reason decides whether a session approval may answer.)
+1. Parse and classify (``Subject.of``): a shell command becomes its parse tree, resolved
+   simple commands, a read-only verdict and a danger verdict (commands.py); a path is
+   normalised the way the file tools resolve it.
+2. Rules and decision (REFERENCE.md §3, hardened):
+   bypass → allow. A deny rule → ask. An empty or ambiguous command → ask. A call that
+   could loosen the guard (a write to toold.toml or .toold/) → ask, in every mode but
+   bypass. Always-confirm tools → ask. Plan mode → ask unless the tool is safe.
+   Shell tools: dangerous or unresolvable → ask; allow rule → allow; read-only → allow;
+   otherwise default asks and auto allows. Other tools: allow rule → allow; safe → allow;
+   else ask.
+   Asks for a deny rule, an empty command, a self-escalation or a dangerous command are
+   not approvable: "Always allow" never answers them.
 
-Then, for an "ask": plan mode refuses; a session approval ("Always allow") lets it
-run unless a deny rule or a dangerous command caused the ask; fail-closed guards
-and guards without an asker refuse; otherwise the user is asked.
+Then, for an "ask": plan mode refuses; a session approval ("Always allow", stored for
+the exact command line shown) lets it run when approvable; fail-closed guards and
+guards without an asker refuse; otherwise the user is asked.
 """
 
 from __future__ import annotations
@@ -23,14 +26,15 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from toold.permissions.audit import AuditLog
-from toold.permissions.commands import dangerous_reason, is_auto_safe
+from toold.permissions.commands import PROTECTED
 from toold.permissions.rules import (
     SHELL_TOOLS,
     Rule,
+    Subject,
     allow_rule,
     deny_rule,
-    match_value,
     parse_rules,
+    session_allows,
 )
 
 log = logging.getLogger(__name__)
@@ -45,7 +49,10 @@ SAFE_TOOLS = frozenset(
     | {"task_get", "team_list", "list_dir", "glob_search", "grep_search", "file_info"}
     | {"calculator"}
 )
+PATH_WRITE_TOOLS = frozenset({"write_file", "edit_file", "str_replace"})
+CODE_TOOLS = frozenset({"python_repl"})
 DENIED = "User denied."
+SELF_ESCALATION = "it could change toold's own configuration (toold.toml, .toold/)"
 
 Asker = Callable[[str, Any, str], Awaitable[Answer | None]]
 """Ask the user about (tool, arguments, reason); None when nobody answered."""
@@ -113,40 +120,51 @@ class PermissionGuard:
         """The rules' answer for an agent's call."""
         if self.mode == "bypass":
             return Decision("allow", "bypass mode")
-        denied = deny_rule(self.deny, tool, args)
+        subject = Subject.of(tool, args)  # parse and classify, once
+        return self._decide(subject)
+
+    def _decide(self, subject: Subject) -> Decision:
+        tool = subject.tool
+        denied = deny_rule(self.deny, subject)
         if denied:
-            # Asks whatever comes next (steps 2-5), and "Always allow" never answers it.
+            # Asks whatever comes next, and "Always allow" never answers it.
             return Decision("ask", f"deny rule {denied.source}", approvable=False)
+        if subject.ambiguous or subject.blank_command:
+            return Decision("ask", "empty or ambiguous arguments", approvable=False)
+        if loosens_guard(subject):
+            return Decision("ask", SELF_ESCALATION, approvable=False)
         if tool in ALWAYS_CONFIRM:
             return Decision("ask", f"{tool} always asks")
         if self.mode == "plan" and tool not in SAFE_TOOLS:
             return Decision("ask", "plan mode is read-only")
-        if tool in SHELL_TOOLS:
-            command = match_value(tool, args)
-            danger = dangerous_reason(command)
-            if danger:
-                return Decision("ask", f"dangerous command ({danger})", approvable=False)
-            allowed = allow_rule(self.allow, tool, args)
+        allowed = allow_rule(self.allow, subject)
+        if subject.shell is not None:
+            if subject.shell.danger:
+                reason = f"dangerous command ({subject.shell.danger})"
+                return Decision("ask", reason, approvable=False)
             if allowed:
                 return Decision("allow", f"allow rule {allowed.source}")
-            if is_auto_safe(command):
+            if subject.shell.read_only:
                 return Decision("allow", "read-only command")
             if self.mode == "auto":
                 return Decision("allow", "auto mode")
             return Decision("ask", "shell command")
-        allowed = allow_rule(self.allow, tool, args)
         if allowed:
             return Decision("allow", f"allow rule {allowed.source}")
         if tool in SAFE_TOOLS:
             return Decision("allow", "safe tool")
         return Decision("ask", "tool needs confirmation")
 
-    def approve_always(self, tool: str, args: Any) -> Rule:
-        """Remember an "Always allow": the exact command for shell tools, else the whole tool."""
-        if tool in SHELL_TOOLS:
-            rule = Rule(f"{tool}({match_value(tool, args)})", tool, match_value(tool, args), False)
+    def approve_always(self, tool: str, args: Any) -> Rule | None:
+        """Remember an "Always allow": the exact command line shown for shells, else the tool."""
+        subject = Subject.of(tool, args)
+        if subject.tool in SHELL_TOOLS:
+            if subject.shell is None or subject.ambiguous:
+                return None  # nothing was shown that a rule could name
+            text = subject.shell.text.strip()
+            rule = Rule(f"{subject.tool}({text})", subject.tool, text, False)
         else:
-            rule = Rule(tool, tool, None, False)
+            rule = Rule(subject.tool, subject.tool, None, False)
         if rule not in self.session_rules:
             self.session_rules.append(rule)
         return rule
@@ -178,7 +196,7 @@ class PermissionGuard:
             return Verdict(
                 False, "denied", decision.reason, f"Plan mode: {tool} blocked (read-only)"
             )
-        if decision.approvable and any(r.matches(tool, args) for r in self.session_rules):
+        if decision.approvable and session_allows(self.session_rules, Subject.of(tool, args)):
             return Verdict(True, "allowed", f"always allowed this session ({decision.reason})")
         if self.fail_closed or self.ask is None:
             log.info("Non-interactive environment: %s denied", tool)
@@ -191,3 +209,15 @@ class PermissionGuard:
             return Verdict(True, "user-allowed", decision.reason)
         why = "no answer" if answer is None else "user denied"
         return Verdict(False, "denied", f"{why} ({decision.reason})", DENIED)
+
+
+def loosens_guard(subject: Subject) -> bool:
+    """Whether an agent's call could write toold.toml or .toold/ (and so loosen the guard)."""
+    if subject.shell is not None:
+        return not subject.shell.read_only and subject.shell.touches()
+    if subject.tool in PATH_WRITE_TOOLS:
+        path = subject.value.lower()
+        return path in PROTECTED or path.startswith(".toold/")
+    if subject.tool in CODE_TOOLS:
+        return any(name in subject.value for name in PROTECTED)
+    return False

@@ -1,37 +1,100 @@
-"""Allow and deny rules: ``tool``, ``tool(prefix:TEXT*)`` or ``tool(TEXT)``.
+"""Allow and deny rules (``tool``, ``tool(prefix:TEXT*)``, ``tool(TEXT)``) matched to what runs.
 
-A rule is matched against one value of the call (see ``match_value``). For shell
-tools a deny rule matches when it covers any simple command inside the command
-line, wrappers peeled (``ls && sudo rm x`` is caught by ``bash(prefix:rm*)``);
-an allow rule covers the call only when every simple command matches an allow
-rule (``npm test && rm x`` is not covered by ``bash(prefix:npm test*)``).
+A rule is matched against the call's ``Subject``: for shell tools the parsed command
+line (commands.py), for other tools one value of the validated arguments, a path
+normalised to its workspace-relative form (``./.env``, ``a/../.env`` and ``.env/``
+are all ``.env``).
+
+Shell rules see each simple command normalised: the program reduced to its basename,
+assignments dropped, wrappers unwrapped (every program they run is matched too),
+quotes and whitespace normalised, git's global options (``-c``, ``-C``, ``--git-dir``,
+``--no-pager``...) removed before the subcommand. A deny rule also counts as matched,
+failing closed, when a program name cannot be resolved, when the rule's program
+appears in code the parse cannot see (``sh -c``, ``| sh``, ``eval``...), or when that
+program gets arguments only known at run time (``$X``, ``xargs``). An allow rule
+covers a shell line only when it parses completely, nothing in it is unresolvable and
+every command (and every program a wrapper runs) is covered.
 """
 
 from __future__ import annotations
 
 import json
+import posixpath
 import re
 from dataclasses import dataclass
 from typing import Any
 
-from toold.permissions.commands import command_variants, is_simple, simple_commands
+from toold.permissions.commands import BEHAVIOUR_VARIABLE, SHELLS, Analysis, Resolved, analyse
 
 SHELL_TOOLS = frozenset({"bash", "background_run"})
+FOLDER_TOOLS = frozenset({"grep", "glob", "list_dir", "glob_search", "grep_search"})
+PATH_FIELDS = ("file_path", "path")
 _MATCH_FIELDS = ("command", "file_path", "path", "name", "to_agent", "task_id", "skill_name")
+_ALIASES = {"command": ("command", "cmd", "input"), "file_path": ("file_path", "path")}
 _RULE = re.compile(r"^\s*([A-Za-z0-9_.-]+)\s*(?:\((.*)\))?\s*$", re.DOTALL)
+_PLAIN_WRAPPERS = frozenset(
+    {"sudo", "doas", "env", "command", "builtin", "exec", "nice", "ionice", "timeout"}
+    | {"nohup", "stdbuf", "time", "chroot", "setsid", "coproc"}
+)
+
+
+def normalise_path(value: str) -> str:
+    """A path as the file tools resolve it, lexically: ``./a/../.env/`` → ``.env``."""
+    if not value:
+        return value
+    return posixpath.normpath(value)
+
+
+def shell_command(args: Any) -> str | None:
+    """The command of a shell call; None when missing or given under two names."""
+    if isinstance(args, str):
+        return args
+    if not isinstance(args, dict):
+        return None
+    given = [args[k] for k in _ALIASES["command"] if k in args]
+    if len(given) != 1 or not isinstance(given[0], str):
+        return None
+    return given[0]
 
 
 def match_value(tool: str, args: Any) -> str:
-    """What a rule is matched against: the command, a path or name, else the input as JSON."""
+    """What a rule is matched against: the command, a normalised path or a name, else JSON."""
+    if tool.lower() in SHELL_TOOLS:
+        return shell_command(args) or ""
     if isinstance(args, dict):
-        if tool in SHELL_TOOLS and args.get("command") is None:
-            return str(args.get("cmd") or args.get("input") or "")
-        for field in _MATCH_FIELDS:
-            if args.get(field) is not None:
-                return str(args[field])
-    elif isinstance(args, str) and tool in SHELL_TOOLS:
-        return args
+        for name in _MATCH_FIELDS:
+            if args.get(name) is not None:
+                value = str(args[name])
+                return normalise_path(value) if name in PATH_FIELDS else value
     return json.dumps(args, sort_keys=True, ensure_ascii=False, default=str)
+
+
+@dataclass(frozen=True)
+class Subject:
+    """A call as the rules see it: the tool, its match value and, for shells, the parse."""
+
+    tool: str
+    args: Any
+    value: str
+    shell: Analysis | None
+    ambiguous: bool = False
+    """Two names of one argument were given (``file_path`` and ``path``)."""
+
+    @classmethod
+    def of(cls, tool: str, args: Any) -> Subject:
+        """Parse and classify the call once for every question the guard asks."""
+        name = tool.lower()
+        ambiguous = isinstance(args, dict) and any(
+            sum(k in args for k in names) > 1 for names in _ALIASES.values()
+        )
+        value = match_value(name, args)
+        shell = analyse(value) if name in SHELL_TOOLS and value.strip() else None
+        return cls(name, args, value, shell, ambiguous)
+
+    @property
+    def blank_command(self) -> bool:
+        """A shell call without a command (empty, whitespace, missing or ambiguous)."""
+        return self.tool in SHELL_TOOLS and (self.shell is None or self.ambiguous)
 
 
 @dataclass(frozen=True)
@@ -66,6 +129,12 @@ class Rule:
             return True
         return value.startswith(self.pattern) if self.prefix else value == self.pattern
 
+    @property
+    def program(self) -> str:
+        """The program a shell rule names (its first word, basename), or ""."""
+        words = (self.pattern or "").split()
+        return posixpath.basename(words[0]) if words else ""
+
     def matches(self, tool: str, args: Any) -> bool:
         """True when the rule covers this call's match value."""
         return tool.lower() == self.tool and self.covers(match_value(tool, args))
@@ -80,35 +149,123 @@ def _for_tool(rules: list[Rule], tool: str) -> list[Rule]:
     return [r for r in rules if r.tool == tool.lower()]
 
 
-def deny_rule(rules: list[Rule], tool: str, args: Any) -> Rule | None:
+def _subject(tool: str | Subject, args: Any) -> Subject:
+    return tool if isinstance(tool, Subject) else Subject.of(tool, args)
+
+
+def deny_rule(rules: list[Rule], tool: str | Subject, args: Any = None) -> Rule | None:
     """The first deny rule that covers the call (any command of a shell line counts)."""
-    candidates = _for_tool(rules, tool)
+    subject = _subject(tool, args)
+    candidates = _for_tool(rules, subject.tool)
     if not candidates:
         return None
-    value = match_value(tool, args)
-    values = [value, " ".join(value.split())]
-    if tool.lower() in SHELL_TOOLS:
-        values += command_variants(value)
-    return next((r for r in candidates for v in values if r.covers(v)), None)
+    if subject.tool in SHELL_TOOLS:
+        if subject.shell is None:
+            return candidates[0]  # no command to check: fail closed
+        return next((r for r in candidates if _shell_denies(r, subject.shell)), None)
+    if subject.tool in FOLDER_TOOLS:
+        return next((r for r in candidates if _folder_denies(r, subject.value)), None)
+    return next((r for r in candidates if r.covers(subject.value)), None)
 
 
-def allow_rule(rules: list[Rule], tool: str, args: Any) -> Rule | None:
+def _folder_denies(rule: Rule, folder: str) -> bool:
+    """A search of ``folder`` is denied when the rule covers it or a path below it."""
+    if rule.covers(folder) or rule.pattern is None:
+        return True
+    below = normalise_path(rule.pattern) if rule.pattern else ""
+    return folder == "." or below.startswith(folder.rstrip("/") + "/")
+
+
+def _shell_values(analysis: Analysis) -> list[str]:
+    text = analysis.text.strip()
+    values = [text, " ".join(text.split())]
+    for r in analysis.commands:
+        values.append(" ".join(r.command.text.split()))
+        values += [layer.normalised() for layer in r.layers]
+    return values
+
+
+def _shell_denies(rule: Rule, analysis: Analysis) -> bool:
+    if any(rule.covers(v) for v in _shell_values(analysis)):
+        return True
+    if analysis.dynamic:
+        return True  # a program that cannot be named may be any program
+    program = rule.program
+    if analysis.unresolved and re.search(
+        rf"(?<![\w.-]){re.escape(program)}(?![\w-])", analysis.text
+    ):
+        return True
+    return any(
+        layer.program == program and (layer.stdin_args or None in layer.args)
+        for r in analysis.commands
+        for layer in r.layers
+    )
+
+
+def allow_rule(rules: list[Rule], tool: str | Subject, args: Any = None) -> Rule | None:
     """The allow rule that covers the call (for shell lines: every command must be covered)."""
-    candidates = _for_tool(rules, tool)
-    if not candidates:
+    subject = _subject(tool, args)
+    candidates = _for_tool(rules, subject.tool)
+    if not candidates or subject.ambiguous:
         return None
-    value = match_value(tool, args)
-    if tool.lower() not in SHELL_TOOLS:
-        return next((r for r in candidates if r.covers(value)), None)
-    if is_simple(value):
-        # One command: its raw text (quotes and all) may be what the rule spells out.
-        whole = next((r for r in candidates if r.covers(value.strip())), None)
-        if whole is not None:
-            return whole
+    if subject.tool not in SHELL_TOOLS:
+        return next((r for r in candidates if r.covers(subject.value)), None)
+    analysis = subject.shell
+    if analysis is None or analysis.unresolved or not analysis.commands:
+        return None
+    if any(
+        r.writes and r.target and r.target.value != "/dev/null" for r in analysis.script.redirects
+    ):
+        # A redirection that writes is part of what runs: only a rule for the whole line.
+        return next((r for r in candidates if r.covers(analysis.text.strip())), None)
     first: Rule | None = None
-    for command in simple_commands(value) or [value]:
-        rule = next((r for r in candidates if r.covers(command)), None)
+    for resolved in analysis.commands:
+        rule = _covering(candidates, resolved)
         if rule is None:
             return None
         first = first or rule
     return first
+
+
+def _covering(candidates: list[Rule], resolved: Resolved) -> Rule | None:
+    """The rule that covers every program of one simple command, or None."""
+    command = resolved.command
+    if any(BEHAVIOUR_VARIABLE.match(name) for name, _ in command.assignments):
+        return None
+    if command.kind == "assignment":
+        return candidates[0] if candidates else None
+    layers = resolved.layers
+    if not layers:
+        return None
+    raw = " ".join(command.text.split())
+    direct = [
+        next(
+            (r for r in candidates if r.covers(layer.normalised()) or (i == 0 and r.covers(raw))),
+            None,
+        )
+        for i, layer in enumerate(layers)
+    ]
+    covered: list[Rule | None] = []
+    for i, layer in enumerate(layers):
+        rule = direct[i]
+        parent = layer.parent
+        if rule is None and parent is not None and layers[parent].program in _PLAIN_WRAPPERS:
+            rule = covered[parent]
+        if rule is None and layer.program in _PLAIN_WRAPPERS and layer.program not in SHELLS:
+            children = [direct[j] for j, c in enumerate(layers) if c.parent == i]
+            rule = children[0] if children and all(children) else None
+        if rule is None:
+            return None
+        covered.append(rule)
+    return covered[0]
+
+
+def session_allows(rules: list[Rule], subject: Subject) -> Rule | None:
+    """An "Always allow" answer that covers this call: the exact command line, or the tool."""
+    for rule in _for_tool(rules, subject.tool):
+        if subject.tool in SHELL_TOOLS:
+            if subject.shell is not None and rule.pattern == subject.shell.text.strip():
+                return rule
+        elif rule.covers(subject.value):
+            return rule
+    return None

@@ -15,36 +15,24 @@ from pydantic_core import InitErrorDetails, PydanticCustomError
 M = TypeVar("M", bound=BaseModel)
 
 
-def _blank(value: Any) -> bool:
-    return value is None or value == ""
-
-
 def fold_alternatives(data: Any, field: str, alternatives: tuple[str, ...]) -> Any:
-    """Move the first non-blank alternative into ``field`` when ``field`` is absent or blank.
+    """Move the alternative into ``field`` when it is the only name given.
 
-    Two different non-blank values for the same argument are refused: guessing which
-    one the caller meant could write to the wrong file.
+    Two names for the same argument are refused, whatever their values (even one
+    empty): guessing which one the caller meant could read or write the wrong file,
+    and the permission guard must judge the value the tool will use.
     """
     if not isinstance(data, Mapping) or not any(name in data for name in alternatives):
         return data
+    names = [name for name in (field, *alternatives) if name in data]
+    if len(names) > 1:
+        raise PydanticCustomError(
+            "conflicting_alternatives",
+            "{first} and {second} name the same argument; pass only {field}",
+            {"first": names[0], "second": names[1], "field": field},
+        )
     out = dict(data)
-    given = [(name, out.pop(name)) for name in alternatives if name in out]
-    source, chosen = field, out.get(field)
-    for name, value in given:
-        if _blank(value):
-            continue
-        if _blank(chosen):
-            source, chosen = name, value
-            out[field] = value
-        elif value != chosen:
-            raise PydanticCustomError(
-                "conflicting_alternatives",
-                "{first} and {second} name the same argument with different values; "
-                "pass only {field}",
-                {"first": source, "second": name, "field": field},
-            )
-    if field not in out:
-        out[field] = given[0][1]
+    out[field] = out.pop(names[0])
     return out
 
 

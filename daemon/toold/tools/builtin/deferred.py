@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from toold.tools.base import Tool
+from toold.tools.builtin.shell import ShellCommand
 from toold.tools.context import failed
 
 
@@ -184,7 +185,7 @@ class TaskUpdateTool(_TaskTool):
 
 
 class BackgroundRunArguments(_Args):
-    command: str = Field(description="Shell command to run in the background.")
+    command: ShellCommand = Field(description="Shell command to run in the background.")
     timeout: int = Field(30, ge=1, description="Seconds before the job is killed.")
     task_id: str | None = Field(None, description="Job id to use; random when omitted.")
 

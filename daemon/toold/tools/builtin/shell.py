@@ -3,9 +3,16 @@
 from __future__ import annotations
 
 import sys
-from typing import Any, Self
+from typing import Annotated, Any, Self
 
-from pydantic import BaseModel, ConfigDict, Field, ModelWrapValidatorHandler, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ModelWrapValidatorHandler,
+    model_validator,
+)
 
 from toold.sandbox.process import Clipped, join_clipped, run_command
 from toold.tools.builtin._alternatives import validate_with_alternatives
@@ -13,10 +20,20 @@ from toold.tools.builtin._workspace import WorkspaceTool
 from toold.tools.context import report_progress, set_exit_code
 
 
+def _non_blank(command: str) -> str:
+    if not command.strip():
+        raise ValueError("the command is empty; pass the shell command to run")
+    return command
+
+
+ShellCommand = Annotated[str, AfterValidator(_non_blank)]
+"""A shell command line; empty or whitespace-only is invalid (nothing a rule could name)."""
+
+
 class BashArguments(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    command: str = Field(description="The shell command to run.")
+    command: ShellCommand = Field(description="The shell command to run.")
     timeout: int = Field(30, ge=1, description="Seconds before the command is killed.")
 
     @model_validator(mode="wrap")

@@ -1,0 +1,281 @@
+"""Which programs, with which arguments, only read: the tables behind auto-approval.
+
+A command is read-only when its program is in ``PROGRAMS`` and the program's check
+accepts its arguments. Checks look at options the way the program parses them: short
+options may be clustered (``-rf``), and GNU long options may be abbreviated to any
+unambiguous prefix (``--out`` is ``--output``), so a forbidden long option matches
+every prefix of three or more characters. An argument whose value is only known at
+run time (``$X``) fails every check except for programs that have no option that
+writes or runs anything.
+
+Deliberately absent: pytest and ``python -m pytest`` (conftest.py is project code),
+mypy (plugins named in the project's configuration are imported), ``npm test`` and
+``npm run`` (package.json scripts), pagers (``!cmd``), tee, xargs (only as a wrapper
+of a read-only command). ruff and git may write their own caches and index stat data;
+that is not counted as a write.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+Args = Sequence[str | None]
+
+
+def _options(args: Args) -> list[str]:
+    """The option words (before ``--``); unknown values count as options (fail closed)."""
+    out: list[str] = []
+    for arg in args:
+        if arg == "--":
+            break
+        if arg is None or arg.startswith("-"):
+            out.append("-?" if arg is None else arg)
+    return out
+
+
+def has_option(args: Args, short: str = "", long: Sequence[str] = ()) -> bool:
+    """Whether a short option letter (clusters too) or a long option (prefixes too) is given."""
+    for opt in _options(args):
+        if opt.startswith("--"):
+            name = opt.split("=", 1)[0]
+            if any(full == name or (len(name) >= 3 and full.startswith(name)) for full in long):
+                return True
+        elif opt == "-?" or (short and set(opt[1:]) & set(short)):
+            return True
+    return False
+
+
+def operands(
+    args: Args, takes_value: str = "", long_values: Sequence[str] = ()
+) -> list[str | None]:
+    """Non-option arguments, skipping the values of options that take one."""
+    out: list[str | None] = []
+    skip = False
+    rest = False
+    for arg in args:
+        if skip:
+            skip = False
+        elif rest or arg is None or not arg.startswith("-") or arg == "-":
+            out.append(arg)
+        elif arg == "--":
+            rest = True
+        elif arg.startswith("--"):
+            skip = arg in long_values
+        elif arg[-1] in takes_value:
+            skip = True
+    return out
+
+
+@dataclass(frozen=True)
+class Spec:
+    """How to tell whether one program's arguments keep it read-only."""
+
+    any_args: bool = False
+    """No option of the program writes or runs anything: every argument is fine."""
+    short: str = ""
+    long: tuple[str, ...] = ()
+    check: Callable[[Args], bool] | None = None
+
+    def allows(self, args: Args) -> bool:
+        """Whether these arguments keep the program read-only."""
+        if self.any_args:
+            return True
+        if any(a is None for a in args):
+            return False
+        if has_option(args, self.short, self.long):
+            return False
+        return self.check is None or self.check(args)
+
+
+def _no_operands(args: Args) -> bool:
+    return not operands(args)
+
+
+def _date(args: Args) -> bool:
+    found = operands(args, takes_value="dfr", long_values=("--date", "--file", "--reference"))
+    return all(o is not None and o.startswith("+") for o in found)
+
+
+def _uniq(args: Args) -> bool:
+    return len(operands(args, takes_value="fsw")) <= 1
+
+
+def _xxd(args: Args) -> bool:
+    return len(operands(args, takes_value="cglnosC")) <= 1
+
+
+def _find(args: Args) -> bool:
+    actions = {"-exec", "-execdir", "-ok", "-okdir", "-delete", "-fls"}
+    return not any(a in actions or (a or "").startswith("-fprint") for a in args)
+
+
+_SED_SIMPLE = frozenset("pdqQ=nNPDlhHgGx{}!")
+
+
+def sed_script_ok(script: str) -> bool:
+    """Only substitutions without w/e flags and commands that print, delete or move lines."""
+    i, n = 0, len(script)
+    while i < n:
+        c = script[i]
+        if c in " \t\n;0123456789,$~+" or c in _SED_SIMPLE:
+            i += 1
+        elif c == "/":  # an address /re/
+            end = script.find("/", i + 1)
+            if end < 0:
+                return False
+            i = end + 1
+        elif c in "sy" and i + 1 < n:
+            delim = script[i + 1]
+            if delim in "\\\n" or delim.isalnum():
+                return False
+            i, parts = i + 2, 0
+            while i < n and parts < 2:
+                if script[i] == "\\":
+                    i += 1
+                elif script[i] == delim:
+                    parts += 1
+                i += 1
+            if parts < 2:
+                return False
+            allowed = " \t" if c == "y" else "gpiImM0123456789 \t"
+            while i < n and script[i] not in ";\n}":
+                if script[i] not in allowed:
+                    return False
+                i += 1
+        else:
+            return False
+    return True
+
+
+def sed_scripts(args: Args) -> list[str] | None:
+    """The scripts a sed command runs (None when one is in a file or unknown)."""
+    scripts: list[str] = []
+    rest: list[str] = []
+    it = iter(args)
+    for arg in it:
+        if arg is None:
+            return None
+        if arg in ("-e", "--expression"):
+            scripts.append(next(it, None) or "")
+        elif arg.startswith("--expression="):
+            scripts.append(arg.split("=", 1)[1])
+        elif arg.startswith("-e") and len(arg) > 2:
+            scripts.append(arg[2:])
+        elif arg in ("-f", "--file") or arg.startswith(("--file", "-f")):
+            return None  # a script in a file cannot be checked here
+        elif not arg.startswith("-") or arg == "-":
+            rest.append(arg)
+    if not scripts and rest:
+        scripts.append(rest[0])
+    return scripts
+
+
+def _sed(args: Args) -> bool:
+    scripts = sed_scripts(args)
+    return bool(scripts) and all(sed_script_ok(s) for s in scripts or ())
+
+
+_AWK_WRITES = ("system", "|", ">", "getline", "close", "fflush", "@", "printf -v")
+
+
+def _awk(args: Args) -> bool:
+    if has_option(args, "fiElE", ("--file", "--include", "--load", "--exec", "--source")):
+        return False
+    program = next((a for a in operands(args, takes_value="vF") if a is not None), None)
+    return program is not None and not any(w in program for w in _AWK_WRITES)
+
+
+def _ruff(args: Args) -> bool:
+    sub = next((a for a in args if a is not None and not a.startswith("-")), None)
+    if sub == "check":
+        return not has_option(
+            args, "o", ("--fix", "--unsafe-fixes", "--output-file", "--add-noqa", "--watch")
+        ) and not any(a == "--fix-only" for a in args)
+    if sub == "format":
+        return "--check" in args or "--diff" in args
+    return sub in ("rule", "version", "linter", "config") or args in (["--version"], ["-V"])
+
+
+_GIT_READERS = frozenset(
+    {"log", "status", "diff", "show", "rev-parse", "ls-files", "blame", "shortlog"}
+    | {"describe", "rev-list", "cat-file", "ls-tree", "show-ref", "name-rev", "merge-base"}
+    | {"whatchanged", "version", "grep", "ls-remote", "count-objects", "check-ignore"}
+)
+_GIT_GLOBAL_FLAGS = frozenset(
+    {"--no-pager", "-P", "--paginate", "-p", "--no-replace-objects", "--literal-pathspecs"}
+    | {"--glob-pathspecs", "--noglob-pathspecs", "--icase-pathspecs", "--no-optional-locks"}
+    | {"--bare", "--no-lazy-fetch"}
+)
+_GIT_FORBIDDEN = ("--output", "--ext-diff", "--textconv", "--open-files-in-pager", "--exec")
+
+
+def _git_listing(sub: str, rest: list[str]) -> bool:
+    if sub == "branch":
+        listing = {"-a", "-r", "-v", "-vv", "--all", "--remotes", "--show-current", "--no-color"}
+        patterns = "--list" in rest or "-l" in rest
+        return all(
+            a in listing or a in ("--list", "-l") or (patterns and not a.startswith("-"))
+            for a in rest
+        )
+    if sub == "tag":
+        return not rest or rest[0] in ("-l", "--list")
+    if sub == "remote":
+        return all(a in ("-v", "--verbose") for a in rest)
+    if sub == "stash":
+        return rest[:1] in (["list"], ["show"])
+    if sub == "config":
+        return bool(rest) and rest[0] in ("--get", "--get-all", "--list", "-l", "--get-regexp")
+    return False
+
+
+def _git(args: Args) -> bool:
+    words = [a for a in args if a is not None]
+    i = 0
+    while i < len(words) and words[i].startswith("-"):
+        if words[i] not in _GIT_GLOBAL_FLAGS:
+            return False  # -c, -C, --git-dir, --work-tree, --exec-path, ... change what runs
+        i += 1
+    if i == len(words):
+        return False
+    sub, rest = words[i], words[i + 1 :]
+    if has_option(rest, "", _GIT_FORBIDDEN) or (sub == "grep" and has_option(rest, "O")):
+        return False
+    return sub in _GIT_READERS or _git_listing(sub, rest)
+
+
+_ANY = Spec(any_args=True)
+_ANY_ARGS = """echo cat head tail wc ls pwd true false basename dirname which whoami id uname nproc
+        realpath readlink seq printenv tty groups arch [ test [[ grep egrep fgrep cut tr nl tac
+        rev fold paste join comm expand unexpand column md5sum sha1sum sha256sum sha512sum b2sum
+        cksum base64 od hexdump strings diff cmp stat du df jq type cd sleep ps uptime free
+        locale whereis lsb_release getconf fmt numfmt expr"""
+PROGRAMS: dict[str, Spec] = {
+    **dict.fromkeys(_ANY_ARGS.split(), _ANY),
+    "printf": Spec(short="v"),
+    "date": Spec(short="s", long=("--set",), check=_date),
+    "uniq": Spec(check=_uniq),
+    "xxd": Spec(short="r", long=("--revert",), check=_xxd),
+    "sort": Spec(short="o", long=("--output", "--compress-program"), check=None),
+    "file": Spec(short="C", long=("--compile",)),
+    "tree": Spec(short="o"),
+    "find": Spec(check=_find),
+    "sed": Spec(short="i", long=("--in-place",), check=_sed),
+    "awk": Spec(check=_awk),
+    "gawk": Spec(check=_awk),
+    "mawk": Spec(check=_awk),
+    "rg": Spec(long=("--pre",)),
+    "ruff": Spec(check=_ruff),
+    "git": Spec(check=_git),
+    "hostname": Spec(check=_no_operands),
+    "command": Spec(check=lambda args: bool(args) and args[0] in ("-v", "-V")),
+    "env": Spec(
+        short="iuCS0", long=("--ignore-environment", "--unset", "--chdir"), check=_no_operands
+    ),
+}
+
+
+def is_read_only(program: str, args: Args) -> bool:
+    """Whether ``program`` (a bare name) with ``args`` only reads."""
+    spec = PROGRAMS.get(program)
+    return spec is not None and spec.allows(args)

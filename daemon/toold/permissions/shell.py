@@ -1,0 +1,250 @@
+"""Shell parsing for the guard: a command line as the simple commands bash will run.
+
+The parser is tree-sitter with the tree-sitter-bash grammar (the approach Codex CLI
+takes). It is error-tolerant and marks what it could not parse with ERROR and MISSING
+nodes, so "the parse is incomplete" is a fact the guard can act on (it fails closed)
+instead of a guess; bashlex raises on much of real bash and says less about why.
+
+Every ``command`` node anywhere in the tree is a simple command — inside pipelines,
+lists, subshells, functions, loops, ``$( )``, backticks, ``<( )`` and heredoc bodies —
+so nothing hides from the classifier by nesting. A word's static value is computed
+only where bash would give it one without running anything: plain words, quotes,
+escapes. Expansions, substitutions, ``$'..'`` and brace expansion have no static
+value (None); arithmetic evaluation and ``${..}`` operators (which can run code
+through array subscripts or ``@P``) are recorded as problems.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import cache
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from tree_sitter import Node, Parser
+
+_PLAIN_EXPANSION = re.compile(r"^\$\{#?(?:[A-Za-z_][A-Za-z0-9_]*|[0-9]+|[@*#?$!-])\}$")
+_ESCAPE_IN_DOUBLE = re.compile(r"\\([$`\"\\\n])")
+_ESCAPE = re.compile(r"\\(.)", re.DOTALL)
+_ARITHMETIC_TESTS = frozenset({"-eq", "-ne", "-lt", "-le", "-gt", "-ge", "-v"})
+_ARITHMETIC = frozenset({"arithmetic_expansion", "c_style_for_statement", "subscript"})
+
+
+@dataclass(frozen=True)
+class Word:
+    """One word as written and its static value (None when bash computes it at run time)."""
+
+    text: str
+    value: str | None
+
+
+@dataclass(frozen=True)
+class Redirect:
+    """A redirection: its operator, file descriptor, target and (heredoc/here-string) body."""
+
+    op: str
+    fd: str | None
+    target: Word | None
+    body: str | None = None
+
+    @property
+    def writes(self) -> bool:
+        """Whether it opens a file for writing (fd duplications such as 2>&1 do not)."""
+        if self.op in ("<", "<<", "<<-", "<<<", "<&", "<&-", ">&-"):
+            return False
+        if self.op in (">&", "<&") and self.target is not None:
+            return not (self.target.value or "").rstrip("-").isdigit()
+        return True
+
+
+@dataclass
+class SimpleCommand:
+    """A simple command: assignments, then words (the program first), then redirections."""
+
+    text: str
+    words: list[Word] = field(default_factory=list)
+    assignments: list[tuple[str, Word]] = field(default_factory=list)
+    redirects: list[Redirect] = field(default_factory=list)
+    kind: Literal["command", "declaration", "assignment", "test"] = "command"
+
+    @property
+    def argv(self) -> list[str | None]:
+        """The static value of each word (None where it cannot be known)."""
+        return [w.value for w in self.words]
+
+
+@dataclass
+class Script:
+    """A parsed command line."""
+
+    text: str
+    commands: list[SimpleCommand] = field(default_factory=list)
+    redirects: list[Redirect] = field(default_factory=list)
+    complete: bool = True
+    """False when the parser found ERROR or MISSING nodes (a syntax error)."""
+    problems: list[str] = field(default_factory=list)
+    """Constructs whose effect cannot be known without running them."""
+
+
+@cache
+def _parser() -> Parser:
+    # Imported on first use: the daemon's start must not pay for the grammar.
+    import tree_sitter_bash
+    from tree_sitter import Language, Parser
+
+    return Parser(Language(tree_sitter_bash.language()))
+
+
+def parse(text: str) -> Script:
+    """The command line as simple commands, redirections and problems."""
+    script = Script(text)
+    tree = _parser().parse(text.encode("utf-8", "surrogatepass"))
+    _walk(tree.root_node, script)
+    return script
+
+
+def _text(node: Node) -> str:
+    return (node.text or b"").decode("utf-8", "surrogatepass")
+
+
+def _unescape(match: re.Match[str]) -> str:
+    return "" if match.group(1) == "\n" else match.group(1)
+
+
+def word_value(node: Node) -> str | None:
+    """The static value of a word-like node, or None when bash computes it."""
+    kind, text = node.type, _text(node)
+    if kind == "word":
+        return _ESCAPE.sub(_unescape, text)
+    if kind in ("number", "variable_name", "file_descriptor", "heredoc_start", "test_operator"):
+        return text
+    if kind == "raw_string":
+        return text[1:-1]
+    if kind == "string":
+        parts = []
+        for child in node.named_children:
+            if child.type != "string_content":
+                return None
+            parts.append(_ESCAPE_IN_DOUBLE.sub(_unescape, _text(child)))
+        return "".join(parts)
+    if kind == "concatenation":
+        values = [word_value(c) for c in node.children]
+        if any(v is None for v in values) or _is_brace_expansion(node):
+            return None
+        return "".join(v for v in values if v is not None)
+    return None
+
+
+def _is_brace_expansion(node: Node) -> bool:
+    words = [(c.type, _text(c)) for c in node.children]
+    opened = False
+    for kind, text in words:
+        if kind == "word" and text == "{":
+            opened = True
+        elif opened and ("," in text or ".." in text):
+            return True
+    return False
+
+
+def _word(node: Node) -> Word:
+    return Word(_text(node), word_value(node))
+
+
+def _redirect(node: Node) -> Redirect:
+    fd = next((_text(c) for c in node.children if c.type == "file_descriptor"), None)
+    op = next((_text(c) for c in node.children if not c.is_named), "")
+    if node.type == "herestring_redirect":
+        body = node.named_children[-1] if node.named_children else None
+        return Redirect("<<<", fd, None, None if body is None else _text(body))
+    if node.type == "heredoc_redirect":
+        body = next((c for c in node.named_children if c.type == "heredoc_body"), None)
+        return Redirect(op or "<<", fd, None, "" if body is None else _text(body))
+    target = node.child_by_field_name("destination")
+    return Redirect(op, fd, None if target is None else _word(target))
+
+
+def _command(node: Node) -> SimpleCommand:
+    cmd = SimpleCommand(_text(node))
+    for child in node.children:
+        if child.type == "variable_assignment":
+            cmd.assignments.append(_assignment(child))
+        elif child.type == "command_name":
+            cmd.words.append(
+                _word(child.named_children[0]) if child.named_children else _word(child)
+            )
+        elif child.type in ("file_redirect", "herestring_redirect", "heredoc_redirect"):
+            cmd.redirects.append(_redirect(child))
+        elif child.is_named and child.type != "comment":
+            cmd.words.append(_word(child))
+    return cmd
+
+
+def _assignment(node: Node) -> tuple[str, Word]:
+    name = node.child_by_field_name("name")
+    value = node.child_by_field_name("value")
+    return (
+        "" if name is None else _text(name),
+        Word("", "") if value is None else _word(value),
+    )
+
+
+def _declaration(node: Node) -> SimpleCommand:
+    cmd = SimpleCommand(_text(node), kind="declaration")
+    keyword = node.children[0] if node.children else None
+    if keyword is not None:
+        cmd.words.append(Word(_text(keyword), _text(keyword)))
+    for child in node.named_children:
+        if child.type == "variable_assignment":
+            cmd.assignments.append(_assignment(child))
+        else:
+            cmd.words.append(_word(child))
+    return cmd
+
+
+def _walk(node: Node, script: Script) -> None:
+    kind = node.type
+    if node.is_missing or kind == "ERROR":
+        script.complete = False
+    if kind == "command":
+        script.commands.append(_command(node))
+    elif kind in ("declaration_command", "unset_command"):
+        script.commands.append(_declaration(node))
+    elif (
+        kind == "variable_assignment"
+        and node.parent is not None
+        and node.parent.type
+        not in (
+            "command",
+            "declaration_command",
+        )
+    ):
+        script.commands.append(
+            SimpleCommand(_text(node), assignments=[_assignment(node)], kind="assignment")
+        )
+    elif kind == "test_command":
+        words = [Word("[[", "[[")] + [_word(c) for c in _leaves(node)]
+        if any(w.value in _ARITHMETIC_TESTS for w in words):
+            script.problems.append(f"arithmetic evaluation {_text(node)[:40]!r}")
+        script.commands.append(SimpleCommand(_text(node), words=words, kind="test"))
+    elif kind in ("file_redirect", "herestring_redirect", "heredoc_redirect"):
+        script.redirects.append(_redirect(node))
+    elif kind in _ARITHMETIC or (kind == "compound_statement" and _text(node).startswith("((")):
+        script.problems.append(f"arithmetic evaluation {_text(node)[:40]!r}")
+    elif kind == "expansion" and not _PLAIN_EXPANSION.match(_text(node)):
+        script.problems.append(f"parameter expansion {_text(node)[:40]!r}")
+    elif kind == "ansi_c_string":
+        script.problems.append(f"ANSI-C quoting {_text(node)[:40]!r}")
+    for child in node.children:
+        _walk(child, script)
+
+
+def _leaves(node: Node) -> list[Node]:
+    """The operand and operator words of a ``[[ ]]`` test, in order."""
+    out: list[Node] = []
+    for child in node.named_children:
+        if child.type in ("binary_expression", "unary_expression", "parenthesized_expression"):
+            out.extend(_leaves(child))
+        else:
+            out.append(child)
+    return out
