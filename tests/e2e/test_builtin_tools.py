@@ -54,7 +54,9 @@ def shared(shared_workspace: Path) -> Iterator[WireClient]:
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("DDGS_PROXY", f"http://127.0.0.1:{port}")
         c = WireClient(shared_workspace)
-    c.initialize(rootUri=shared_workspace.as_uri())
+    # http.block_private refuses loopback: allow the test server's 127.0.0.1.
+    allow_local = {"config": {"http": {"allow_hosts": ["127.0.0.1"]}}}
+    c.initialize(rootUri=shared_workspace.as_uri(), initializationOptions=allow_local)
     yield c
     c.close()
 

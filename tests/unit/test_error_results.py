@@ -19,7 +19,11 @@ from toold.tools.provider import BuiltinToolProvider
 
 def _invoke(workspace: Path, name: str, args: Any, runner_name: str = "local") -> ToolOutcome:
     config = TooldConfig.model_validate(
-        {"execution": {"tool_runner": runner_name, "warm_workers": 0}, "http": {"retries": 0}}
+        {
+            "execution": {"tool_runner": runner_name, "warm_workers": 0},
+            # http.block_private refuses loopback: the dead port is on 127.0.0.1.
+            "http": {"retries": 0, "allow_hosts": ["127.0.0.1"]},
+        }
     )
 
     async def run() -> ToolOutcome:

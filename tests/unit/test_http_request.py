@@ -1,5 +1,9 @@
 """http_request against a real aiohttp server on 127.0.0.1: retries, timeouts, truncation,
-JSON pretty-printing, refused schemes and the host lists."""
+JSON pretty-printing, refused schemes and the host lists.
+
+http.block_private (on by default) refuses loopback, so the tools here allow 127.0.0.1
+explicitly unless a test sets its own allow_hosts; tests/hardening/test_ssrf.py tries
+the address forms, redirects and rebinding."""
 
 from __future__ import annotations
 
@@ -15,7 +19,8 @@ from aiohttp import web
 
 from toold.config import TooldConfig
 from toold.tools import ToolRuntime
-from toold.tools.builtin.web import HostPolicy, HttpRequestTool, backoff_delay
+from toold.tools.builtin._http_policy import HostPolicy, Refused
+from toold.tools.builtin.web import HttpRequestTool, backoff_delay
 
 
 class Server:
@@ -117,6 +122,8 @@ async def serve() -> AsyncIterator[Server]:
 
 
 def make_tool(workspace: Path, **http: Any) -> HttpRequestTool:
+    """The tool with ``http`` settings; the test server's 127.0.0.1 allowed by default."""
+    http.setdefault("allow_hosts", ["127.0.0.1"])
     config = TooldConfig.model_validate({"http": http})
     tool = HttpRequestTool(ToolRuntime(workspace=workspace, config=config))
     tool.backoff_base = 0.01  # keep the retry waits short; their shape is tested below
@@ -269,7 +276,7 @@ def test_redirects_are_followed_and_checked(workspace: Path) -> None:
             )
             assert result == (
                 "Error: redirect to http://api.example.com/x refused: "
-                "Host not allowed: api.example.com (http.deny_hosts)"
+                "Host not allowed: api.example.com (http.deny_hosts: example.com)"
             )
             result = await request(tool, url=f"{server.base}/redirect?to=file:///etc/passwd")
             assert result.startswith("Error: redirect to file:///etc/passwd refused: Only http")
@@ -301,10 +308,10 @@ def test_deny_list_matches_hosts_and_subdomains(workspace: Path) -> None:
         async with serve() as server:
             tool = make_tool(workspace, deny_hosts=["127.0.0.1", "Example.COM"])
             assert await request(tool, url=server.base + "/text") == (
-                "Error: Host not allowed: 127.0.0.1 (http.deny_hosts)"
+                "Error: Host not allowed: 127.0.0.1 (http.deny_hosts: 127.0.0.1)"
             )
             assert await request(tool, url="https://deep.api.example.com./x") == (
-                "Error: Host not allowed: deep.api.example.com (http.deny_hosts)"
+                "Error: Host not allowed: deep.api.example.com (http.deny_hosts: Example.COM)"
             )
             assert server.hits == {}
 
@@ -314,11 +321,26 @@ def test_deny_list_matches_hosts_and_subdomains(workspace: Path) -> None:
 def test_a_lookalike_is_not_a_subdomain() -> None:
     from yarl import URL
 
+    names = ["example.com", "a.example.com", "badexample.com", "ample.com"]
+
+    async def public(host: str, port: int) -> list[Any]:
+        """Each name resolves to a public address of its own (never connected to here)."""
+        return [(2, 1, 6, "", (f"93.184.216.{34 + names.index(host)}", port))]
+
+    async def check(url: str) -> str | None:
+        if refused := policy.refusal(URL(url)):
+            return refused
+        try:
+            await policy.check(URL(url), public)
+        except Refused as exc:
+            return str(exc)
+        return None
+
     policy = HostPolicy(allow=["example.com"], deny=["ample.com"])
-    assert policy.refusal(URL("http://example.com/")) is None
-    assert policy.refusal(URL("http://a.example.com/")) is None
-    assert policy.refusal(URL("http://badexample.com/")) == (
-        "Host not allowed: badexample.com (not in http.allow_hosts)"
+    assert asyncio.run(check("http://example.com/")) is None
+    assert asyncio.run(check("http://a.example.com/")) is None
+    assert asyncio.run(check("http://badexample.com/")) == (
+        "Host not allowed: badexample.com resolves to 93.184.216.36 (not in http.allow_hosts)"
     )
 
 

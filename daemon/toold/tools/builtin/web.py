@@ -20,6 +20,14 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from toold.tools.builtin._http_policy import (
+    HostPolicy,
+    Lookup,
+    Refused,
+    Unresolvable,
+    pinned_resolver,
+    system_lookup,
+)
 from toold.tools.builtin._workspace import WorkspaceTool
 from toold.tools.context import failed
 
@@ -58,36 +66,6 @@ class HttpRequestArguments(BaseModel):
         return value.upper() if isinstance(value, str) else value
 
 
-class HostPolicy:
-    """The ``http`` configuration's scheme and host rules."""
-
-    def __init__(self, allow: list[str], deny: list[str]) -> None:
-        self.allow = [_normal_host(h) for h in allow]
-        self.deny = [_normal_host(h) for h in deny]
-
-    def refusal(self, url: Any) -> str | None:
-        """Why ``url`` (a yarl URL) may not be requested, or None."""
-        if url.scheme not in ("http", "https"):
-            return f"Only http and https URLs are allowed, got: {url.scheme or '(no scheme)'}"
-        host = _normal_host(url.host or "")
-        if not host:
-            return f"URL has no host: {url}"
-        if any(_within(host, d) for d in self.deny):
-            return f"Host not allowed: {host} (http.deny_hosts)"
-        if self.allow and not any(_within(host, a) for a in self.allow):
-            return f"Host not allowed: {host} (not in http.allow_hosts)"
-        return None
-
-
-def _normal_host(host: str) -> str:
-    return host.strip().rstrip(".").lower().strip("[]")
-
-
-def _within(host: str, listed: str) -> bool:
-    """``host`` is ``listed`` or one of its subdomains."""
-    return bool(listed) and (host == listed or host.endswith("." + listed))
-
-
 def backoff_delay(attempt: int, base: float, cap: float = 10.0) -> float:
     """Exponential backoff with full jitter before retry number ``attempt`` (from 1)."""
     return random.uniform(0, min(cap, base * 2 ** (attempt - 1)))
@@ -107,12 +85,15 @@ class HttpRequestTool(WorkspaceTool):
         "Make HTTP requests to APIs. Supports GET, POST, PUT, DELETE methods with headers "
         "and a JSON body. Returns '[HTTP status]' then the body (JSON pretty-printed, long "
         "bodies truncated). Connection errors, timeouts and 429/502/503/504 are retried "
-        "with backoff."
+        "with backoff. Private, loopback and link-local addresses are refused unless "
+        "http.allow_hosts lists them."
     )
     Arguments = HttpRequestArguments
     effect_tags = ("network",)
     backoff_base = 0.5
     """Seconds before the first retry (doubling, with full jitter)."""
+    lookup: Lookup | None = None
+    """How hosts are resolved (None: getaddrinfo); tests put a scripted resolver here."""
 
     async def run(
         self,
@@ -133,7 +114,7 @@ class HttpRequestTool(WorkspaceTool):
             target = URL(url.strip())
         except ValueError as exc:
             return failed(f"Error: {type(exc).__name__}: {exc}")
-        policy = HostPolicy(settings.allow_hosts, settings.deny_hosts)
+        policy = HostPolicy(settings.allow_hosts, settings.deny_hosts, settings.block_private)
         refused = policy.refusal(target)
         if refused:
             return failed(f"Error: {refused}")
@@ -143,11 +124,21 @@ class HttpRequestTool(WorkspaceTool):
         for attempt in range(attempts):
             if attempt:
                 await asyncio.sleep(backoff_delay(attempt, self.backoff_base))
+            resolver = pinned_resolver()
+            # No cache and no proxy from the environment: each hop connects to the
+            # addresses checked for it, and only to those.
+            connector = aiohttp.TCPConnector(resolver=resolver, use_dns_cache=False)
             try:
-                async with aiohttp.ClientSession(timeout=timeout) as session:
+                async with aiohttp.ClientSession(
+                    timeout=timeout, connector=connector, trust_env=False
+                ) as session:
                     return await self._request(
-                        session, policy, method, target, dict(headers or {}), body
+                        session, policy, resolver, method, target, dict(headers or {}), body
                     )
+            except Refused as refusal:
+                return failed(f"Error: {refusal}")
+            except Unresolvable as exc:
+                text, error = f"Error: {exc}", True
             except _Retry as retry:
                 text, error = retry.text, False
             except TimeoutError:
@@ -160,15 +151,20 @@ class HttpRequestTool(WorkspaceTool):
         self,
         session: aiohttp.ClientSession,
         policy: HostPolicy,
+        resolver: Any,
         method: str,
         url: Any,
         headers: dict[str, str],
         body: dict[str, Any] | None,
     ) -> str:
-        """One attempt, following redirects only to URLs the policy allows."""
+        """One attempt, following redirects only to URLs the policy allows; each hop's
+        addresses are checked and pinned before it connects."""
         from yarl import URL
 
+        lookup = self.lookup or system_lookup
+        addresses = await policy.check(url, lookup)
         for _ in range(MAX_REDIRECTS + 1):
+            resolver.pin(url, addresses)
             async with session.request(
                 method, url, headers=headers, json=body, allow_redirects=False
             ) as response:
@@ -176,6 +172,10 @@ class HttpRequestTool(WorkspaceTool):
                 if response.status in REDIRECT_STATUSES and location:
                     next_url = url.join(URL(location))
                     refused = policy.refusal(next_url)
+                    try:
+                        addresses = [] if refused else await policy.check(next_url, lookup)
+                    except (Refused, Unresolvable) as exc:
+                        refused = str(exc)
                     if refused:
                         return failed(f"Error: redirect to {next_url} refused: {refused}")
                     if response.status == 303 or (
