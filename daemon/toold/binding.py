@@ -27,6 +27,7 @@ from toold.planning.todos import TodoManager
 from toold.sandbox.runner import Sandbox, ToolRunner
 from toold.sandbox.runners import make_runner, make_sandbox
 from toold.team.manager import TeamManager
+from toold.tools.builtin._login_shell import LoginEnvironment
 from toold.tools.context import CallContext
 from toold.tools.provider import BuiltinToolProvider
 from toold.tools.runtime import ToolRuntime
@@ -312,6 +313,8 @@ def bind(
     )
     skills = SkillLoader(root)
     runtime = ToolRuntime(workspace=root, config=config, todos=todos, tasks=tasks, skills=skills)
+    if not config.execution.login_shell:
+        runtime.login_environment = LoginEnvironment(root)  # captured on its own thread
     toolset = ToolSet(BuiltinToolProvider(runtime).get_tools())
     runner = make_runner(config, root, emit_event)
     jobs = BackgroundManager(

@@ -24,6 +24,9 @@ class ToolRuntime:
     team: Any = None
     provider: Any = None
     guard: Any = None
+    login_environment: Any = None
+    """The local runner's bash environment (a LoginEnvironment); None elsewhere, so a
+    sandbox worker's bash keeps its allow-listed environment."""
 
     def __post_init__(self) -> None:
         self.workspace = Path(self.workspace).resolve()

@@ -67,12 +67,12 @@ def format_command_result(
     return f"{head}\n{output}" if output else head
 
 
-def shell_argv(command: str) -> list[str]:
-    """The interpreter line for this platform."""
+def shell_argv(command: str, *, login: bool = False) -> list[str]:
+    """The interpreter line for this platform (``login``: bash sources the profile)."""
     if sys.platform == "win32":
         prefix = "[Console]::OutputEncoding = [System.Text.Encoding]::UTF8; "
         return ["powershell", "-NoProfile", "-Command", prefix + command]
-    return ["bash", "-lc", command]
+    return ["bash", "-lc" if login else "-c", command]
 
 
 class BashTool(WorkspaceTool):
@@ -86,14 +86,22 @@ class BashTool(WorkspaceTool):
     effect_tags = ("shell:execute",)
 
     async def run(self, command: str, timeout: int = 30) -> str:
-        """Run ``command`` under ``bash -lc``; the process group dies on timeout or cancel."""
+        """Run ``command`` under ``bash -c`` in the login environment captured at bind
+        time (``bash -lc`` with execution.login_shell); the process group dies on
+        timeout or cancel."""
         limit = self.config.limits.bash_output_chars
+        login = self.config.execution.login_shell
+        env = None
+        snapshot = getattr(self.runtime, "login_environment", None)
+        if not login and snapshot is not None:
+            env = await snapshot.get()
         result = await run_command(
-            shell_argv(command),
+            shell_argv(command, login=login),
             cwd=self.workspace,
             timeout=timeout,
             output_limit=limit,
             on_output=report_progress,
+            env=env,
         )
         set_exit_code(result.returncode, timed_out=result.timed_out)
         return format_command_result(
