@@ -181,13 +181,28 @@ def atomic_write_bytes(
     """atomic_write_at for a state path: a crash leaves the old file or the new one.
 
     The folder is opened with open_state (no symlink followed); a symlink at ``path``
-    itself is replaced, never written through.
+    itself is refused (PermissionError naming it). Should one be swapped in after that
+    check, the rename replaces the link: it is never written through.
     """
     dir_fd = open_state(path.parent, DIR_FLAGS, create_dirs=create_dirs)
     try:
+        refuse_symlink_at(dir_fd, path)
         atomic_write_at(dir_fd, path.name, data, durable=durable)
     finally:
         os.close(dir_fd)
+
+
+def refuse_symlink_at(dir_fd: int, path: Path) -> None:
+    """PermissionError naming ``path`` when its name in the folder ``dir_fd`` is a symlink."""
+    try:
+        mode = os.stat(path.name, dir_fd=dir_fd, follow_symlinks=False).st_mode
+    except FileNotFoundError:
+        return
+    if stat.S_ISLNK(mode):
+        raise PermissionError(
+            f"Refusing toold state file {path}: it is a symlink; toold never follows a "
+            "symlink in its state (.toold, .tasks.json, .team.json): remove the link"
+        )
 
 
 def atomic_write_text(path: Path, text: str, *, create_dirs: bool = False) -> None:

@@ -43,15 +43,19 @@ def test_atomic_write_failure_leaves_old_file_and_no_temp(tmp_path: Path) -> Non
     assert os.listdir(tmp_path) == ["f.txt"]
 
 
-def test_atomic_write_replaces_a_symlink_not_its_target(tmp_path: Path) -> None:
+def test_atomic_write_refuses_a_symlink_and_never_writes_its_target(tmp_path: Path) -> None:
     real = tmp_path / "real.txt"
     real.write_text("real")
     link = tmp_path / "link.txt"
     link.symlink_to(real)
-    atomic_write_text(link, "new")
+    with pytest.raises(PermissionError, match=f"Refusing toold state file {link}: it is a symlink"):
+        atomic_write_text(link, "new")
     assert real.read_text() == "real"
-    assert not link.is_symlink()
-    assert link.read_text() == "new"
+    assert link.is_symlink()
+    (tmp_path / "linked_dir").symlink_to(tmp_path)
+    with pytest.raises(PermissionError, match="Symlink detected in path chain"):
+        atomic_write_text(tmp_path / "linked_dir" / "f.txt", "new")
+    assert sorted(os.listdir(tmp_path)) == ["link.txt", "linked_dir", "real.txt"]
 
 
 def test_atomic_write_into_missing_folder_fails(tmp_path: Path) -> None:

@@ -30,7 +30,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from toold.permissions.redaction import redact_text
 from toold.planning.tasks import now
+from toold.sandbox.paths import DIR_FLAGS
 from toold.sandbox.process import CappedText
 from toold.storage import (
     atomic_write_text,
@@ -38,6 +40,7 @@ from toold.storage import (
     file_lock,
     open_state,
     read_state,
+    refuse_symlink_at,
     remove_state,
     state_names,
 )
@@ -142,6 +145,12 @@ class BackgroundManager:
 
     # -- persistence -----------------------------------------------------------
     def _load(self) -> None:
+        try:
+            self._load_records()
+        except OSError as exc:  # a symlinked folder or lock: each call says so again
+            log.error("not loading job records: %s", exc)
+
+    def _load_records(self) -> None:
         names = state_names(self.folder)  # a symlinked folder is refused, not listed
         if not names:
             return
@@ -223,19 +232,34 @@ class BackgroundManager:
 
     def _start(self, record: JobRecord, work: Work) -> None:
         job_id = record.job_id
+        self._new_log(job_id)  # first: a refused log leaves no record claiming the job runs
         self._finished.pop(job_id, None)  # a finished job's id, used again
         self._records[job_id] = record
         self._output[job_id] = CappedText(OUTPUT_CAP)
         self._save(record)
-        # A fresh, empty log: whatever was at its name (a link included) goes, never followed.
-        remove_state(self._log_path(job_id))
-        os.close(open_state(self._log_path(job_id), os.O_WRONLY | os.O_CREAT | os.O_EXCL))
         self._tasks[job_id] = asyncio.create_task(self._run(record, work), name=f"job-{job_id}")
+
+    def _new_log(self, job_id: str) -> None:
+        """A fresh, empty log; an old one goes, a symlink there is refused (never followed)."""
+        path = self._log_path(job_id)
+        with file_lock(self._lock_path):  # creates the folder
+            dir_fd = open_state(path.parent, DIR_FLAGS)
+            try:
+                refuse_symlink_at(dir_fd, path)
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(path.name, dir_fd=dir_fd)
+                flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+                os.close(os.open(path.name, flags, 0o644, dir_fd=dir_fd))
+            finally:
+                os.close(dir_fd)
 
     async def submit(self, command: str, timeout: int = 30, task_id: str | None = None) -> str:
         """``background_run``: start the command and return at once."""
         job_id = self._claim_id(task_id)
-        record = JobRecord(job_id=job_id, command=command, timeout=timeout, owner=self.identity)
+        # The record (on disk, in jobs/list) names the command with its secrets redacted.
+        record = JobRecord(
+            job_id=job_id, command=redact_text(command), timeout=timeout, owner=self.identity
+        )
         self._start(record, lambda on_output: self.execute(command, timeout, on_output))
         return f"Submitted background task {job_id}"
 

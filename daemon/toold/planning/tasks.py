@@ -29,6 +29,7 @@ from toold.storage import (
     file_lock,
     open_state,
     read_state,
+    refuse_symlink_at,
     remove_state,
     state_names,
 )
@@ -242,6 +243,7 @@ class TaskManager:
         try:
             dst_fd = open_state(backup.parent, DIR_FLAGS, create_dirs=True)
             try:
+                refuse_symlink_at(dst_fd, backup)
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(staged, dir_fd=dst_fd)
                 try:
