@@ -97,12 +97,15 @@ class HttpConfig(_Section):
     max_response_length: int = Field(50_000, ge=100)
     """Characters of body kept; longer bodies are truncated with a notice."""
     allow_hosts: list[str] = Field(default_factory=list)
-    """When set, only these hosts (or their subdomains) may be requested."""
+    """When set, only these may be requested: names (and their subdomains), addresses or
+    CIDR networks (e.g. "10.0.0.0/8"), matched against every address the host resolves to."""
     deny_hosts: list[str] = Field(default_factory=list)
-    """Hosts (or their subdomains) that may never be requested."""
+    """Never requested: names (with their subdomains and every address they resolve to;
+    "localhost": all loopback addresses), addresses or CIDR networks."""
     block_private: bool = True
-    """Refuse loopback, link-local (cloud metadata), private, unique-local, multicast and
-    reserved addresses unless http.allow_hosts names them (checked after resolving)."""
+    """Refuse loopback, link-local (cloud metadata), private, shared, unique-local,
+    multicast, unspecified and reserved addresses (checked after resolving, on every
+    redirect) unless an http.allow_hosts network contains them or names the host exactly."""
 
 
 class PythonReplConfig(_Section):
@@ -111,7 +114,8 @@ class PythonReplConfig(_Section):
     max_output_length: int = Field(10_000, ge=100)
     """Characters of output kept; the rest is replaced by a truncation notice."""
     allowed_modules: list[str] | None = None
-    """When set, the only modules snippets may import (top-level names)."""
+    """When set, the only modules snippets may import (top-level names): a convenience
+    filter, not a security boundary (the bwrap and docker runners are)."""
 
 
 class WebSearchConfig(_Section):

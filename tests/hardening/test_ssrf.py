@@ -123,7 +123,7 @@ def _get(client: WireClient, url: str) -> dict[str, Any]:
     return result
 
 
-CONFIGS = {
+CONFIGS: dict[str, tuple[dict[str, Any], str]] = {
     "block_private (default)": ({}, "http.block_private"),
     "deny 127.0.0.1 and localhost": (
         {"deny_hosts": ["127.0.0.1", "localhost"], "block_private": False},

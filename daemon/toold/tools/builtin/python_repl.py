@@ -252,7 +252,10 @@ class PythonReplTool(WorkspaceTool):
         "Execute Python code and return the output. An expression returns its value; "
         "statements return what they print (stderr after '[stderr]'). Names persist "
         "between calls. Runs in the workspace in a separate process; a call that times out "
-        "(python_repl.timeout, 30 s) is killed and the next call starts a fresh interpreter."
+        "(python_repl.timeout, 30 s) is killed and the next call starts a fresh interpreter. "
+        "python_repl.allowed_modules is a convenience filter on imports, not a security "
+        "boundary (code can reach any module and open any file the process can); the "
+        "sandbox runners (bwrap, docker) are the boundary."
     )
     Arguments = PythonReplArguments
     parallel_safe = False
