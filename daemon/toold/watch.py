@@ -17,6 +17,7 @@ from typing import Any
 
 from toold.binding import WorkspaceState
 from toold.config import CONFIG_FILE
+from toold.planning.skills import is_skill_dir
 from toold.planning.tasks import TASKS_FILE, TaskStoreError
 from toold_protocol import names
 
@@ -99,7 +100,7 @@ async def _watch_root(state: WorkspaceState, watch: _Watch, report: Callable[[st
 
 
 def _nearest_dir(path: Path) -> Path:
-    while not path.is_dir() and path.parent != path:
+    while not is_skill_dir(path) and path.parent != path:
         path = path.parent
     return path
 
@@ -109,8 +110,9 @@ class _SkillWatch:
 
     def __init__(self, state: WorkspaceState) -> None:
         self.state = state
-        self.live = [d for d in state.skills.dirs if d.is_dir()]
-        self.missing = [d for d in state.skills.dirs if not d.is_dir()]
+        # A folder reached through a symlink counts as missing: nothing outside is watched.
+        self.live = [d for d in state.skills.dirs if is_skill_dir(d)]
+        self.missing = [d for d in state.skills.dirs if not is_skill_dir(d)]
         self.watches: list[_Watch] = []
 
     async def start(self) -> None:
@@ -126,7 +128,9 @@ class _SkillWatch:
 
     def stale(self) -> bool:
         """A missing folder appeared or a watched one vanished: watch again."""
-        return any(d.is_dir() for d in self.missing) or not all(d.is_dir() for d in self.live)
+        return any(is_skill_dir(d) for d in self.missing) or not all(
+            is_skill_dir(d) for d in self.live
+        )
 
     async def events(self) -> AsyncGenerator[set[Path], None]:
         queue: asyncio.Queue[set[Path]] = asyncio.Queue()
