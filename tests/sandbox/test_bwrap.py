@@ -111,3 +111,36 @@ def test_a_fork_bomb_stops_at_the_pids_limit_and_leaves_nothing(daemon: Daemon) 
     assert max(counts) <= 64, f"{max(counts)} bomb processes: the pids limit did not hold"
     assert "Resource temporarily unavailable" in result["content"] or result["isError"], result
     assert wait_until(lambda: not processes_matching(name)), "bomb processes survived the call"
+
+
+def test_the_view_binds_chosen_paths_only(tmp_path: Path) -> None:
+    import sys
+
+    from toold.sandbox.bwrap import sandbox_etc, view_argv
+
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    argv = view_argv(workspace, sandbox_etc(tmp_path / "etc"))
+    binds = ("--ro-bind", "--bind", "--ro-bind-try")
+    sources = [argv[i + 1] for i, arg in enumerate(argv) if arg in binds]
+    assert "/" not in sources and "/etc" not in sources
+    never = ["/run", "/var", "/home", "/etc/shadow", "/etc/gshadow", "/etc/sudoers", "/etc/ssh"]
+    never += ["/etc/ssl/private", "/proc", "/sys"]
+    for source in sources:
+        assert not any(source == n or source.startswith(n + "/") for n in never), source
+        if source.startswith("/root"):  # only the Python runtime, when it lives there
+            assert source.startswith((sys.prefix, sys.base_prefix)), source
+    assert argv[argv.index("--bind") + 1 : argv.index("--bind") + 3] == [str(workspace)] * 2
+    assert argv[argv.index("--remount-ro") + 1] == "/"
+
+
+def test_files_the_daemon_owns_stay_usable_inside(daemon: Daemon, workspace: Path) -> None:
+    """The sandbox user is uid 1000 inside, the daemon's user outside: a 0600 file the
+    daemon's user owns is still readable and writable, a host file never bound is not."""
+    own = workspace / "own.txt"
+    own.write_text("mine\n")
+    own.chmod(0o600)
+    client = daemon("bwrap")
+    result = client.tool("bash", command="id -u; cat own.txt; echo more >> own.txt && echo ok")
+    assert result["content"].splitlines() == ["1000", "mine", "ok"]
+    assert own.read_text() == "mine\nmore\n"
