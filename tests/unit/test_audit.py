@@ -58,11 +58,11 @@ def test_ordinary_keys_stay_readable(key: str) -> None:
         ("git clone https://ghp_abcdefghijklmnopqrstuvwxyz0123456789@github.com/x", None),
         (
             "curl -H 'Authorization: Bearer abc.def-123456' x",
-            "curl -H 'Authorization: [REDACTED]' x",
+            "curl -H 'Authorization: Bearer [REDACTED]' x",
         ),
         ("AKIAABCDEFGHIJKLMNOP", "[REDACTED]"),
-        ("mysql --password=hunter2 db", "mysql --[REDACTED] db"),
-        ("TOKEN=abc123 make deploy", "[REDACTED] make deploy"),
+        ("mysql --password=hunter2 db", "mysql --password=[REDACTED] db"),
+        ("TOKEN=abc123 make deploy", "TOKEN=[REDACTED] make deploy"),
         ("ls -la", "ls -la"),
         ("sk-short", "sk-short"),
     ],
@@ -85,7 +85,7 @@ def test_nested_values_are_redacted_and_the_input_is_untouched() -> None:
     assert redact(args) == {
         "command": "deploy",
         "env": {"API_KEY": REDACTED, "region": "eu"},
-        "headers": [{"Authorization": REDACTED}, REDACTED],
+        "headers": [{"Authorization": REDACTED}, "Bearer [REDACTED]"],
         "count": 3,
     }
     assert args["env"]["API_KEY"] == "k"

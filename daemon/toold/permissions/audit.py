@@ -1,71 +1,38 @@
 """The audit log: one JSON line per decision and call in .toold/audit.jsonl, secrets redacted.
 
 Every tools/call writes two lines, so the log stays open between calls (reopened when
-the file is moved or deleted, as log rotation does) and redaction skips strings that
-cannot hold a secret. Long strings (a written file's content) are cut to
-MAX_STRING characters: the log says what was called, it is not a second copy of the data.
+the file is moved or deleted, as log rotation does) and redaction (toold.permissions.
+redaction) skips strings that cannot hold a secret. Long strings (a written file's
+content) are cut to MAX_STRING characters: the log says what was called, it is not a
+second copy of the data. The log is opened as a state file (storage.open_state): never
+through a symlink, never a file with other hard links; when it cannot be opened the
+entries are dropped and the reason logged, the tool calls go on.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import json
+import logging
 import os
-import re
 import threading
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-REDACTED = "[REDACTED]"
+from toold.permissions.redaction import REDACTED, is_secret_name, redact, redact_text
+from toold.storage import open_state
+
+__all__ = ["MAX_STRING", "REDACTED", "AuditLog", "is_secret_key", "redact", "shorten"]
+
+log = logging.getLogger(__name__)
+
 MAX_STRING = 2000
-# Matched against the key's words (camelCase and separators split), so "author"
-# and "max_tokens" stay readable while "apiKey", "X-Api-Key" and "access_token" do not.
-_SECRET_KEY = re.compile(
-    r"(?:^|_)(?:pass|password|passwd|passphrase|secret|token|api_?key|auth|authorization"
-    r"|cookie|credentials?|private_?key|session_?id|access_?key)(?:_|$)"
-)
-_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
-_NON_WORD = re.compile(r"[^A-Za-z0-9]+")
-_SECRET_VALUE = re.compile(
-    r"(sk-(ant-)?[A-Za-z0-9_-]{16,}|gh[pousr]_[A-Za-z0-9]{20,}|AKIA[0-9A-Z]{16}"
-    r"|xox[abpr]-[A-Za-z0-9-]{10,}|(?i:bearer)\s+[A-Za-z0-9._~+/=-]{8,}"
-    r"|(?i:(?:password|passwd|token|secret|api[_-]?key))\s*[=:]\s*\S+)"
-)
-# Every match of _SECRET_VALUE contains one of these (lower-cased): a string without
-# any is returned as it is, far faster than running the pattern over it.
-_SECRET_HINTS = ("sk-", "gh", "akia", "xox", "bearer", "pass", "token", "secret", "api")
 # A secret that straddles the cut is redacted whole when it is shorter than this.
 _CUT_MARGIN = 512
-
-
-@functools.lru_cache(maxsize=1024)
-def is_secret_key(key: str) -> bool:
-    """Whether a field named ``key`` holds a secret (api_key, password, token, ...)."""
-    words = _NON_WORD.sub("_", _CAMEL.sub("_", key)).lower()
-    return bool(_SECRET_KEY.search(words))
-
-
-def redact(value: Any, key: str = "") -> Any:
-    """A copy of ``value`` with secret-looking keys and values replaced."""
-    if key and is_secret_key(key):
-        return REDACTED
-    if isinstance(value, dict):
-        return {k: redact(v, str(k)) for k, v in value.items()}
-    if isinstance(value, list):
-        return [redact(v) for v in value]
-    if isinstance(value, str):
-        return _redact_text(value)
-    return value
-
-
-def _redact_text(text: str) -> str:
-    low = text.lower()
-    if not any(hint in low for hint in _SECRET_HINTS):
-        return text
-    return _SECRET_VALUE.sub(REDACTED, text)
+is_secret_key = is_secret_name
+"""Whether a field named ``key`` holds a secret (api_key, password, token, ...)."""
 
 
 def shorten(value: Any) -> Any:
@@ -75,7 +42,7 @@ def shorten(value: Any) -> Any:
     if isinstance(value, list):
         return [shorten(v) for v in value]
     if isinstance(value, str) and len(value) > MAX_STRING:
-        head = _redact_text(value[: MAX_STRING + _CUT_MARGIN])[:MAX_STRING]
+        head = redact_text(value[: MAX_STRING + _CUT_MARGIN])[:MAX_STRING]
         return f"{head}... [{len(value)} characters]"
     return value
 
@@ -97,6 +64,7 @@ class AuditLog:
         self._inode: tuple[int, int] | None = None
         self._pending: list[dict[str, Any]] = []
         self._scheduled = False
+        self._failure: str | None = None
 
     def record(self, **entry: Any) -> None:
         """Append one entry; ``arguments`` is shortened and redacted when written."""
@@ -125,20 +93,34 @@ class AuditLog:
             if not entries:
                 return
             data = b"".join(_line(entry) for entry in entries)
-            os.write(self._open(), data)
+            try:
+                os.write(self._open(), data)
+            except OSError as exc:
+                self._close()
+                if str(exc) != self._failure:  # once per distinct cause, not per call
+                    log.error(
+                        "audit log %s not written (%d entries dropped): %s",
+                        self.path,
+                        len(entries),
+                        exc,
+                    )
+                self._failure = str(exc)
+            else:
+                self._failure = None
 
     def _open(self) -> int:
-        """The open log, reopened when the path no longer names it (rotated, deleted)."""
+        """The open log, reopened when the path no longer names it (rotated, deleted,
+        replaced by a symlink: lstat sees the link, and open_state refuses it)."""
         try:
-            info = os.stat(self.path)
+            info = os.lstat(self.path)
             current: tuple[int, int] | None = (info.st_dev, info.st_ino)
         except FileNotFoundError:
             current = None
         if self._fd is not None and current == self._inode:
             return self._fd
         self._close()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT
+        fd = open_state(self.path, flags, 0o600, create_dirs=True, single_link=True)
         info = os.fstat(fd)
         self._fd, self._inode = fd, (info.st_dev, info.st_ino)
         return fd

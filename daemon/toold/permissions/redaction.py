@@ -1,0 +1,231 @@
+"""Secrets out of what toold writes down: the audit log and background job records.
+
+Two layers. detect-secrets' regex plugins (AWS, GitHub, GitLab, Slack, Stripe, JWT,
+OpenAI, npm, PyPI, SendGrid, Twilio, private keys, ...) are a maintained catalogue of
+token shapes; they are imported on first need (about 0.15 s) and run only on strings a
+cheap prefilter lets through. toold's own rules add what a shape cannot show: values
+after secret-looking names (``DB_PASS=``, ``"apiKey": ...``, ``export TOKEN=``),
+Authorization headers of any scheme, URL userinfo, ``--password``-style arguments,
+``-pX`` for mysql-like programs, ``curl -u user:pass``, whole private-key blocks, and
+token prefixes the catalogue lacks (``github_pat_``, ``AIza``, ``hf_``, ``sk-ant-``...).
+
+Left readable on purpose: names that only resemble secrets (``max_tokens``,
+``keyboard``), file paths, 40-hex git hashes and UUIDs (no entropy detector runs: it
+cannot tell a hash from a key, and hashes are what logs are for).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Callable, Iterator
+from typing import Any
+
+REDACTED = "[REDACTED]"
+
+# Words of a name (camelCase, -, _ and . split) that make its value a secret;
+# "max_tokens", "keyboard", "passenger" stay readable.
+_SECRET_WORDS = frozenset(
+    {"key", "apikey", "token", "secret", "secrets", "pass", "passwd", "password", "pwd"}
+    | {"passphrase", "credential", "credentials", "auth", "authorization", "cookie"}
+    | {"sessionid", "privatekey", "accesskey", "secretkey", "apitoken", "authtoken", "dsn"}
+)
+_SECRET_SUFFIXES = ("password", "passwd", "secret", "token", "apikey", "privatekey")
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+_NON_WORD = re.compile(r"[^A-Za-z0-9]+")
+
+# A quoted value (also with escaped quotes, as inside a shell string), else a bare word.
+_VALUE = (
+    r"""(?:\\"(?:[^"\\\n]|\\[^"])*\\"|\\'[^'\n]*?\\'"""
+    r"""|"(?:[^"\\\n]|\\.)*"|'[^'\n]*'|[^\s"',;&|)}\]]+)"""
+)
+# NAME=value, NAME: value, "NAME": "value", export NAME=value, --name=value.
+_ASSIGNMENT = re.compile(
+    r"""(?P<name>[A-Za-z_][A-Za-z0-9_.-]*)(?P<q>\\?["']?)(?P<sep>\s*[:=]\s*)(?P<value>"""
+    + _VALUE
+    + ")"
+)
+_PRIVATE_KEY = re.compile(
+    r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----.*?(?:-----END[A-Z0-9 ]*PRIVATE KEY"
+    r"( BLOCK)?-----|\Z)",
+    re.DOTALL,
+)
+_AUTH_HEADER = re.compile(
+    r"(?i)\b(?P<head>(?:proxy-)?authorization\s*[:=]\s*[\"']?(?:[A-Za-z-]+\s+)?)"
+    r"(?P<value>[^\s\"',]+)"
+)
+_SCHEME_CREDENTIALS = re.compile(
+    r"(?i)\b(?P<head>(?:bearer|basic|token|digest)\s+)"
+    r"(?P<value>[A-Za-z0-9._~+/=-]{8,})"
+)
+_USERINFO = re.compile(
+    r"(?i)\b(?P<head>[a-z][a-z0-9+.-]*://[^\s/:@\"']*:)(?P<value>[^\s/@\"']+)(?=@)"
+)
+_TOKEN_USERINFO = re.compile(
+    r"(?i)\b(?P<head>[a-z][a-z0-9+.-]*://)(?P<value>[^\s/:@\"']{16,})(?=@)"
+)
+_FLAG = re.compile(
+    r"(?i)(?P<head>(?:^|\s)--?(?:[a-z0-9-]*-)?(?:password|passwd|pass|token|secret|api-?key"
+    r"|access-key|secret-key|client-secret|auth-token|access-token|private-key)(?:=|\s+))"
+    r"(?P<value>" + _VALUE + ")"
+)
+_USER_FLAG = re.compile(
+    r"(?P<head>(?:^|\s)(?:-u\s*|--user(?:=|\s+))[\"']?[^\s:\"']+:)(?P<value>[^\s\"']+)"
+)
+_MYSQL_LIKE = re.compile(r"(?i)\b(?:mysql|mysqldump|mysqladmin|mariadb|mariadb-dump|mysqlsh)\b")
+_ATTACHED_P = re.compile(r"(?P<head>(?:^|\s)-p)(?P<value>[^\s\"']+|\"[^\"]*\"|'[^']*')")
+_NEXT_ARG_PROGRAMS = re.compile(
+    r"(?P<head>\b(?:sshpass\s+-p|redis-cli\b[^\n|;&]*?\s-a|smbclient\b[^\n|;&]*?\s-U\s*"
+    r"[^\s%]+%)\s*)(?P<value>[^\s\"']+|\"[^\"]*\"|'[^']*')"
+)
+# Distinctive prefixes match anywhere (a secret glued to other text); short generic
+# ones (sk-, hf_, npm_) only at a word start, so "task-runner-config" stays.
+_TOKEN_SHAPES = re.compile(
+    r"(?:github_pat_[A-Za-z0-9_]{20,}|AIza[0-9A-Za-z_-]{30,}|sk-(?:ant|proj)-[A-Za-z0-9_-]{12,}"
+    r"|xox[abposr]-[A-Za-z0-9-]{10,}|glpat-[A-Za-z0-9_-]{16,}|ya29\.[A-Za-z0-9_-]{20,}"
+    r"|(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}|(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{10,}"
+    r"|https://hooks\.slack\.com/services/[A-Za-z0-9/]+"
+    r"|https://discord(?:app)?\.com/api/webhooks/[0-9]+/[A-Za-z0-9_-]+)"
+    r"|\b(?:gh[pousr]_[A-Za-z0-9]{20,}|sk-[A-Za-z0-9_-]{16,}|hf_[A-Za-z0-9]{20,}"
+    r"|shp(?:at|ss|ca|pa)_[a-fA-F0-9]{20,}|dop_v1_[a-f0-9]{40,}|npm_[A-Za-z0-9]{30,}"
+    r"|pypi-[A-Za-z0-9_-]{30,}|SG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}"
+    r"|eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*)"
+)
+# Every string any rule or plugin could match contains one of these (lower-cased), or a
+# run of 16+ token characters: anything else is returned as it is, at once.
+_HINTS = (
+    "key", "token", "secret", "pass", "pwd", "auth", "cred", "cookie", "session", "bearer",
+    "basic", "private", "://", "-p", "-u", "--user", "-a", "dsn", "sk-", "_live_", "_test_",
+    "xox", "eyj", "aiza", "akia", "asia", "hf_", "ya29", "sg.", "%",
+)  # fmt: skip
+_TOKEN_RUN = re.compile(r"[A-Za-z0-9_+/=.-]{16,}")
+# detect-secrets' plugins that cannot tell a secret from a hash or an address.
+_SKIPPED_PLUGINS = frozenset({"Base64 High Entropy String", "Hex High Entropy String"})
+_SKIPPED_PLUGINS |= {"Public IP (ipv4)"}
+
+
+@functools.lru_cache(maxsize=4096)
+def is_secret_name(name: str) -> bool:
+    """Whether a value named ``name`` is a secret (DB_PASS, apiKey, X-Auth-Token, ...)."""
+    words = _NON_WORD.sub("_", _CAMEL.sub("_", name)).lower().split("_")
+    return any(w in _SECRET_WORDS or w.endswith(_SECRET_SUFFIXES) for w in words if w)
+
+
+def redact(value: Any, key: str = "") -> Any:
+    """A copy of ``value`` with values under secret names and secrets in strings replaced."""
+    if key and is_secret_name(key):
+        return REDACTED
+    if isinstance(value, dict):
+        return {k: redact(v, str(k)) for k, v in value.items()}
+    if isinstance(value, list):
+        return [redact(v) for v in value]
+    if isinstance(value, str):
+        return redact_text(value)
+    return value
+
+
+def redact_text(text: str) -> str:
+    """``text`` with every secret it holds replaced by [REDACTED]."""
+    low = text.lower()
+    if not any(hint in low for hint in _HINTS) and not _TOKEN_RUN.search(text):
+        return text
+    text = _PRIVATE_KEY.sub(REDACTED, text)
+    for pattern in (_AUTH_HEADER, _SCHEME_CREDENTIALS, _USERINFO, _TOKEN_USERINFO, _FLAG):
+        text = pattern.sub(_keep_head, text)
+    text = _USER_FLAG.sub(_user_password, text)
+    text = _NEXT_ARG_PROGRAMS.sub(_keep_head, text)
+    if _MYSQL_LIKE.search(text):
+        text = _ATTACHED_P.sub(_keep_head, text)
+    text = _ASSIGNMENT.sub(_named_value, text)
+    text = _TOKEN_SHAPES.sub(REDACTED, text)
+    if any(any(c.isdigit() for c in run) for run in _TOKEN_RUN.findall(text)):
+        # The catalogue's shapes are long random runs; a random run of 16+ characters
+        # without a digit is rare, and paths and words (no digit) skip ~25 plugins.
+        for start, end in reversed(_merged(_detected(text))):
+            text = text[:start] + REDACTED + text[end:]
+    return text
+
+
+def _merged(spans: Iterator[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Overlapping spans joined, in order."""
+    merged: list[tuple[int, int]] = []
+    for start, end in sorted(spans):
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(end, merged[-1][1]))
+        else:
+            merged.append((start, end))
+    return merged
+
+
+def _done(found: re.Match[str]) -> bool:
+    """Whether the value found is (or starts with) an earlier rule's [REDACTED]."""
+    return found.string.startswith(REDACTED, found.start("value"))
+
+
+def _keep_head(found: re.Match[str]) -> str:
+    return found.group(0) if _done(found) else found.group("head") + REDACTED
+
+
+def _user_password(found: re.Match[str]) -> str:
+    """``-u user:password`` (curl, wget); ``-u 1000:1000`` (a uid:gid) stays."""
+    return found.group(0) if found.group("value").isdigit() else _keep_head(found)
+
+
+def _named_value(found: re.Match[str]) -> str:
+    value = found.group("value")
+    if not is_secret_name(found.group("name")) or _done(found) or not value.strip("\"'"):
+        return found.group(0)
+    if found.string.startswith(" " + REDACTED, found.end()):
+        return found.group(0)  # an Authorization scheme: its credentials are redacted
+    quote = ""
+    for mark in ('\\"', "\\'", '"', "'"):
+        if len(value) >= 2 * len(mark) and value.startswith(mark) and value.endswith(mark):
+            quote = mark
+            break
+    prefix = found.group("name") + found.group("q") + found.group("sep")
+    return f"{prefix}{quote}{REDACTED}{quote}"
+
+
+def _detected(text: str) -> Iterator[tuple[int, int]]:
+    """Spans detect-secrets' plugins find in ``text`` (not already redacted)."""
+    for finder in _plugins():
+        yield from finder(text)
+
+
+@functools.cache
+def _plugins() -> tuple[Callable[[str], Iterator[tuple[int, int]]], ...]:
+    from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
+    from detect_secrets.plugins.base import RegexBasedDetector
+
+    finders: list[Callable[[str], Iterator[tuple[int, int]]]] = []
+    plugins: dict[str, Any] = dict(get_mapping_from_secret_type_to_class())
+    for secret_type, plugin in plugins.items():
+        if secret_type in _SKIPPED_PLUGINS:
+            continue
+        instance = plugin()
+        if isinstance(instance, RegexBasedDetector):
+            finders.append(functools.partial(_regex_spans, tuple(instance.denylist)))
+        else:
+            finders.append(functools.partial(_value_spans, instance.analyze_string))
+    return tuple(finders)
+
+
+def _regex_spans(patterns: tuple[re.Pattern[str], ...], text: str) -> Iterator[tuple[int, int]]:
+    for pattern in patterns:
+        for found in pattern.finditer(text):
+            # The last group when it is the secret itself (basic auth's password), else all.
+            group = found.lastindex or 0
+            if group and len(found.group(group) or "") < 8:
+                group = 0
+            start, end = found.span(group)
+            if REDACTED not in text[start:end]:
+                yield start, end
+
+
+def _value_spans(analyze: Callable[[str], Iterator[str]], text: str) -> Iterator[tuple[int, int]]:
+    for value in set(analyze(text)):
+        if len(value) >= 4 and REDACTED not in value:
+            start = text.find(value)
+            while start != -1:
+                yield start, start + len(value)
+                start = text.find(value, start + len(value))
