@@ -31,7 +31,6 @@ from pathlib import Path
 from typing import Any
 
 from toold.permissions.redaction import redact_text
-from toold.permissions.redaction import redact_text
 from toold.planning.tasks import now
 from toold.sandbox.paths import DIR_FLAGS
 from toold.sandbox.process import CappedText
