@@ -64,6 +64,9 @@ def test_node_tests_against_the_daemon(npm: str) -> None:
         "background_run ends with a jobs/finished notification and jobs/get output",
         "Allow lets the agent's write_file run",
         "Deny refuses it with 'User denied.'",
+        "agent/run streams each tool call as $/progress and answers the final text",
+        "cancelling the token stops the agent (RequestCancelled)",
+        "agent/run is refused and the client names the fix",
     ):
         assert re.search(rf"^\s*ok \d+ - {re.escape(name)}$", output, re.MULTILINE), output
 

@@ -1,0 +1,406 @@
+"""The VS Code extension in real VS Code: code-server 4.139.1 (VS Code 1.139.1) in Chromium.
+
+The .vsix is built with the README's command and installed into a fresh user-data and
+extensions folder; VS Code opens a workspace holding toold.toml and the extension starts
+this repository's daemon (``toold.pythonPath`` = this interpreter). Playwright drives the
+window through the command palette, quick picks, input boxes, notifications and dialogs,
+as a person would. The agent's model is a real HTTP server on 127.0.0.1 speaking the
+Messages API (tests/agents/conftest.py): the public internet is the one fake.
+
+Screenshots of every step: tests/clients/.artifacts/vscode-real/<test>/NN-step.png.
+The tests run in file order against one window, like one person's session.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Browser, Page, expect, sync_playwright
+
+from tests.agents.conftest import API_KEY, ModelServer, tool_results
+from tests.clients import code_server
+from tests.clients.toolchain import CLIENTS, ROOT, _apt_install, run
+from tests.clients.vscode_ui import CHROMIUM_FLAGS, WAIT_MS, Screens, Workbench
+from tests.e2e.wire import wait_until
+from tests.environment import in_ci, unavailable
+from tests.processes import process_gone
+
+ARTIFACTS = ROOT / "tests" / "clients" / ".artifacts" / "vscode-real"
+VSCODE = CLIENTS / "vscode"
+STATUS = "toold.toold"  # the status-bar item's id: <publisher>.<name>
+LISTENING = re.compile(r"HTTP server listening on (http://127\.0\.0\.1:\d+)/")
+SLOW = "for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15; do echo tick-$i; sleep 1; done"
+
+
+def _set_up() -> code_server.CodeServer:
+    """code-server and Chromium, installing what is missing when this machine allows."""
+    missing = code_server.missing_apt_packages()
+    if missing and not in_ci():
+        why = _apt_install(missing)
+        if why is not None:
+            unavailable(f"real VS Code needs {' '.join(missing)} ({why})")
+    elif missing:
+        unavailable(f"real VS Code needs {' '.join(missing)}: add them to .ci/run's apt line")
+    if not code_server.CHROMIUM.is_file():
+        unavailable(f"{code_server.CHROMIUM} is missing: apt-get install -y chromium")
+    try:
+        return code_server.ensure_code_server()
+    except code_server.SetupError as exc:
+        unavailable(f"code-server {code_server.CODE_SERVER_VERSION} could not be set up: {exc}")
+
+
+def _build_vsix(tmp: Path) -> Path:
+    """The .vsix, built with the README's command (npm ci, then vsce package)."""
+    npm = shutil.which("npm") or unavailable("npm is missing: install Node.js 20+ with npm")
+    npx = shutil.which("npx") or unavailable("npx is missing (it ships with npm)")
+    installed = VSCODE / "node_modules" / ".package-lock.json"
+    lock = VSCODE / "package-lock.json"
+    if not installed.exists() or installed.stat().st_mtime < lock.stat().st_mtime:
+        run([npm, "ci", "--no-audit", "--no-fund"], cwd=VSCODE, timeout=600)
+    manifest = json.loads((VSCODE / "package.json").read_text(encoding="utf-8"))
+    built = VSCODE / f"{manifest['name']}-{manifest['version']}.vsix"
+    built.unlink(missing_ok=True)
+    run([npx, "--no", "@vscode/vsce", "package"], cwd=VSCODE, timeout=300)
+    vsix = tmp / built.name
+    shutil.move(built, vsix)
+    return vsix
+
+
+def _user_settings(user_data: Path) -> None:
+    settings = {
+        "toold.pythonPath": sys.executable,
+        "toold.logLevel": "info",
+        "workbench.startupEditor": "none",
+        "workbench.tips.enabled": False,
+        "workbench.secondarySideBar.defaultVisibility": "hidden",
+        "chat.disableAIFeatures": True,
+        "telemetry.telemetryLevel": "off",
+        "extensions.autoCheckUpdates": False,
+        "extensions.autoUpdate": False,
+        "update.mode": "none",
+        "git.enabled": False,
+    }
+    folder = user_data / "User"
+    folder.mkdir(parents=True)
+    (folder / "settings.json").write_text(json.dumps(settings, indent=2), encoding="utf-8")
+
+
+class CodeServerProcess:
+    """``code-server`` serving one workspace on a free port of 127.0.0.1."""
+
+    def __init__(self, server: code_server.CodeServer, home: Path, env: dict[str, str]) -> None:
+        self.log: list[str] = []
+        self.url = ""
+        self._ready = threading.Event()
+        (home / "config.yaml").write_text("auth: none\n", encoding="utf-8")
+        argv = server.argv(
+            "--config",
+            os.fspath(home / "config.yaml"),
+            "--auth",
+            "none",
+            "--bind-addr",
+            "127.0.0.1:0",
+            "--disable-telemetry",
+            "--disable-update-check",
+            "--user-data-dir",
+            os.fspath(home / "user-data"),
+            "--extensions-dir",
+            os.fspath(home / "extensions"),
+        )
+        self.proc = subprocess.Popen(
+            argv,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.log.append(line)
+            found = LISTENING.search(line)
+            if found:
+                self.url = found.group(1)
+                self._ready.set()
+        self._ready.set()
+
+    def wait_listening(self, timeout: float = 120) -> str:
+        """The base URL once code-server listens."""
+        if not self._ready.wait(timeout) or not self.url:
+            pytest.fail(f"code-server did not start:\n{''.join(self.log)}", pytrace=False)
+        return self.url
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self._reader.join(timeout=10)
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
+
+
+class Session:
+    """One person's VS Code window on the test workspace."""
+
+    def __init__(self, page: Page, workspace: Path, model: ModelServer, log: list[str]) -> None:
+        self.page = page
+        self.ui = Workbench(page)
+        self.workspace = workspace
+        self.model = model
+        self.log = log
+
+
+@pytest.fixture(scope="module")
+def session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Session]:
+    server = _set_up()
+    home = tmp_path_factory.mktemp("vscode-real")
+    vsix = _build_vsix(home)
+    workspace = home / "workspace"
+    workspace.mkdir()
+    (workspace / "toold.toml").write_text('[permissions]\nmode = "default"\n', encoding="utf-8")
+    (workspace / "notes.txt").write_text("hello from the workspace\n", encoding="utf-8")
+    _user_settings(home / "user-data")
+    model = ModelServer()
+    env = {
+        **server.env(),
+        "ANTHROPIC_API_KEY": API_KEY,
+        "ANTHROPIC_BASE_URL": model.url,
+        "XDG_CONFIG_HOME": os.fspath(home / "config"),
+        "XDG_DATA_HOME": os.fspath(home / "data"),
+    }
+    install = server.argv(
+        "--user-data-dir",
+        os.fspath(home / "user-data"),
+        "--extensions-dir",
+        os.fspath(home / "extensions"),
+        "--install-extension",
+        os.fspath(vsix),
+    )
+    out = subprocess.run(install, env=env, capture_output=True, text=True, timeout=120)
+    assert "successfully installed" in out.stdout, out.stdout + out.stderr
+    process = CodeServerProcess(server, home, env)
+    browser: Browser | None = None
+    try:
+        url = process.wait_listening()
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(
+                executable_path=os.fspath(code_server.CHROMIUM), headless=True, args=CHROMIUM_FLAGS
+            )
+            page = browser.new_page(viewport={"width": 1400, "height": 900})
+            page.set_default_timeout(WAIT_MS)
+            page.goto(f"{url}/?folder={workspace}")
+            expect(page.locator(".monaco-workbench")).to_be_visible(timeout=120_000)
+            yield Session(page, workspace, model, process.log)
+            browser.close()
+    finally:
+        process.stop()
+        model.close()
+
+
+@pytest.fixture
+def screens(session: Session, request: pytest.FixtureRequest) -> Iterator[Screens]:
+    """This test's screenshot folder; its last shot is the window as the test left it."""
+    folder = ARTIFACTS / request.node.name
+    print(f"screenshots: {folder}")
+    request.node.add_report_section("setup", "screenshots", f"{folder}")
+    shots = Screens(session.page, folder)
+    yield shots
+    shots.shot("end")
+
+
+def _reset(session: Session) -> None:
+    session.ui.page.keyboard.press("Escape")
+    session.ui.clear_notifications()
+
+
+@pytest.mark.timeout(2400)  # the first run on a machine installs code-server (about 2 min)
+def test_untrusted_workspace_stays_off_until_trusted(session: Session, screens: Screens) -> None:
+    ui = session.ui
+    expect(ui.page.locator(".statusbar").get_by_text("Restricted Mode")).to_be_visible()
+    screens.shot("restricted-mode")
+    # untrustedWorkspaces.supported = false: nothing of toold runs in Restricted Mode.
+    expect(ui.status_item(STATUS)).to_have_count(0)
+    ui.command("Workspaces: Manage Workspace Trust")
+    trust = ui.page.get_by_role("button", name="Trust", exact=True)
+    expect(trust).to_be_visible()
+    screens.shot("trust-editor")
+    trust.click()
+    expect(ui.page.get_by_text("You trust this folder")).to_be_visible()
+    ui.command("View: Close All Editors")
+
+
+@pytest.mark.timeout(300)
+def test_activation_and_status_bar(session: Session, screens: Screens) -> None:
+    ui = session.ui
+    item = ui.status_item(STATUS)
+    expect(item).to_have_attribute("aria-label", re.compile(r"toold: running"), timeout=60_000)
+    expect(item).to_contain_text("toold")
+    screens.shot("status-running")
+    ui.command("toold: Show Log")
+    # The channel shows its last lines: the daemon's own log, started with --stdio.
+    expect(ui.page.get_by_role("document", name="toold - Output")).to_contain_text(
+        f"serving {session.workspace}"
+    )
+    screens.shot("output-channel")
+
+
+@pytest.mark.timeout(300)
+def test_run_tool_read_file_shows_the_result_in_an_editor(
+    session: Session, screens: Screens
+) -> None:
+    ui = session.ui
+    _reset(session)
+    ui.command("toold: Run Tool…")
+    ui.pick("toold: Run Tool", "read_file")
+    screens.shot("picked-read-file")
+    ui.answer(re.compile(r"^read_file — required 1/1: file_path"), "notes.txt")
+    ui.check(re.compile(r"^read_file — optional arguments"))
+    ui.quick_input_closed()
+    expect(ui.active_editor_text()).to_contain_text("hello from the workspace")
+    screens.shot("result-editor")
+
+
+@pytest.mark.timeout(300)
+def test_cancel_kills_a_slow_bash_command(session: Session, screens: Screens) -> None:
+    ui = session.ui
+    _reset(session)
+    pid_file = session.workspace / "slow.pid"
+    marker = session.workspace / "slow.done"
+    ui.command("toold: Run Tool…")
+    ui.pick("toold: Run Tool", "bash")
+    ui.answer(
+        re.compile(r"^bash — required 1/1: command"),
+        f"echo $$ > slow.pid; {SLOW}; touch slow.done",
+    )
+    ui.check(re.compile(r"^bash — optional arguments"))
+    toast = ui.notification("toold: bash")
+    expect(toast).to_contain_text(re.compile(r"tick-\d+"), timeout=WAIT_MS)
+    screens.shot("progress-notification")
+    pid = int(pid_file.read_text(encoding="utf-8").split()[0])
+    ui.notification_button(toast, "Cancel").click()
+    expect(ui.notification("toold: bash was cancelled.")).to_be_visible()
+    screens.shot("cancelled")
+    # The shell is gone, so it can never reach `touch slow.done`.
+    assert wait_until(lambda: process_gone(pid), 20), f"the bash process {pid} still runs"
+    assert not marker.exists()
+
+
+@pytest.mark.timeout(300)
+def test_run_in_background_then_the_jobs_notification(session: Session, screens: Screens) -> None:
+    ui = session.ui
+    _reset(session)
+    ui.command("toold: Run in Background…")
+    ui.answer(re.compile(r"^background_run — required 1/1: command"), "echo from-the-job")
+    ui.check(re.compile(r"^background_run — optional arguments"))
+    submitted = ui.notification(re.compile(r"toold: .*background task"))
+    expect(submitted).to_be_visible()
+    screens.shot("submitted")
+    finished = ui.notification(
+        re.compile(r"toold: job \S+ `echo from-the-job` finished \(exit 0\)")
+    )
+    expect(finished).to_be_visible()
+    screens.shot("job-finished")
+    ui.notification_button(finished, "Show Output").click()
+    expect(ui.active_editor_text()).to_contain_text("from-the-job")
+    screens.shot("job-output")
+
+
+@pytest.mark.timeout(300)
+def test_todo_write_updates_the_todos_view(session: Session, screens: Screens) -> None:
+    ui = session.ui
+    _reset(session)
+    ui.page.locator(".activitybar .action-item a[aria-label^='toold']").click()
+    expect(ui.page.locator(".pane-header").filter(has_text="Todos")).to_be_visible()
+    screens.shot("todos-view-empty")
+    ui.command("toold: Run Tool…")
+    ui.pick("toold: Run Tool", "todo_write")
+    ui.answer(re.compile(r"^todo_write — required 1/1: action"), "add")
+    ui.check(re.compile(r"^todo_write — optional arguments"), "task")
+    ui.answer(re.compile(r"^todo_write — optional 1/1: task"), "drive VS Code for real")
+    expect(ui.view_row("Todos", "drive VS Code for real")).to_be_visible()
+    screens.shot("todos-view-updated")
+
+
+@pytest.mark.timeout(300)
+def test_set_permission_mode(session: Session, screens: Screens) -> None:
+    ui = session.ui
+    _reset(session)
+    ui.command("toold: Set Permission Mode…")
+    ui.pick("toold: Set Permission Mode", "plan")
+    expect(ui.notification("permission mode is now “plan”")).to_be_visible()
+    expect(ui.status_item(STATUS)).to_have_attribute("aria-label", re.compile(r"plan"))
+    screens.shot("mode-plan")
+    _reset(session)
+    ui.command("toold: Set Permission Mode…")
+    ui.pick("toold: Set Permission Mode", "default")
+    expect(ui.notification("permission mode is now “default”")).to_be_visible()
+    screens.shot("mode-default")
+
+
+def _ask(session: Session, prompt: str) -> None:
+    ui = session.ui
+    ui.command("toold: Ask Agent…")
+    ui.answer("toold: Ask Agent", prompt)
+
+
+@pytest.mark.timeout(300)
+def test_agent_call_needing_permission_obeys_deny_then_allow(
+    session: Session, screens: Screens
+) -> None:
+    ui, model = session.ui, session.model
+    for choice, name in (("Deny", "denied.txt"), ("Allow", "allowed.txt")):
+        _reset(session)
+        before = len(model.requests)
+        model.tool_use(("write_file", {"file_path": name, "content": f"{choice}\n"}))
+        model.text(f"The user chose {choice}.")
+        _ask(session, f"write {name}")
+        expect(ui.dialog()).to_contain_text("allow the agent's tool call?")
+        expect(ui.dialog()).to_contain_text("write_file")
+        screens.shot(f"permission-modal-{choice.lower()}")
+        ui.dialog_button(choice).click()
+        expect(ui.markdown_preview()).to_contain_text(f"The user chose {choice}.")
+        screens.shot(f"answer-after-{choice.lower()}")
+        requests = model.wait_requests(before + 2)
+        results = tool_results(requests[before + 1])
+        if choice == "Deny":
+            assert results[0]["content"] == "User denied."
+            assert not (session.workspace / name).exists()
+        else:
+            assert (session.workspace / name).read_text(encoding="utf-8") == "Allow\n"
+
+
+@pytest.mark.timeout(300)
+def test_ask_agent_streams_tool_calls_and_previews_the_answer(
+    session: Session, screens: Screens
+) -> None:
+    ui, model = session.ui, session.model
+    _reset(session)
+    model.tool_use(("read_file", {"file_path": "notes.txt"}))
+    gate = model.hold()  # the next model call waits: the tool call's progress stays on screen
+    model.text("## Summary\n\nThe notes say **hello from the workspace**.")
+    _ask(session, "What do the notes say?")
+    toast = ui.notification("toold agent")
+    expect(toast).to_contain_text("read_file")
+    screens.shot("tool-call-progress")
+    gate.set()
+    preview = ui.markdown_preview()
+    expect(preview.locator("h2")).to_have_text("Summary")
+    expect(preview).to_contain_text("The notes say hello from the workspace.")
+    expect(preview).to_contain_text("What do the notes say?")
+    screens.shot("markdown-preview")
