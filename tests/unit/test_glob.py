@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
 from toold.search.patterns import compile_glob
+from toold.search.walk import Tree
 
 from .conftest import Call, Put
 
@@ -168,3 +170,92 @@ def test_results_sort_as_plain_strings(call: Call, put: Put) -> None:
     for rel in ("a/x.py", "a-b/x.py", "foo.py", "foo/bar.py"):
         put(rel, "")
     assert call("glob", pattern="*.py") == ["a-b/x.py", "a/x.py", "foo.py", "foo/bar.py"]
+
+
+# -- the walk from directory descriptors (search.walk) -----------------------------------
+
+
+def test_a_symlinked_start_is_refused_not_followed(
+    call: Call, put: Put, workspace: Path, tmp_path: Path
+) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.py").write_text("")
+    (workspace / "out").symlink_to(outside, target_is_directory=True)
+    put("real/a.py", "")
+    (workspace / "real" / "up").symlink_to(outside, target_is_directory=True)
+    for path in ("out", "out/secret.py", "real/up", "real/up/secret.py"):
+        with pytest.raises(PermissionError, match="Symlink detected in path chain"):
+            call("glob", pattern="*", path=path)
+    assert call("glob", pattern="*", path="real") == ["real/a.py"]
+
+
+def test_walk_yields_files_in_walk_order_with_both_paths(put: Put, workspace: Path) -> None:
+    for rel in ("s/b.txt", "s/a/c.txt", "s/a.txt", "s/.h/d.txt", "s/node_modules/e.txt"):
+        put(rel, rel)
+    with Tree(workspace, "s") as tree:
+        assert tree.kind == "folder"
+        found = [(f.rel, f.path) for f in tree.files()]
+        assert found == [
+            ("a.txt", "s/a.txt"),
+            ("b.txt", "s/b.txt"),
+            (".h/d.txt", "s/.h/d.txt"),
+            ("a/c.txt", "s/a/c.txt"),
+        ]
+    with Tree(workspace, "s") as tree:
+        assert [f.rel for f in tree.files(include_hidden=False)] == ["a.txt", "b.txt", "a/c.txt"]
+    with Tree(workspace, "s/a/c.txt") as tree:
+        assert tree.kind == "file"
+        [only] = list(tree.files())
+        assert (only.rel, only.path, only.read(100)) == ("c.txt", "s/a/c.txt", b"s/a/c.txt")
+
+
+def test_select_reaches_only_what_the_walk_would(put: Put, workspace: Path, tmp_path: Path) -> None:
+    put("d/x.txt", "x")
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside" / "x.txt").write_text("secret")
+    (workspace / "link").symlink_to(tmp_path / "outside", target_is_directory=True)
+    (workspace / "d" / "y.txt").symlink_to(tmp_path / "outside" / "x.txt")
+    with Tree(workspace, ".") as tree:
+        read = {f.path: f.read(100) for f in tree.select(["d/x.txt", "d/y.txt", "link/x.txt"])}
+    assert read == {"d/x.txt": b"x", "d/y.txt": None}  # link/: refused; d/y.txt: not read
+
+
+def test_read_bounds_and_refuses_non_files(put: Put, workspace: Path) -> None:
+    put("big.txt", "x" * 50)
+    os.mkfifo(workspace / "fifo")
+    with Tree(workspace, ".") as tree:
+        files = {f.name: f for f in tree.files()}
+    assert set(files) == {"big.txt"}  # a FIFO is not a regular file: never listed
+    with Tree(workspace, ".") as tree:
+        [big] = [f for f in tree.select(["big.txt", "fifo"]) if f.name == "big.txt"]
+        assert big.read(49) is None
+        assert big.read(50) == b"x" * 50
+        [fifo] = [f for f in tree.select(["fifo"])]
+        assert fifo.read(100) is None  # opened non-blocking, refused: not a regular file
+
+
+def test_missing_and_non_folder_starts(put: Put, workspace: Path) -> None:
+    put("f.txt", "")
+    with pytest.raises(FileNotFoundError):
+        Tree(workspace, "nope")
+    with pytest.raises(NotADirectoryError):
+        Tree(workspace, "f.txt/x")
+    os.mkfifo(workspace / "fifo")
+    with Tree(workspace, "fifo") as tree:
+        assert tree.kind == "other"
+        assert list(tree.files()) == []
+
+
+def test_deep_trees_hold_one_descriptor_a_level(put: Put, workspace: Path) -> None:
+    deep = "/".join(["d"] * 40)
+    put(f"{deep}/f.txt", "")
+    put("z/g.txt", "")
+    before = len(os.listdir("/proc/self/fd"))
+    with Tree(workspace, ".") as tree:
+        found = []
+        for f in tree.files():
+            found.append(f.path)
+            assert len(os.listdir("/proc/self/fd")) <= before + 42
+    assert found == [f"{deep}/f.txt", "z/g.txt"]
+    assert len(os.listdir("/proc/self/fd")) == before

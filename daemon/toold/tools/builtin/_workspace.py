@@ -2,8 +2,10 @@
 
 Reads and writes go through sandbox.paths.open_in_workspace, so no symlink is
 followed even when one is swapped in after a check, and the opened file is checked
-to lie in the workspace. Appends refuse a file with other hard links (another name of
-it may lie outside); whole-file writes replace the file atomically instead.
+to lie in the workspace; listings and searches walk from descriptors (search.walk).
+There is deliberately no "check a path, then open it" helper here. Appends refuse a
+file with other hard links (another name of it may lie outside); whole-file writes
+replace the file atomically instead.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from toold.config import TooldConfig
-from toold.sandbox.paths import open_in_workspace, relative_posix, safe_path, workspace_relative
+from toold.sandbox.paths import open_in_workspace, workspace_relative
 from toold.storage import atomic_write_at, write_all
 from toold.tools.base import Tool
 
@@ -62,17 +64,9 @@ class WorkspaceTool(Tool):
         """The workspace's configuration (defaults when unbound)."""
         return self.runtime.config if self.runtime is not None else TooldConfig()
 
-    def resolve(self, path: str) -> Path:
-        """safe_path against the workspace."""
-        return safe_path(self.workspace, path)
-
     def lexical_path(self, path: str) -> Path:
         """The absolute path ``path`` names, checked lexically only (a lock's key)."""
         return self.workspace / workspace_relative(self.workspace, path)
-
-    def relative(self, target: Path) -> str:
-        """Workspace-relative posix path."""
-        return relative_posix(self.workspace, target)
 
     def read_bytes(self, path: str, max_size: int, fix: str) -> bytes:
         """The bytes of a regular file; over ``max_size`` is a ValueError ending in ``fix``."""
