@@ -354,7 +354,11 @@ def test_audit_redacts_secrets(start: Start, workspace: Path) -> None:
     client = start()
     client.tool("write_file", file_path="cfg.env", content="API_KEY=sk-ant-abcdefghijklmnop12")
     [decision, call] = audit(workspace, 2)
-    assert decision["arguments"] == {"file_path": "cfg.env", "content": "[REDACTED]"}
+    # The guard judges (and the audit records) the validated arguments, defaults filled in.
+    assert decision["arguments"]["file_path"] == "cfg.env"
+    assert (decision["arguments"]["append"], decision["arguments"]["encoding"]) == (False, "utf-8")
+    assert "[REDACTED]" in decision["arguments"]["content"]
+    assert "sk-ant" not in json.dumps(decision)
     assert "sk-ant" not in json.dumps(call)
 
 

@@ -38,6 +38,7 @@ CANARY_FILES = {
     "d/sub/deep.txt": "deep inside d\n",
     "src/main.py": "print('hello')\n",
     "f": "line one\nline two\n",
+    ".toold/keep.txt": "toold's own folder\n",
 }
 _GIT_ENV = {
     "GIT_AUTHOR_NAME": "t",
@@ -48,10 +49,11 @@ _GIT_ENV = {
 
 
 class DenyingClient(WireClient):
-    """A WireClient whose user answers every permission prompt with Deny."""
+    """A WireClient whose user answers every permission prompt with Deny (or ``answer``)."""
 
-    def __init__(self, workspace: Path, env: dict[str, str]) -> None:
+    def __init__(self, workspace: Path, env: dict[str, str], answer: str = "Deny") -> None:
         super().__init__(workspace, env=env)
+        self.answer = answer
         self.asked: list[dict[str, Any]] = []
         self._write = threading.Lock()
         # No message arrives before initialize, so swapping the queue now is race-free.
@@ -77,7 +79,7 @@ class _Answering(queue.Queue[dict[str, Any] | None]):
             result: Any = None
             if item["method"] == "window/showMessageRequest":
                 self.client.asked.append(item.get("params") or {})
-                result = {"title": "Deny"}
+                result = {"title": self.client.answer}
             self.client.send({"jsonrpc": "2.0", "id": item["id"], "result": result})
             return
         super().put(item, block, timeout)
@@ -134,6 +136,7 @@ class GuardedDaemon:
         for stray in ("pwned", "out.txt", "x.xml"):
             (self.workspace / stray).unlink(missing_ok=True)
         return changed
+        return changed
 
 
 def _remote_refs(remote: Path) -> str:
@@ -166,7 +169,9 @@ def _reset_remote(workspace: Path, remote: Path) -> None:
     )
 
 
-def _start(root: Path, mode: str, allow: tuple[str, ...], deny: tuple[str, ...]) -> GuardedDaemon:
+def _start(
+    root: Path, mode: str, allow: tuple[str, ...], deny: tuple[str, ...], answer: str
+) -> GuardedDaemon:
     workspace, remote = root / "ws", root / "remote.git"
     workspace.mkdir(parents=True)
     config = config_text(mode, allow, deny)
@@ -180,7 +185,7 @@ def _start(root: Path, mode: str, allow: tuple[str, ...], deny: tuple[str, ...])
     ):
         subprocess.run(argv, cwd=workspace, check=True, env=env, capture_output=True)
     _reset_remote(workspace, remote)
-    client = DenyingClient(workspace, env=env)
+    client = DenyingClient(workspace, env=env, answer=answer)
     client.initialize(
         rootUri=workspace.as_uri(),
         capabilities={"window": {"showMessage": {"messageActionItem": {}}}},
@@ -195,13 +200,19 @@ DaemonFactory = Callable[..., GuardedDaemon]
 
 @pytest.fixture(scope="session")
 def daemon_for(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DaemonFactory]:
-    """Start (once per configuration) a guarded daemon: ``daemon_for("auto", deny=(...))``."""
-    started: dict[tuple[str, tuple[str, ...], tuple[str, ...]], GuardedDaemon] = {}
+    """Start (once per configuration) a guarded daemon: ``daemon_for("auto", deny=(...))``.
+
+    ``answer`` is the user's answer to every prompt ("Deny" unless a test needs another).
+    """
+    started: dict[tuple[str, tuple[str, ...], tuple[str, ...], str], GuardedDaemon] = {}
 
     def get(
-        mode: str = "default", allow: tuple[str, ...] = (), deny: tuple[str, ...] = ()
+        mode: str = "default",
+        allow: tuple[str, ...] = (),
+        deny: tuple[str, ...] = (),
+        answer: str = "Deny",
     ) -> GuardedDaemon:
-        key = (mode, tuple(allow), tuple(deny))
+        key = (mode, tuple(allow), tuple(deny), answer)
         if key not in started:
             started[key] = _start(tmp_path_factory.mktemp(f"guard-{mode}"), *key)
         return started[key]

@@ -178,10 +178,13 @@ class Analysis:
 
 
 def _names_any(value: str, names: tuple[str, ...]) -> bool:
-    parts = [p for p in value.split("/") if p]
-    return any(
-        fnmatch.fnmatchcase(p, pat) for p in parts for pat in names if _GLOB.search(p)
-    ) or any(p in names for p in parts)
+    """Whether a path component of ``value`` is, or as a glob matches, one of ``names``."""
+    for part in (p for p in value.split("/") if p):
+        if part in names or (
+            _GLOB.search(part) and any(fnmatch.fnmatchcase(n, part) for n in names)
+        ):
+            return True
+    return False
 
 
 def git_arguments(args: list[str | None]) -> list[str | None]:
