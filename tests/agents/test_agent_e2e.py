@@ -366,7 +366,9 @@ def test_without_an_api_key(start: Start) -> None:
     client = start(key=False)
     reply = client.response(client.request("agent/run", {"prompt": "hello"}))
     assert "provider is not configured" in reply["error"]["message"]
-    assert "ANTHROPIC_API_KEY" in reply["error"]["message"]
+    assert "no API key in $ANTHROPIC_API_KEY" in reply["error"]["message"]
+    assert "[agent] api_key_env" in reply["error"]["message"]
+    assert reply["error"]["data"] == {"apiKeyEnv": "ANTHROPIC_API_KEY"}
     assert client.tool("subagent", task="anything") == {
         "content": "Subagent unavailable: provider is not configured.",
         "isError": True,

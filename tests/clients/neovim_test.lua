@@ -244,6 +244,94 @@ test(":TooldRestart starts a fresh daemon (the permission mode is back to defaul
   check(not result.isError and #selects == 1, "result %s, %d prompts", vim.inspect(result), #selects)
 end)
 
+test(":TooldAsk streams the agent's tool calls into toold://agent, then its answer", function()
+  -- The scripted model (tests/clients/test_neovim.py): read_file, write_file, then text.
+  local ui = require("toold.ui")
+  local snapshots = {}
+  selects, answer, answer_later = {}, "Allow", false
+  vim.cmd("TooldAsk what does main.py print?")
+  local buf = ui.find_buffer("agent")
+  check(buf ~= nil, "no toold://agent buffer")
+  vim.api.nvim_buf_attach(buf, false, {
+    on_lines = function()
+      vim.schedule(function()
+        table.insert(snapshots, table.concat(vim.api.nvim_buf_get_lines(buf, 0, -1, false), "\n"))
+      end)
+    end,
+  })
+  check(vim.api.nvim_buf_get_option(buf, "filetype") == "markdown", "filetype is not markdown")
+  check(vim.fn.maparg("<C-c>", "n", false, true).buffer == 1, "no buffer-local <C-c>")
+  wait_for("the agent's answer", function()
+    return contains(ui.buffer_lines("agent"), "^_done_$")
+  end, 30000)
+  local lines = ui.buffer_lines("agent")
+  check(lines[3] == "> what does main.py print?", "prompt line %s", vim.inspect(lines))
+  check(contains(lines, "^%- `read_file: {'file_path': 'main.py'}`$"), "lines %s", vim.inspect(lines))
+  check(contains(lines, "^%- `write_file: "), "no write_file line: %s", vim.inspect(lines))
+  check(contains(lines, "^## Answer$") and contains(lines, "^It prints %*%*needle%*%*%.$"),
+    "answer missing: %s", vim.inspect(lines))
+  -- Streamed: the tool call was on screen before the answer was.
+  local streamed = false
+  for _, text in ipairs(snapshots) do
+    if text:find("read_file: ", 1, true) and not text:find("## Answer", 1, true) then
+      streamed = true
+    end
+  end
+  check(streamed, "tool calls were not shown before the answer: %s", vim.inspect(snapshots))
+  -- The agent's write asked permission through vim.ui.select, answered Allow.
+  check(#selects == 1 and selects[1].prompt:find("write_file", 1, true), "prompts %s", vim.inspect(selects))
+  check(read_file(ws .. "/notes.md") == "from the agent", "notes.md was not written")
+end)
+
+test("a teammate's team_send to main reaches vim.notify as team/message", function()
+  toold.call("team_register", { name = "alice", role = "dev" })
+  local spawned = toold.call("team_spawn", { name = "alice" })
+  check(not spawned.isError, "team_spawn: %s", vim.inspect(spawned))
+  local sent = toold.call("team_send", { to_agent = "alice", content = "say hi to main" })
+  check(sent.content == "Reply from alice: said hi", "team_send: %s", vim.inspect(sent))
+  wait_for("team/message", function()
+    return find_note("alice → main %(message%): hello from alice") ~= nil
+  end)
+end)
+
+test(":TooldCancel stops a running :TooldAsk", function()
+  local ui = require("toold.ui")
+  vim.cmd("TooldAsk look around")
+  -- The model asks for glob, then holds its next answer: the agent is mid-run.
+  wait_for("the glob call", function()
+    return contains(ui.buffer_lines("agent"), "^%- `glob: ")
+  end, 30000)
+  check(not require("toold.agent").current.done, "the agent finished early")
+  vim.cmd("TooldCancel")
+  wait_for("the cancelled agent", function()
+    return contains(ui.buffer_lines("agent"), "^_cancelled_$")
+  end)
+  check(find_note("the agent was cancelled"), "no cancel note")
+  vim.cmd("TooldCancel")
+  check(find_note("no agent is running"), "a second cancel did not say so")
+end)
+
+test(":TooldAsk without an API key says how to set one", function()
+  toold.stop(10000)
+  toold.setup({ cmd = cmd, root_dir = ws, config = { agent = { api_key_env = "TOOLD_TEST_NO_KEY" } } })
+  local original = vim.ui.input
+  vim.ui.input = function(_, on_confirm)
+    on_confirm("hello?")
+  end
+  vim.cmd("TooldAsk")
+  vim.ui.input = original
+  wait_for("the no-key message", function()
+    return find_note("has no API key") ~= nil
+  end)
+  local note = find_note("has no API key")
+  check(note.level == vim.log.levels.ERROR, "level %s", tostring(note.level))
+  check(note.msg:find("Set TOOLD_TEST_NO_KEY in the environment Neovim starts toold with", 1, true),
+    "note: %s", note.msg)
+  check(note.msg:find(":TooldRestart", 1, true), "note: %s", note.msg)
+  local lines = require("toold.ui").buffer_lines("agent")
+  check(contains(lines, "^_failed: no API key_$"), "lines %s", vim.inspect(lines))
+end)
+
 local client = vim.lsp.get_client_by_id(toold.start())
 toold.stop(10000)
 test("the daemon stops on :TooldStop / stop()", function()

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.agents.conftest import API_KEY, ModelServer
 from tests.clients.toolchain import CLIENTS, ROOT, require_tool, run
 
 SCRIPT = Path(__file__).with_name("neovim_test.lua")
@@ -23,7 +24,26 @@ EXPECTED = [
     "a permission request answered Allow through vim.ui.select writes the file",
     "an asynchronous picker answering Deny refuses the call",
     ":TooldTasks shows tasks with status and dependencies",
+    ":TooldAsk streams the agent's tool calls into toold://agent, then its answer",
+    "a teammate's team_send to main reaches vim.notify as team/message",
+    ":TooldCancel stops a running :TooldAsk",
+    ":TooldAsk without an API key says how to set one",
 ]
+
+
+def _script_the_model(model: ModelServer) -> None:
+    """The model's answers, in the order neovim_test.lua asks (the public API is the only
+    fake: a real HTTP server on 127.0.0.1 reached through the real SDK)."""
+    # :TooldAsk — two tool calls, then the answer.
+    model.tool_use(("read_file", {"file_path": "main.py"}))
+    model.tool_use(("write_file", {"file_path": "notes.md", "content": "from the agent"}))
+    model.text("It prints **needle**.")
+    # alice's turn: she messages main on her own, then answers.
+    model.tool_use(("team_send", {"to_agent": "main", "content": "hello from alice"}))
+    model.text("said hi")
+    # :TooldCancel — one tool call, then the model keeps the agent waiting.
+    model.tool_use(("glob", {"pattern": "*.py"}))
+    model.hold()
 
 
 @pytest.mark.timeout(600)
@@ -32,8 +52,19 @@ def test_neovim_plugin_against_the_daemon(tmp_path: Path) -> None:
     workspace = tmp_path / "ws"
     workspace.mkdir()
     (workspace / "main.py").write_text("print('needle')\n", encoding="utf-8")
+    model = ModelServer()
+    try:
+        _script_the_model(model)
+        _run_nvim(nvim, tmp_path, workspace, model)
+    finally:
+        model.close()
+
+
+def _run_nvim(nvim: str, tmp_path: Path, workspace: Path, model: ModelServer) -> None:
     env = {
-        **os.environ,
+        **{k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")},
+        "ANTHROPIC_API_KEY": API_KEY,
+        "ANTHROPIC_BASE_URL": model.url,
         "TOOLD_TEST_WS": os.fspath(workspace),
         "TOOLD_TEST_CMD": json.dumps([sys.executable, "-m", "toold", "serve"]),
         # Keep nvim's state, cache and LSP log out of the user's home.

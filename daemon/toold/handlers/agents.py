@@ -30,10 +30,13 @@ async def agent_run(server: TooldServer, params: AgentRunParams) -> AgentRunResu
     """Run the agent on a prompt; with a token each tool call is a $/progress report."""
     agents = server.state.agents
     if agents is None:
+        variable = server.state.config.agent.api_key_env
         raise JsonRpcException(
-            "Agent unavailable: provider is not configured (set ANTHROPIC_API_KEY, "
-            "or agent.api_key_env in toold.toml)",
+            f"Agent unavailable: provider is not configured: no API key in ${variable}. "
+            "Set it in the environment the editor starts toold with, or name the variable "
+            "holding your key in toold.toml ([agent] api_key_env), then restart toold.",
             code=errors.INVALID_REQUEST,
+            data={"apiKeyEnv": variable},
         )
     with server.work_done(params.work_done_token, "agent") as progress:
         on_tool = None

@@ -30,5 +30,10 @@ command("TooldMode", {
     return { "default", "auto", "plan", "bypass" }
   end,
 })
+command("TooldAsk", {
+  nargs = "*",
+  desc = "toold: ask the agent — :TooldAsk [{prompt}] (tool calls stream into toold://agent)",
+})
+command("TooldCancel", { desc = "toold: cancel the running :TooldAsk" })
 command("TooldRestart", { desc = "toold: restart the daemon" })
 command("TooldStop", { desc = "toold: stop the daemon" })

@@ -205,6 +205,27 @@ M.TooldMode = guarded(function(opts)
   say("toold: permission mode is now " .. mode)
 end)
 
+--- :TooldAsk [{prompt}] — without an argument the prompt is asked with vim.ui.input.
+M.TooldAsk = guarded(function(opts)
+  local prompt = vim.trim(opts.args or "")
+  if prompt ~= "" then
+    return require("toold.agent").ask(prompt)
+  end
+  vim.ui.input({ prompt = "Ask the toold agent: " }, function(text)
+    if text ~= nil and vim.trim(text) ~= "" then
+      local ok, err = pcall(require("toold.agent").ask, text)
+      if not ok then
+        report(err)
+      end
+    end
+  end)
+end)
+
+--- :TooldCancel — stop the running :TooldAsk.
+M.TooldCancel = guarded(function()
+  require("toold.agent").cancel()
+end)
+
 M.TooldRestart = guarded(function()
   toold().stop()
   toold().client()

@@ -7,10 +7,14 @@ local M = {}
 local defaults = {
   -- Command that starts the daemon (a list, as for vim.lsp.start_client).
   cmd = { "toold", "serve" },
+  -- Extra environment variables for the daemon (e.g. { ANTHROPIC_API_KEY = "..." } for
+  -- :TooldAsk); by default it inherits Neovim's environment.
+  env = nil,
   -- Workspace root; nil: the nearest folder above the cwd holding toold.toml, .toold
   -- or .git, else the cwd.
   root_dir = nil,
-  -- toold.toml keys sent as initializationOptions.config, e.g.
+  -- toold.toml keys sent as initializationOptions.config (an unknown key is refused
+  -- by the daemon with an error message naming it), e.g.
   -- { permissions = { mode = "auto" }, execution = { tool_runner = "subprocess" } }.
   config = nil,
   -- Ask for execution/event notifications (shown at DEBUG level).
@@ -151,6 +155,18 @@ end
 
 handlers["skills/changed"] = function() end
 
+--- $/progress: an agent/run started by :TooldAsk streams its tool calls; other tokens
+--- go to Neovim's own handler.
+handlers["$/progress"] = function(err, params, ctx, config)
+  if require("toold.agent").on_progress(params) then
+    return
+  end
+  local default = vim.lsp.handlers["$/progress"]
+  if default ~= nil then
+    return default(err, params, ctx, config)
+  end
+end
+
 handlers["execution/event"] = function(_, e, _)
   local took = e.durationMs and string.format(" %.0f ms", e.durationMs) or ""
   notify(string.format("toold: %s %s [%s]%s", e.event, e.tool, e.runner, took), vim.log.levels.DEBUG)
@@ -204,6 +220,7 @@ function M.start()
     name = "toold",
     cmd = cmd,
     cmd_cwd = root,
+    cmd_env = M.config.env,
     root_dir = root,
     init_options = initialization_options(root),
     capabilities = capabilities(),
@@ -283,6 +300,11 @@ function M.request_async(method, params, callback)
   end)
 end
 
+--- Send one notification to the daemon.
+function M.notify(method, params)
+  client_call(M.client(), "notify", method, encode_params(params))
+end
+
 --- Run a tool as the user (synchronously); returns {content, isError, exitCode}.
 function M.call(name, arguments, opts)
   opts = opts or {}
@@ -319,5 +341,6 @@ function M.setup(opts)
 end
 
 M.commands = require("toold.commands")
+M.agent = require("toold.agent")
 
 return M
