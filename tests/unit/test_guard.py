@@ -272,3 +272,87 @@ def test_every_decision_is_audited(tmp_path: Path) -> None:
     assert "abc123" not in json.dumps(entries)
     assert entries[1]["reason"] == "write_file always asks"
     assert all("time" in e for e in entries)
+
+
+SELF_WRITES: list[tuple[str, dict[str, Any]]] = [
+    ("write_file", {"file_path": "toold.toml", "content": "x"}),
+    ("write_file", {"file_path": "./toold.toml", "content": "x"}),
+    ("edit_file", {"file_path": "a/../TOOLD.toml", "old_text": "a", "new_text": "b"}),
+    ("write_file", {"file_path": ".toold/audit.jsonl", "content": "x"}),
+    ("str_replace", {"path": "./.toold/x", "old": "a", "new": "b"}),
+    ("python_repl", {"code": "open('toold.toml', 'w').write('')"}),
+    ("bash", {"command": "echo x > toold.toml"}),
+    ("bash", {"command": "cp a tool?.toml"}),
+    ("bash", {"command": "rm -f .toold/audit.jsonl"}),
+    ("bash", {"command": "echo x > $F"}),
+    ("background_run", {"command": "sed -i s/a/b/ toold.toml"}),
+]
+
+
+@pytest.mark.parametrize(("tool", "args"), SELF_WRITES)
+@pytest.mark.parametrize("mode", ["default", "auto", "plan"])
+def test_writes_to_the_guards_configuration_always_ask(
+    mode: str, tool: str, args: dict[str, Any]
+) -> None:
+    allow = [tool, f"{tool}(prefix:*)"]
+    decision = PermissionGuard.from_config(mode, allow, []).decide(tool, args)
+    assert decision.action == "ask"
+    assert not decision.approvable
+    assert "toold.toml" in decision.reason or decision.reason == "plan mode is read-only"
+
+
+def test_bypass_stays_bypass_and_reads_are_not_writes() -> None:
+    assert PermissionGuard(mode="bypass").decide("bash", {"command": "cp a toold.toml"}).action == (
+        "allow"
+    )
+    read = PermissionGuard(mode="default").decide("bash", {"command": "cat toold.toml"})
+    assert (read.action, read.reason) == ("allow", "read-only command")
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        {"command": ""},
+        {"command": "  \n"},
+        {"command": "", "cmd": "ls"},
+        {"cmd": "ls", "input": "ls"},
+    ],
+)
+def test_empty_or_ambiguous_commands_ask_and_are_never_remembered(args: dict[str, Any]) -> None:
+    guard = PermissionGuard(mode="auto")
+    decision = guard.decide("bash", args)
+    assert (decision.action, decision.approvable) == ("ask", False)
+    assert guard.approve_always("bash", args) is None
+    assert guard.session_rules == []
+
+
+def test_always_allow_remembers_the_exact_line_only() -> None:
+    asker = Asker(["always"])
+    guard = PermissionGuard(mode="default", ask=asker)
+    assert check(guard, "bash", {"command": "  make build \n"}).allowed
+    assert [r.pattern for r in guard.session_rules] == ["make build"]
+    assert check(guard, "bash", {"command": "make build"}).allowed
+    for other in ["make build; rm x", "make build\nrm x", "make  build", "make buil"]:
+        assert not check(guard, "bash", {"command": other}).allowed
+    assert len(asker.asked) == 5
+
+
+@pytest.mark.parametrize(
+    "command", ["pytest -q", "python -m pytest", "mypy src", "npm test", "ruff format ."]
+)
+def test_programs_that_run_project_code_or_write_are_no_longer_auto_safe(command: str) -> None:
+    decision = PermissionGuard(mode="default").decide("bash", {"command": command})
+    assert (decision.action, decision.reason) == ("ask", "shell command")
+
+
+@pytest.mark.parametrize(
+    ("command", "reason"),
+    [
+        ("R=rm; $R -rf d", "dangerous command (the program name $R cannot be resolved)"),
+        ("python3 -c 'x'", "dangerous command (python3 -c runs inline code)"),
+        ("ls | head -2", "read-only command"),
+        ("make", "auto mode"),
+    ],
+)
+def test_auto_mode_runs_on_the_same_parse(command: str, reason: str) -> None:
+    assert PermissionGuard(mode="auto").decide("bash", {"command": command}).reason == reason

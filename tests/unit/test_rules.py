@@ -121,3 +121,87 @@ def test_rules_for_other_tools_match_one_value() -> None:
     assert allow_rule(rules, "write_file", {"file_path": "src/a.py"}) is None
     assert allow_rule(rules, "read_file", {"file_path": "anything"}) == rules[1]
     assert deny_rule(rules, "edit_file", {"file_path": "docs/a.md"}) is None
+
+
+@pytest.mark.parametrize(
+    "path", [".env", "./.env", ".//.env", "a/../.env", ".env/", "src/./../.env", "./x/../.env/"]
+)
+def test_file_rules_match_the_normalised_path(path: str) -> None:
+    rules = parse_rules(["read_file(prefix:.env*)"])
+    assert deny_rule(rules, "read_file", {"file_path": path}) == rules[0]
+    assert match_value("read_file", {"file_path": path}) == ".env"
+
+
+@pytest.mark.parametrize(
+    ("path", "denied"),
+    [("./secrets", True), ("secrets/", True), (".", True), ("./", True), ("src", False)],
+)
+def test_a_folder_search_is_denied_when_the_denied_path_lies_below_it(
+    path: str, denied: bool
+) -> None:
+    rules = parse_rules(["grep(prefix:secrets*)"])
+    assert (deny_rule(rules, "grep", {"pattern": "x", "path": path}) is not None) is denied
+
+
+def test_two_names_for_one_argument_are_never_covered_by_an_allow_rule() -> None:
+    rules = parse_rules(["read_file(prefix:src*)"])
+    assert allow_rule(rules, "read_file", {"file_path": "src/a", "path": ".env"}) is None
+
+
+PUSH_DENY = parse_rules(["bash(prefix:git push*)"])
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "git -c core.quotepath=off push",
+        "git --no-pager push",
+        "git -C . push",
+        "git --git-dir=.git push",
+        "git --git-dir .git --work-tree=. push",
+        "git --exec-path=/x push",
+        "/usr/bin/git push",
+        "GIT_DIR=.git git push",
+        "env FOO=1 git push",
+        "sudo -u me git push",
+        "timeout 5 git push",
+        "'git' \"push\"",
+        "git  push",
+        "echo push origin main | xargs git",
+        "G=git; $G push",
+        "$(echo git) push",
+        "git $(echo push)",
+        "sh -c 'git push'",
+        "eval git push",
+        "find . -exec git push ';'",
+    ],
+)
+def test_a_deny_rule_matches_what_runs(command: str) -> None:
+    assert deny_rule(PUSH_DENY, "bash", {"command": command}) == PUSH_DENY[0]
+
+
+@pytest.mark.parametrize("command", ["git status", "git log --grep push", "echo git push"])
+def test_a_deny_rule_leaves_other_commands_alone(command: str) -> None:
+    assert deny_rule(PUSH_DENY, "bash", {"command": command}) is None
+
+
+@pytest.mark.parametrize(
+    ("command", "allowed"),
+    [
+        ("make test", True),
+        ("time make test", True),
+        ("nice -n 5 make test", True),
+        ("make test 2>/dev/null", True),
+        ("sudo make test", False),  # who runs it changes: the rule does not say so
+        ("make test > out.txt", False),  # the write is part of what runs
+        ("PATH=. make test", False),
+        ("make test $(rm x)", False),
+        ("find . -exec make test ';'", False),
+        ("$M test", False),
+        ("make test 'unterminated", False),
+        ("xargs make test", False),
+    ],
+)
+def test_an_allow_rule_covers_every_program_that_runs(command: str, allowed: bool) -> None:
+    rules = parse_rules(["bash(prefix:make test*)"])
+    assert (allow_rule(rules, "bash", {"command": command}) is not None) is allowed

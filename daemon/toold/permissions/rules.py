@@ -12,8 +12,9 @@ quotes and whitespace normalised, git's global options (``-c``, ``-C``, ``--git-
 failing closed, when a program name cannot be resolved, when the rule's program
 appears in code the parse cannot see (``sh -c``, ``| sh``, ``eval``...), or when that
 program gets arguments only known at run time (``$X``, ``xargs``). An allow rule
-covers a shell line only when it parses completely, nothing in it is unresolvable and
-every command (and every program a wrapper runs) is covered.
+covers a shell line only when it parses completely, nothing in it is unresolvable, no
+redirection writes (except to /dev/null) and every command (and every program a wrapper
+runs, through ``sudo``/``doas``/``chroot`` only when the rule names them) is covered.
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from toold.permissions.commands import BEHAVIOUR_VARIABLE, SHELLS, Analysis, Resolved, analyse
+from toold.permissions.commands import BEHAVIOUR_VARIABLE, Analysis, Resolved, analyse
+from toold.permissions.shell import Word
 
 SHELL_TOOLS = frozenset({"bash", "background_run"})
 FOLDER_TOOLS = frozenset({"grep", "glob", "list_dir", "glob_search", "grep_search"})
@@ -32,6 +34,8 @@ PATH_FIELDS = ("file_path", "path")
 _MATCH_FIELDS = ("command", "file_path", "path", "name", "to_agent", "task_id", "skill_name")
 _ALIASES = {"command": ("command", "cmd", "input"), "file_path": ("file_path", "path")}
 _RULE = re.compile(r"^\s*([A-Za-z0-9_.-]+)\s*(?:\((.*)\))?\s*$", re.DOTALL)
+_PRIVILEGE = frozenset({"sudo", "doas", "chroot"})
+"""Wrappers an allow rule for the program they run does not cover: they change who runs it."""
 _PLAIN_WRAPPERS = frozenset(
     {"sudo", "doas", "env", "command", "builtin", "exec", "nice", "ionice", "timeout"}
     | {"nohup", "stdbuf", "time", "chroot", "setsid", "coproc"}
@@ -213,11 +217,8 @@ def allow_rule(rules: list[Rule], tool: str | Subject, args: Any = None) -> Rule
     analysis = subject.shell
     if analysis is None or analysis.unresolved or not analysis.commands:
         return None
-    if any(
-        r.writes and r.target and r.target.value != "/dev/null" for r in analysis.script.redirects
-    ):
-        # A redirection that writes is part of what runs: only a rule for the whole line.
-        return next((r for r in candidates if r.covers(analysis.text.strip())), None)
+    if any(r.writes and not _to_null(r.target) for r in analysis.script.redirects):
+        return None  # a redirection that writes is part of what runs; no rule names it
     first: Rule | None = None
     for resolved in analysis.commands:
         rule = _covering(candidates, resolved)
@@ -225,6 +226,10 @@ def allow_rule(rules: list[Rule], tool: str | Subject, args: Any = None) -> Rule
             return None
         first = first or rule
     return first
+
+
+def _to_null(target: Word | None) -> bool:
+    return target is not None and target.value == "/dev/null"
 
 
 def _covering(candidates: list[Rule], resolved: Resolved) -> Rule | None:
@@ -251,7 +256,7 @@ def _covering(candidates: list[Rule], resolved: Resolved) -> Rule | None:
         parent = layer.parent
         if rule is None and parent is not None and layers[parent].program in _PLAIN_WRAPPERS:
             rule = covered[parent]
-        if rule is None and layer.program in _PLAIN_WRAPPERS and layer.program not in SHELLS:
+        if rule is None and layer.program in _PLAIN_WRAPPERS - _PRIVILEGE:
             children = [direct[j] for j, c in enumerate(layers) if c.parent == i]
             rule = children[0] if children and all(children) else None
         if rule is None:
