@@ -15,7 +15,7 @@ import contextlib
 import ipaddress
 import socket
 import threading
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -306,3 +306,65 @@ def test_metadata_and_private_ranges_are_refused_by_default(tmp_path: Path) -> N
             assert "http.block_private" in result, (host, result)
 
     asyncio.run(scenario())
+
+
+def _inet_aton_spellings(address: str) -> list[str]:
+    """Every form inet_aton reads as ``address``: 4, 3, 2 and 1 parts, each part in
+    decimal, octal or hex (120 for an IPv4 address), plus IPv6 spellings of it."""
+    octets = [int(o) for o in address.split(".")]
+    value = int(ipaddress.IPv4Address(address))
+    shapes = [
+        octets,
+        [*octets[:2], octets[2] << 8 | octets[3]],
+        [octets[0], value & 0xFFFFFF],
+        [value],
+    ]
+    styles: list[Callable[[int], str]] = [str, lambda n: f"0{n:o}", lambda n: f"0x{n:x}"]
+    found: set[str] = set()
+    for parts in shapes:
+        combos: list[list[str]] = [[]]
+        for part in parts:
+            combos = [[*c, style(part)] for c in combos for style in styles]
+        found.update(".".join(c) for c in combos)
+    mapped = ipaddress.IPv6Address(f"::ffff:{address}")
+    found.update(
+        f"[{form}]"
+        for form in (
+            f"::ffff:{address}",
+            mapped.compressed,
+            mapped.exploded,
+            mapped.exploded.upper(),
+            f"0:0:0:0:0:ffff:{address}",
+            f"::{address}",
+            f"64:ff9b::{address}",
+        )
+    )
+    return sorted(found)
+
+
+def test_every_inet_aton_spelling_is_refused(tmp_path: Path, target: Target) -> None:
+    """Generated spellings of 127.0.0.1, each checked to resolve to it here first (so
+    the refusal is not vacuous), refused under the deny list and block_private."""
+    forms = _inet_aton_spellings("127.0.0.1")
+    plain = [f for f in forms if not f.startswith("[")]
+    for form in plain:
+        resolved = {i[4][0] for i in socket.getaddrinfo(form, 80, type=socket.SOCK_STREAM)}
+        assert resolved == {"127.0.0.1"}, (form, resolved)
+
+    async def scenario() -> list[str]:
+        held = []
+        for http in (
+            {"deny_hosts": ["127.0.0.1"], "block_private": False},
+            {},
+        ):
+            tool = _tool(tmp_path, **http)
+            for form in forms:
+                result = await tool.run(f"http://{form}:{target.port}/")
+                assert result.startswith("Error: Host not allowed: "), (form, http, result)
+                held.append(form)
+        return held
+
+    before = target.hits
+    held = asyncio.run(scenario())
+    assert len(held) == 2 * len(forms) and len(forms) >= 120
+    assert target.hits == before
