@@ -160,6 +160,12 @@ class WorkspaceState:
             self._settling = asyncio.ensure_future(self._settle(held))
         return problem
 
+    def drop_held(self) -> None:
+        """Stop asking about held changes (the daemon is stopping); they stay unapplied."""
+        if self._settling is not None:
+            self._settling.cancel()
+            self._settling = None
+
     async def _settle(self, held: Held) -> None:
         """Ask the user about ``held``: Apply applies it, anything else keeps it out."""
         if self.confirm is None:

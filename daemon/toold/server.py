@@ -444,6 +444,7 @@ class TooldServer(LanguageServer):
         for task in list(self._background):
             task.cancel()
         if self._binding is not None and self._binding.done() and hasattr(self, "state"):
+            self.state.drop_held()
             await self.state.jobs.close()
             if self.state.team is not None:
                 await self.state.team.close()
