@@ -77,9 +77,7 @@ def test_an_unknown_key_is_refused_by_name_and_the_rest_applies(start: Start) ->
 
 def test_wrong_types_of_toold_options_are_refused(start: Start) -> None:
     client = start({"executionEvents": "yes", "config": ["not", "an", "object"]})
-    messages = {
-        client.notification("window/showMessage")["params"]["message"] for _ in range(2)
-    }
+    messages = {client.notification("window/showMessage")["params"]["message"] for _ in range(2)}
     assert messages == {
         "toold: initializationOptions.executionEvents: expected true or false",
         "toold: initializationOptions.config: expected an object of toold.toml sections",
