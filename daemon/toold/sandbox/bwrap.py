@@ -22,6 +22,7 @@ sandbox in a pids cgroup instead, when the pids controller is writable.
 from __future__ import annotations
 
 import contextlib
+import functools
 import itertools
 import logging
 import os
@@ -110,13 +111,25 @@ def view_argv(workspace: Path, etc: Path) -> list[str]:
     return [*argv, "--bind", ws, ws, "--remount-ro", "/", "--chdir", ws]
 
 
+@functools.cache
+def supports(exe: str, option: str) -> bool:
+    """This bubblewrap knows ``option`` (older releases refuse unknown options)."""
+    try:
+        done = subprocess.run([exe, "--help"], capture_output=True, timeout=PROBE_TIMEOUT)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return option.encode() in done.stdout + done.stderr
+
+
 def bwrap_argv(
     exe: str, workspace: Path, execution: ExecutionConfig, command: list[str], etc: Path
 ) -> list[str]:
     """The bubblewrap command line that runs ``command`` sandboxed for ``workspace``."""
     argv = [exe, *view_argv(workspace, etc)]
     argv += ["--unshare-user", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_GID)]
-    argv += ["--disable-userns", "--unshare-pid", "--unshare-ipc", "--unshare-uts"]
+    if supports(exe, "--disable-userns"):  # bubblewrap 0.8+: no nested user namespaces
+        argv.append("--disable-userns")
+    argv += ["--unshare-pid", "--unshare-ipc", "--unshare-uts"]
     argv += ["--unshare-cgroup-try"]
     if not execution.network:
         argv.append("--unshare-net")
