@@ -404,3 +404,39 @@ def test_ask_agent_streams_tool_calls_and_previews_the_answer(
     expect(preview).to_contain_text("The notes say hello from the workspace.")
     expect(preview).to_contain_text("What do the notes say?")
     screens.shot("markdown-preview")
+
+
+@pytest.mark.timeout(300)
+def test_ask_agent_cancel_stops_the_agent(session: Session, screens: Screens) -> None:
+    ui, model = session.ui, session.model
+    _reset(session)
+    before = len(model.requests)
+    gate = model.hold()  # the model never answers while the test looks
+    _ask(session, "Take your time")
+    toast = ui.notification("toold agent")
+    expect(toast).to_contain_text("thinking")
+    model.wait_requests(before + 1)
+    screens.shot("agent-thinking")
+    ui.notification_button(toast, "Cancel").click()
+    expect(ui.notification("toold: the agent was cancelled.")).to_be_visible()
+    screens.shot("agent-cancelled")
+    gate.set()
+
+
+@pytest.mark.timeout(300)
+def test_ask_agent_without_an_api_key_names_the_fix(session: Session, screens: Screens) -> None:
+    """Last: it restarts the daemon with a toold.toml whose key variable is unset."""
+    ui = session.ui
+    _reset(session)
+    toml = session.workspace / "toold.toml"
+    toml.write_text(
+        '[permissions]\nmode = "default"\n\n[agent]\napi_key_env = "TOOLD_TEST_NO_SUCH_KEY"\n',
+        encoding="utf-8",
+    )
+    ui.command("toold: Restart Daemon")
+    expect(ui.status_item(STATUS)).to_have_attribute("aria-label", re.compile(r"toold: running"))
+    _ask(session, "hello")
+    error = ui.notification("the agent has no API key (TOOLD_TEST_NO_SUCH_KEY is not set)")
+    expect(error).to_contain_text("[agent] api_key_env")
+    expect(error).to_contain_text("toold: Restart Daemon")
+    screens.shot("no-api-key")

@@ -211,20 +211,22 @@ export function describeError(error: unknown): string {
 }
 
 /**
- * When agent/run failed because no model provider is configured (no API key), the fix
- * to show the user; otherwise undefined.
+ * When agent/run failed because no model provider is configured (its error's
+ * `data.apiKeyEnv` names the variable the daemon looked in), the fix to show the user;
+ * otherwise undefined.
  */
 export function agentUnavailableFix(error: unknown): string | undefined {
   if (!(error instanceof ResponseError) || error.code !== ERROR_CODES.InvalidRequest) {
     return undefined;
   }
-  if (!error.message.startsWith("Agent unavailable")) return undefined;
+  const data: unknown = error.data;
+  if (typeof data !== "object" || data === null || !("apiKeyEnv" in data)) return undefined;
+  const variable = typeof data.apiKeyEnv === "string" ? data.apiKeyEnv : "ANTHROPIC_API_KEY";
   return (
-    "toold's agent has no API key. Set ANTHROPIC_API_KEY in the environment VS Code starts " +
-    "toold with (start VS Code from a shell that exports it), or name the variable that " +
-    'holds your key in toold.toml: [agent] api_key_env = "MY_KEY" (and [agent] base_url ' +
-    'for another endpoint). Then run "toold: Restart Daemon". ' +
-    `(The daemon said: ${error.message})`
+    `toold: the agent has no API key (${variable} is not set). Set ${variable} in the ` +
+    "environment VS Code starts toold with (start VS Code from a shell that exports it), or " +
+    "name the variable that holds your key in toold.toml: [agent] api_key_env = " +
+    '"MY_KEY" ([agent] base_url for another endpoint). Then run "toold: Restart Daemon".'
   );
 }
 

@@ -251,7 +251,7 @@ export class Commands {
     } catch (error) {
       const fix = agentUnavailableFix(error);
       if (fix === undefined) throw error;
-      out.appendLine(fix);
+      out.appendLine(describeError(error));
       void vscode.window.showErrorMessage(fix, { modal: false }, "Show Log").then((choice) => {
         if (choice !== undefined) out.show();
       });

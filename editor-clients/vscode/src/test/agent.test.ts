@@ -213,7 +213,7 @@ describe("Ask Agent without an API key", () => {
     );
     const fix = agentUnavailableFix(error);
     assert.ok(fix, String(error));
-    assert.match(fix, /ANTHROPIC_API_KEY/);
+    assert.match(fix, /ANTHROPIC_API_KEY is not set\)\. Set ANTHROPIC_API_KEY in the environment/);
     assert.match(fix, /\[agent\] api_key_env/);
     assert.match(fix, /toold: Restart Daemon/);
     assert.equal(agentUnavailableFix(new Error("other")), undefined);
