@@ -87,6 +87,12 @@ SECRETS: list[tuple[str, str]] = [
     ("GOOGLE=ya29." + R + "_xy", "ya29." + R + "_xy"),
     (f"AZURE=DefaultEndpointsProtocol=https;AccountName=a;AccountKey={R}==", f"{R}=="),
     (f"Cookie: session=ck{R[:16]}", f"ck{R[:16]}"),
+    (f"docker login -u me -p dl{R[:12]} registry.example", f"dl{R[:12]}"),
+    (f"echo 'machine api.example login me password nr{R[:10]}' >> ~/.netrc", f"nr{R[:10]}"),
+    (f"curl 'https://b.s3.example/o?X-Amz-Signature=ab{R[:20]}&x=1'", f"ab{R[:20]}"),
+    (f"mongosh mongodb+srv://app:mg{R[:10]}@cluster0.example/db", f"mg{R[:10]}"),
+    (f"curl 'https://api.example/me?access_token=at{R[:18]}&v=2'", f"at{R[:18]}"),
+    (f"TF_VAR_db_password=tf{R[:10]} terraform apply", f"tf{R[:10]}"),
 ]
 
 READABLE = [

@@ -29,6 +29,7 @@ _SECRET_WORDS = frozenset(
     {"key", "apikey", "token", "secret", "secrets", "pass", "passwd", "password", "pwd"}
     | {"passphrase", "credential", "credentials", "auth", "authorization", "cookie"}
     | {"sessionid", "privatekey", "accesskey", "secretkey", "apitoken", "authtoken", "dsn"}
+    | {"sig", "signature"}
 )
 _SECRET_SUFFIXES = ("password", "passwd", "secret", "token", "apikey", "privatekey")
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
@@ -39,11 +40,13 @@ _VALUE = (
     r"""(?:\\"(?:[^"\\\n]|\\[^"])*\\"|\\'[^'\n]*?\\'"""
     r"""|"(?:[^"\\\n]|\\.)*"|'[^'\n]*'|[^\s"',;&|)}\]]+)"""
 )
-# NAME=value, NAME: value, "NAME": "value", export NAME=value, --name=value.
+# NAME=value, NAME: value, "NAME": "value", export NAME=value, --name=value. The value
+# is only looked at (a lookahead): a name that is no secret consumes nothing after its
+# separator, so "url=https://x?token=..." still reaches the token.
 _ASSIGNMENT = re.compile(
-    r"""(?P<name>[A-Za-z_][A-Za-z0-9_.-]*)(?P<q>\\?["']?)(?P<sep>\s*[:=]\s*)(?P<value>"""
+    r"""(?P<name>[A-Za-z_][A-Za-z0-9_.-]*)(?P<q>\\?["']?)(?P<sep>\s*[:=]\s*)(?!//)(?=(?P<value>"""
     + _VALUE
-    + ")"
+    + "))"
 )
 _PRIVATE_KEY = re.compile(
     r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----.*?(?:-----END[A-Z0-9 ]*PRIVATE KEY"
@@ -75,7 +78,8 @@ _USER_FLAG = re.compile(
 _MYSQL_LIKE = re.compile(r"(?i)\b(?:mysql|mysqldump|mysqladmin|mariadb|mariadb-dump|mysqlsh)\b")
 _ATTACHED_P = re.compile(r"(?P<head>(?:^|\s)-p)(?P<value>[^\s\"']+|\"[^\"]*\"|'[^']*')")
 _NEXT_ARG_PROGRAMS = re.compile(
-    r"(?P<head>\b(?:sshpass\s+-p|redis-cli\b[^\n|;&]*?\s-a|smbclient\b[^\n|;&]*?\s-U\s*"
+    r"(?P<head>\b(?:sshpass\s+-p|redis-cli\b[^\n|;&]*?\s-a|docker\s+login\b[^\n|;&]*?\s-p"
+    r"|(?:machine|login)\s+\S+\s+(?:login\s+\S+\s+)?password|smbclient\b[^\n|;&]*?\s-U\s*"
     r"[^\s%]+%)\s*)(?P<value>[^\s\"']+|\"[^\"]*\"|'[^']*')"
 )
 # Distinctive prefixes match anywhere (a secret glued to other text); short generic
@@ -136,7 +140,7 @@ def redact_text(text: str) -> str:
     text = _NEXT_ARG_PROGRAMS.sub(_keep_head, text)
     if _MYSQL_LIKE.search(text):
         text = _ATTACHED_P.sub(_keep_head, text)
-    text = _ASSIGNMENT.sub(_named_value, text)
+    text = _redact_assignments(text)
     text = _TOKEN_SHAPES.sub(REDACTED, text)
     if any(any(c.isdigit() for c in run) for run in _TOKEN_RUN.findall(text)):
         # The catalogue's shapes are long random runs; a random run of 16+ characters
@@ -171,19 +175,35 @@ def _user_password(found: re.Match[str]) -> str:
     return found.group(0) if found.group("value").isdigit() else _keep_head(found)
 
 
-def _named_value(found: re.Match[str]) -> str:
+def _redact_assignments(text: str) -> str:
+    parts: list[str] = []
+    position = 0
+    for found in _ASSIGNMENT.finditer(text):
+        if found.start() < position or not _secret_value(found):
+            continue
+        start, end = found.span("value")
+        value = found.group("value")
+        quote = next((m for m in _QUOTES if _quoted(value, m)), "")
+        parts += [text[position:start], f"{quote}{REDACTED}{quote}"]
+        position = end
+    parts.append(text[position:])
+    return "".join(parts)
+
+
+_QUOTES = ('\\"', "\\'", '"', "'")
+
+
+def _quoted(value: str, mark: str) -> bool:
+    return len(value) >= 2 * len(mark) and value.startswith(mark) and value.endswith(mark)
+
+
+def _secret_value(found: re.Match[str]) -> bool:
+    """Whether the assignment found names a secret whose value is not redacted yet."""
     value = found.group("value")
-    if not is_secret_name(found.group("name")) or _done(found) or not value.strip("\"'"):
-        return found.group(0)
-    if found.string.startswith(" " + REDACTED, found.end()):
-        return found.group(0)  # an Authorization scheme: its credentials are redacted
-    quote = ""
-    for mark in ('\\"', "\\'", '"', "'"):
-        if len(value) >= 2 * len(mark) and value.startswith(mark) and value.endswith(mark):
-            quote = mark
-            break
-    prefix = found.group("name") + found.group("q") + found.group("sep")
-    return f"{prefix}{quote}{REDACTED}{quote}"
+    if not is_secret_name(found.group("name")) or _done(found) or not value.strip("\"'\\"):
+        return False
+    # "Authorization: Basic [REDACTED]": the scheme stays, its credentials are redacted.
+    return not found.string.startswith(" " + REDACTED, found.end("value"))
 
 
 def _detected(text: str) -> Iterator[tuple[int, int]]:
