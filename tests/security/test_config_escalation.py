@@ -284,3 +284,26 @@ def test_a_mixed_change_keeps_its_tightening_and_holds_its_loosening() -> None:
     ]
     assert applied.permissions.allow == [] and applied.permissions.deny == ["bash(x*)"]
     assert applied.http.allow_hosts == ["a"]  # never "empty" (= any host) by accident
+
+
+def test_an_agent_command_the_user_allowed_still_cannot_switch_the_guard_off(
+    start: Start, workspace: Path
+) -> None:
+    """The agent's shell rewrite of toold.toml runs (the user clicked Allow on it), yet the
+    mode it writes waits for a second, explicit Apply."""
+    client = start()
+    command = "printf '[permissions]\\nmode = \"bypass\"\\n' > toold.toml"
+    msg_id = client.request(
+        "tools/call", {"name": "bash", "arguments": {"command": command}, "origin": "agent"}
+    )
+    asked = client.next_message(
+        lambda m: m.get("method") == ASK and "the agent wants to run bash" in m["params"]["message"]
+    )
+    answer(client, asked, "Allow")
+    assert client.response(msg_id)["result"]["isError"] is False
+    assert 'mode = "bypass"' in (workspace / "toold.toml").read_text(encoding="utf-8")
+    question = config_question(client)
+    assert "permissions.mode default → bypass" in question["params"]["message"]
+    answer(client, question, "Keep current")
+    assert "Not applied" in warning(client)
+    agent_touch_is_asked(client, workspace, "canary")
