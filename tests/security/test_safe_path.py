@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 
 from tests.e2e.wire import WireClient
+from tests.environment import unavailable
 from tests.sandbox.conftest import bwrap_ready, docker_ready  # noqa: F401  (fixtures)
 
 TRAPS = ("logging.py", "token.py", "toold/__init__.py", "toold/__main__.py", "toold/cli.py")
@@ -102,6 +103,28 @@ def test_the_cli_imports_nothing_from_the_launch_folder_or_the_workspace(
     assert "open(" in read.stdout
     read = run_cli(launch, "call", "--workspace", os.fspath(workspace), "read_file", "{}")
     assert "file_path" in read.stdout + read.stderr  # a tool error, from the real toold
+
+
+NEOVIM = Path(__file__).resolve().parents[2] / "editor-clients" / "neovim"
+
+
+def test_neovims_default_command_is_the_console_script_tested_above() -> None:
+    """Neovim starts ``cmd`` with the workspace as cwd: the console script (whose own
+    folder, not the cwd, leads sys.path), or a Python with -P."""
+    nvim = shutil.which("nvim")
+    if nvim is None:
+        unavailable("Neovim is not installed (apt-get install neovim)")
+    lua = 'io.stdout:write(vim.fn.json_encode(require("toold").config.cmd))'
+    argv = [nvim, "--headless", "-u", "NONE", "--cmd", f"set rtp+={NEOVIM}"]
+    done = subprocess.run(
+        [*argv, "-c", f"lua {lua}", "-c", "qa!"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    cmd = json.loads(done.stdout)
+    assert cmd == ["toold", "serve"] or (cmd[:2] == [cmd[0], "-P"] and "python" in cmd[0])
 
 
 def test_python_dash_p_dash_m_toold_serves_from_a_trapped_folder(
