@@ -307,3 +307,16 @@ def test_an_agent_command_the_user_allowed_still_cannot_switch_the_guard_off(
     answer(client, question, "Keep current")
     assert "Not applied" in warning(client)
     agent_touch_is_asked(client, workspace, "canary")
+
+
+def test_the_editors_settings_choose_only_the_keys_they_set() -> None:
+    """didChangeConfiguration setting limits does not carry a file's bypass with it."""
+    new = cfg(permissions={"mode": "bypass"}, limits={"bash_output_chars": 2000})
+    chosen = chosen_keys({"limits": {"bash_output_chars": 2000}})
+    applied, held = hold_back(cfg(), "default", new, chosen)
+    assert held == ["permissions.mode default → bypass"]
+    assert applied.permissions.mode == "default" and applied.limits.bash_output_chars == 2000
+    assert chosen_keys({"permissions": {"mode": "auto", "allow": []}}) == {
+        "permissions.mode",
+        "permissions.allow",
+    }
