@@ -164,6 +164,7 @@ class Session:
         self.workspace = workspace
         self.model = model
         self.log = log
+        self.trusted = False
 
 
 @pytest.fixture(scope="module")
@@ -224,8 +225,25 @@ def screens(session: Session, request: pytest.FixtureRequest) -> Iterator[Screen
     shots.shot("end")
 
 
+def _trust(session: Session, screens: Screens | None = None) -> None:
+    """Trust the workspace as a person would: Manage Workspace Trust → Trust."""
+    ui = session.ui
+    ui.command("Workspaces: Manage Workspace Trust")
+    trust = ui.page.get_by_role("button", name="Trust", exact=True)
+    expect(trust).to_be_visible()
+    if screens is not None:
+        screens.shot("trust-editor")
+    trust.click()
+    expect(ui.page.get_by_text("You trust this folder")).to_be_visible()
+    ui.command("View: Close All Editors")
+    session.trusted = True
+
+
 def _reset(session: Session) -> None:
+    """No quick input, no notifications; trusted (for a test run on its own)."""
     session.ui.page.keyboard.press("Escape")
+    if not session.trusted:
+        _trust(session)
     session.ui.clear_notifications()
 
 
@@ -234,20 +252,24 @@ def test_untrusted_workspace_stays_off_until_trusted(session: Session, screens: 
     ui = session.ui
     expect(ui.page.locator(".statusbar").get_by_text("Restricted Mode")).to_be_visible()
     screens.shot("restricted-mode")
-    # untrustedWorkspaces.supported = false: nothing of toold runs in Restricted Mode.
+    # untrustedWorkspaces.supported = false: nothing of toold runs in Restricted Mode,
+    # not even its contributions: the palette knows no toold command.
+    ui.page.keyboard.press("F1")
+    ui.quick_input_box.fill(">toold: Run Tool")
+    rows = ui.quick_input.locator(".monaco-list-row")
+    expect(rows.first).to_be_visible()  # the search has answered (with "similar commands")
+    expect(rows.filter(has_text="toold:")).to_have_count(0)
+    screens.shot("no-toold-commands")
+    ui.page.keyboard.press("Escape")
     expect(ui.status_item(STATUS)).to_have_count(0)
-    ui.command("Workspaces: Manage Workspace Trust")
-    trust = ui.page.get_by_role("button", name="Trust", exact=True)
-    expect(trust).to_be_visible()
-    screens.shot("trust-editor")
-    trust.click()
-    expect(ui.page.get_by_text("You trust this folder")).to_be_visible()
-    ui.command("View: Close All Editors")
+    _trust(session, screens)
+    expect(ui.status_item(STATUS)).to_have_count(1)
 
 
 @pytest.mark.timeout(300)
 def test_activation_and_status_bar(session: Session, screens: Screens) -> None:
     ui = session.ui
+    _reset(session)
     item = ui.status_item(STATUS)
     expect(item).to_have_attribute("aria-label", re.compile(r"toold: running"), timeout=60_000)
     expect(item).to_contain_text("toold")
