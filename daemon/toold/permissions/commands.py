@@ -5,8 +5,8 @@ the program and every program a wrapper runs (``sudo``, ``env``, ``command``,
 ``builtin``, ``exec``, ``xargs``, ``nice``, ``ionice``, ``timeout``, ``nohup``,
 ``stdbuf``, ``time``, ``chroot``, ``doas``, ``setsid``, ``coproc``, ``find -exec``).
 What cannot be resolved without running it is recorded, never guessed: a program
-name computed at run time, code handed to a shell or an interpreter (``sh -c``,
-``| sh``, here-strings, ``eval``, ``source``, ``python -c``, ``perl -e``...),
+name computed at run time, code handed to a shell or an interpreter (interpreters.py:
+``sh -c``, ``| sh``, here-strings, ``eval``, ``source``, ``python -c``, ``perl -e``...),
 assignments to variables that make programs run code (``BASH_ENV``, ``GIT_PAGER``...).
 
 The dangerous-command detector works on the same layers and fails closed: an
@@ -24,77 +24,34 @@ import shlex
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from toold.permissions.readonly import (
-    PROGRAMS,
-    has_option,
-    is_read_only,
-    operands,
-    sed_script_ok,
-    sed_scripts,
+from toold.permissions.interpreters import (
+    CODE_VARIABLE,
+    INTERPRETER,
+    SHELLS,
+    code_reason,
+    git_arguments,
+    skip_options,
 )
+from toold.permissions.readonly import PROGRAMS, has_option, is_read_only, operands
 from toold.permissions.shell import Script, SimpleCommand, parse
 
-SHELLS = frozenset(
-    {"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "fish", "csh", "tcsh", "busybox"}
+_PLAIN_VARIABLE = re.compile(
+    r"^(?:\w*[a-z]\w*|LC_\w+|LANG|LANGUAGE|TZ|NO_COLOR|FORCE_COLOR|CLICOLOR\w*|COLUMNS|LINES|TERM)$"
 )
-_INTERPRETER = re.compile(
-    r"^(?:python[0-9.]*|pypy[0-9.]*|perl[0-9.]*|ruby[0-9.]*|node|nodejs|deno|bun|php[0-9.]*"
-    r"|lua[0-9.]*|luajit|tclsh[0-9.]*|wish|rscript|osascript|pwsh|powershell|jshell|irb|ghci)$",
-    re.IGNORECASE,
-)
-# Per interpreter: short option letters that take code, letters whose option takes the
-# rest of the word (or the next word) as a value, and long options that take code.
-_CODE_FLAGS: dict[str, tuple[str, str, tuple[str, ...]]] = {
-    "python": ("c", "WXmQ", ("--command",)),
-    "pypy": ("c", "WXmQ", ()),
-    "perl": ("eE", "MmIixl0DCd", ()),
-    "ruby": ("e", "IrCEFKTWx", ("--eval",)),
-    "node": ("ep", "r", ("--eval", "--print")),
-    "nodejs": ("ep", "r", ("--eval", "--print")),
-    "bun": ("e", "r", ("--eval", "--print")),
-    "deno": ("", "", ("eval",)),
-    "php": ("rBRE", "cdzf", ()),
-    "lua": ("e", "l", ()),
-    "luajit": ("e", "lj", ()),
-    "rscript": ("e", "", ("--expr",)),
-    "osascript": ("e", "", ()),
-    "pwsh": ("c", "", ("-command", "-Command", "-c", "-EncodedCommand")),
-    "powershell": ("c", "", ("-command", "-Command", "-EncodedCommand")),
-}
-_CODE_BUILTINS = {
-    "eval": "eval runs its arguments as code",
-    "source": "source runs a file as code",
-    ".": ". runs a file as code",
-    "alias": "alias defines code",
-    "trap": "trap defines code",
-    "enable": "enable loads builtins",
-    "fc": "fc runs commands from history",
-    "watch": "watch runs its arguments through sh",
-}
-_CODE_VARIABLE = re.compile(
-    r"^(?:BASH_ENV|ENV|PROMPT_COMMAND|PS4|SHELLOPTS|BASHOPTS|LD_PRELOAD|LD_AUDIT"
-    r"|LD_LIBRARY_PATH|DYLD_\w+|\w*PAGER|EDITOR|VISUAL|SSH_ASKPASS|BROWSER|PERL5OPT"
-    r"|PERL5LIB|PERLLIB|NODE_OPTIONS|PYTHONSTARTUP|PYTHONPATH|PYTHONHOME|RUBYOPT|RUBYLIB"
-    r"|LESSOPEN|LESSCLOSE|GIT_(?:EXTERNAL_DIFF|SSH|SSH_COMMAND|EDITOR|SEQUENCE_EDITOR"
-    r"|ASKPASS|CONFIG\w*|EXEC_PATH|PROXY_COMMAND|TEMPLATE_DIR))$"
-)
-# Variables that change what a read-only program does or which program runs.
-BEHAVIOUR_VARIABLE = re.compile(
-    r"^(?:PATH|IFS|CDPATH|HOME|GLOBIGNORE|TMPDIR|GIT_\w+|PYTHON\w*|PERL\w*|RUBY\w*|NODE_\w+"
-    r"|LESS\w*|MAN\w*|XDG_\w+|SSH_\w+|GREP_\w+|LOCPATH|GCONV_PATH|NLSPATH|TERMINFO\w*)$"
-)
-_SAFE_GIT_CONFIG = (
-    "user.", "color.", "core.quotepath", "core.autocrlf", "core.safecrlf", "advice.",
-    "init.defaultbranch", "commit.gpgsign", "tag.gpgsign", "log.", "column.", "i18n.",
-    "diff.noprefix", "diff.renames", "diff.algorithm", "merge.conflictstyle", "push.default",
-    "pull.rebase", "fetch.prune", "gc.auto", "safe.directory",
-)  # fmt: skip
-_GIT_GLOBAL_VALUES = frozenset(
-    {"-c", "-C", "--git-dir", "--work-tree", "--namespace", "--config-env", "--super-prefix"}
-)
+
+
+def changes_behaviour(name: str) -> bool:
+    """Whether assigning ``name`` may change which program runs or what it does.
+
+    Environment variables that steer programs (PATH, LD_PRELOAD, RIPGREP_CONFIG_PATH,
+    GIT_DIR...) are upper case: only names with a lower-case letter and locale or
+    terminal settings are plain.
+    """
+    return not _PLAIN_VARIABLE.match(name)
+
+
 _SYSTEM_DIRS = ("/bin/", "/usr/bin/", "/usr/local/bin/", "/sbin/", "/usr/sbin/")
 _READ_ONLY_WRAPPERS = frozenset({"time", "nice", "timeout", "command", "builtin", "stdbuf"})
-_TRANSPARENT_WRAPPERS = _READ_ONLY_WRAPPERS | {"nohup", "exec", "setsid", "ionice"}
 _WRAPPERS = frozenset(
     {"sudo", "doas", "env", "command", "builtin", "nohup", "coproc", "setsid", "exec", "nice"}
     | {"ionice", "stdbuf", "time", "timeout", "chroot", "xargs", "find"}
@@ -172,8 +129,11 @@ class Analysis:
         if any(t.value is None for t in targets):
             return True  # a write to a path only known at run time
         values = [t.value for t in targets] + [
-            v for r in self.commands for layer in r.layers for v in layer.args
+            w.value if w.value is not None else w.text
+            for r in self.commands
+            for w in r.command.words
         ]
+        values += [v for r in self.commands for layer in r.layers for v in layer.args if v]
         return any(v is not None and _names_any(v, names) for v in values)
 
 
@@ -187,64 +147,26 @@ def _names_any(value: str, names: tuple[str, ...]) -> bool:
     return False
 
 
-def git_arguments(args: list[str | None]) -> list[str | None]:
-    """git's arguments with the global options before the subcommand removed."""
-    i = 0
-    while i < len(args) and (args[i] is None or str(args[i]).startswith("-")):
-        i += 2 if args[i] in _GIT_GLOBAL_VALUES else 1
-    return args[i:]
-
-
-def _git_config_keys(args: list[str | None]) -> list[str | None]:
-    keys: list[str | None] = []
-    i = 0
-    while i < len(args) and (args[i] is None or str(args[i]).startswith("-")):
-        arg = args[i]
-        if arg == "-c":
-            value = args[i + 1] if i + 1 < len(args) else None
-            keys.append(None if value is None else value.split("=", 1)[0].lower())
-        elif arg is None or arg.startswith("--config-env"):
-            keys.append(None)
-        i += 2 if arg in _GIT_GLOBAL_VALUES else 1
-    return keys
-
-
-def _skip_options(args: list[str | None], values: str, long_values: tuple[str, ...] = ()) -> int:
-    """Index of the first operand: options (and their separate values) skipped."""
-    i = 0
-    while i < len(args):
-        arg = args[i]
-        if arg is None or arg == "-" or not arg.startswith("-"):
-            return i
-        if arg == "--":
-            return i + 1
-        if arg.startswith("--"):
-            i += 2 if arg in long_values else 1
-        else:
-            i += 2 if arg[-1] in values else 1
-    return i
-
-
 def _inner(program: str, args: list[str | None]) -> list[list[str | None]] | None:
     """The argument lists of the programs a wrapper runs (None: not a wrapper)."""
     if program in ("sudo", "doas"):
-        return [args[_skip_options(args, "ugCDhprtTUa", ("--user", "--group", "--chdir")) :]]
+        return [args[skip_options(args, "ugCDhprtTUa", ("--user", "--group", "--chdir")) :]]
     if program == "env":
-        i = _skip_options(args, "uCPS", ("--unset", "--chdir", "--split-string"))
+        i = skip_options(args, "uCPS", ("--unset", "--chdir", "--split-string"))
         while i < len(args) and args[i] is not None and "=" in str(args[i]):
             i += 1
         return [args[i:]]
     if program == "command" and has_option(args, "vV"):
         return []  # command -v only prints where a program is
     if program in ("command", "builtin", "nohup", "coproc", "setsid", "exec"):
-        return [args[_skip_options(args, "a") :]]
+        return [args[skip_options(args, "a") :]]
     if program in ("nice", "ionice", "stdbuf", "time"):
-        return [args[_skip_options(args, "ncpioef", ("--adjustment", "--output", "--format")) :]]
+        return [args[skip_options(args, "ncpioef", ("--adjustment", "--output", "--format")) :]]
     if program in ("timeout", "chroot"):
-        i = _skip_options(args, "sk", ("--signal", "--kill-after", "--userspec", "--groups"))
+        i = skip_options(args, "sk", ("--signal", "--kill-after", "--userspec", "--groups"))
         return [args[i + 1 :]]
     if program == "xargs":
-        i = _skip_options(args, "InPLdEsa", ("--max-args", "--max-procs", "--delimiter"))
+        i = skip_options(args, "InPLdEsa", ("--max-args", "--max-procs", "--delimiter"))
         return [args[i:] or ["echo"]]
     if program == "find":
         bodies: list[list[str | None]] = []
@@ -260,85 +182,10 @@ def _inner(program: str, args: list[str | None]) -> list[list[str | None]] | Non
     return None
 
 
-def _code_reason(program: str, args: list[str | None]) -> str | None:
-    """Why this program runs code that the parse cannot see, or None."""
-    if program in _CODE_BUILTINS:
-        if program == "alias" and not any(a is None or "=" in a for a in args):
-            return None  # listing aliases
-        if program in ("trap", "enable", "fc") and not args:
-            return None
-        return _CODE_BUILTINS[program]
-    if program in SHELLS:
-        i = _skip_options(args, "oO")
-        options = [a for a in args[:i] if a is None or a.startswith(("-", "+"))]
-        if any(a is None or (not a.startswith("--") and "c" in a[1:]) for a in options):
-            return f"{program} -c runs a command string"
-        if program == "busybox" or "--version" in options or "--help" in options:
-            return None
-        if i < len(args) and args[i] is None:
-            return f"the script {program} runs cannot be resolved"
-        if arg_index_is_stdin(args, i) or "-s" in options:
-            return f"{program} reads commands from its input"
-        return None
-    if program == "env" and has_option(args, "S", ("--split-string",)):
-        return "env -S splits a string into a command"
-    if program in ("awk", "gawk", "mawk", "nawk"):
-        text = " ".join(a or "$?" for a in args)
-        if "system" in text or "|" in text or "@load" in text or any(a is None for a in args):
-            return f"the {program} program runs commands"
-    if program == "sed":
-        scripts = sed_scripts(args)
-        if scripts is None or any(not sed_script_ok(s) and "e" in s for s in scripts):
-            return "the sed script may run commands (e)"
-    if program == "git":
-        for key in _git_config_keys(args):
-            if key is None or not key.startswith(_SAFE_GIT_CONFIG):
-                return f"git -c {key or '?'} can make git run commands"
-    if _INTERPRETER.match(program):
-        return _interpreter_code(program, args)
-    return None
-
-
-def _interpreter_code(program: str, args: list[str | None]) -> str | None:
-    if any(a in ("-V", "--version", "-h", "--help", "-v") for a in args[:1]):
-        return None
-    family = re.sub(r"[0-9.]+$", "", program.lower())
-    code, valued, long_code = _CODE_FLAGS.get(family, ("", "", ()))
-    i = 0
-    while i < len(args):
-        arg = args[i]
-        if arg is None:
-            return f"{program} options cannot be resolved"
-        if arg in long_code or any(arg.startswith(f"{c}=") for c in long_code):
-            return f"{program} {arg} runs inline code"
-        if arg == "--" or not arg.startswith("-") or arg == "-":
-            break
-        if not arg.startswith("--"):
-            for j, letter in enumerate(arg[1:]):
-                if letter in code:
-                    return f"{program} -{letter} runs inline code"
-                if letter in valued:
-                    if letter == "m" and family in ("python", "pypy"):
-                        return None  # a module: a file, like a script
-                    i += 1 if j + 2 == len(arg) else 0
-                    break
-        i += 1
-    if arg_index_is_stdin(args, i):
-        return f"{program} reads code from its input"
-    return None
-
-
-def arg_index_is_stdin(args: list[str | None], i: int) -> bool:
-    """Whether the interpreter's script operand is missing or standard input."""
-    while i < len(args) and args[i] == "--":
-        i += 1
-    return i >= len(args) or args[i] in ("-", "/dev/stdin", "/dev/fd/0", "/proc/self/fd/0")
-
-
 def _resolve(cmd: SimpleCommand) -> Resolved:
     out = Resolved(cmd)
     for variable, _ in cmd.assignments:
-        if _CODE_VARIABLE.match(variable):
+        if CODE_VARIABLE.match(variable):
             out.code = f"assigning {variable} makes programs run code"
     pending: list[tuple[list[str | None], int | None, bool]] = [(cmd.argv, None, False)]
     while pending:
@@ -356,10 +203,10 @@ def _resolve(cmd: SimpleCommand) -> Resolved:
         )
         index = len(out.layers)
         out.layers.append(layer)
-        out.code = out.code or _code_reason(layer.program, layer.args)
+        out.code = out.code or code_reason(layer.program, layer.args)
         if layer.program == "env":
             for arg in layer.args:
-                if arg is not None and "=" in arg and _CODE_VARIABLE.match(arg.split("=")[0]):
+                if arg is not None and "=" in arg and CODE_VARIABLE.match(arg.split("=")[0]):
                     out.code = f"assigning {arg.split('=')[0]} makes programs run code"
         for inner in _inner(layer.program, layer.args) or []:
             pending.append((inner, index, stdin_args or layer.program == "xargs"))
@@ -368,9 +215,7 @@ def _resolve(cmd: SimpleCommand) -> Resolved:
 
 def _layer_danger(layer: Layer) -> str | None:
     prog, args = layer.program, layer.args
-    if layer.stdin_args and (
-        prog in _DANGER_PROGRAMS or prog in SHELLS or _INTERPRETER.match(prog)
-    ):
+    if layer.stdin_args and (prog in _DANGER_PROGRAMS or prog in SHELLS or INTERPRETER.match(prog)):
         return f"xargs passes the arguments it reads to {prog}"
     if prog in _DANGER_PROGRAMS and any(a is None for a in args):
         return f"the arguments of {prog} cannot be resolved"
@@ -417,9 +262,9 @@ def _scan_danger(layer: Layer) -> str | None:
         if word is None or word.startswith("-"):
             continue
         prog = posixpath.basename(word)
-        if prog in _DANGER_PROGRAMS or prog in SHELLS or _INTERPRETER.match(prog):
+        if prog in _DANGER_PROGRAMS or prog in SHELLS or INTERPRETER.match(prog):
             inner = Layer(prog, word, args[k + 1 :], layer.program)
-            reason = _layer_danger(inner) or _code_reason(prog, inner.args)
+            reason = _layer_danger(inner) or code_reason(prog, inner.args)
             if reason and not reason.endswith("from its input"):
                 return f"{reason} (run by {layer.program})"
     return None
@@ -458,7 +303,7 @@ def _layer_read_only(layer: Layer, last: bool) -> bool:
 
 
 def _command_read_only(r: Resolved) -> bool:
-    if r.dynamic or r.code or any(BEHAVIOUR_VARIABLE.match(n) for n, _ in r.command.assignments):
+    if r.dynamic or r.code or any(changes_behaviour(n) for n, _ in r.command.assignments):
         return False
     if r.command.kind == "declaration":
         return False

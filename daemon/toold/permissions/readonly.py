@@ -9,7 +9,8 @@ run time (``$X``) fails every check except for programs that have no option that
 writes or runs anything.
 
 Deliberately absent: pytest and ``python -m pytest`` (conftest.py is project code),
-mypy (plugins named in the project's configuration are imported), ``npm test`` and
+mypy (plugins named in the project's configuration are imported), ``ruff check``
+without ``--no-fix`` or ``--diff`` (the configuration may say ``fix = true``), ``npm test`` and
 ``npm run`` (package.json scripts), pagers (``!cmd``), tee, xargs (only as a wrapper
 of a read-only command). ruff and git may write their own caches and index stat data;
 that is not counted as a write.
@@ -149,23 +150,44 @@ def sed_script_ok(script: str) -> bool:
 
 
 def sed_scripts(args: Args) -> list[str] | None:
-    """The scripts a sed command runs (None when one is in a file or unknown)."""
+    """The scripts a sed command runs (None when one is in a file or cannot be known).
+
+    Short options are read as getopt does: in ``-ne p`` the ``e`` takes ``p``, in
+    ``-l 5`` the ``5`` is the line length, not the script.
+    """
     scripts: list[str] = []
     rest: list[str] = []
-    it = iter(args)
-    for arg in it:
+    words = list(args)
+    i = 0
+    while i < len(words):
+        arg = words[i]
         if arg is None:
             return None
-        if arg in ("-e", "--expression"):
-            scripts.append(next(it, None) or "")
-        elif arg.startswith("--expression="):
-            scripts.append(arg.split("=", 1)[1])
-        elif arg.startswith("-e") and len(arg) > 2:
-            scripts.append(arg[2:])
-        elif arg in ("-f", "--file") or arg.startswith(("--file", "-f")):
-            return None  # a script in a file cannot be checked here
-        elif not arg.startswith("-") or arg == "-":
+        if arg == "--":
+            rest += [w for w in words[i + 1 :] if w is not None]
+            break
+        if arg.startswith("--"):
+            name, _, value = arg.partition("=")
+            if "--expression".startswith(name) and len(name) > 2:
+                scripts.append(value or (words[i + 1] or "" if i + 1 < len(words) else ""))
+                i += 0 if value else 1
+            elif "--file".startswith(name) and len(name) > 2:
+                return None
+            elif "--line-length".startswith(name) and len(name) > 2 and not value:
+                i += 1
+        elif arg.startswith("-") and arg != "-":
+            for j, letter in enumerate(arg[1:], start=2):
+                if letter in "efl":
+                    given = arg[j:] or (words[i + 1] if i + 1 < len(words) else None)
+                    i += 0 if arg[j:] else 1
+                    if letter == "f" or given is None:
+                        return None
+                    if letter == "e":
+                        scripts.append(given)
+                    break
+        else:
             rest.append(arg)
+        i += 1
     if not scripts and rest:
         scripts.append(rest[0])
     return scripts
@@ -180,7 +202,7 @@ _AWK_WRITES = ("system", "|", ">", "getline", "close", "fflush", "@", "printf -v
 
 
 def _awk(args: Args) -> bool:
-    if has_option(args, "fiElE", ("--file", "--include", "--load", "--exec", "--source")):
+    if has_option(args, "fiElEW", ("--file", "--include", "--load", "--exec", "--source")):
         return False
     program = next((a for a in operands(args, takes_value="vF") if a is not None), None)
     return program is not None and not any(w in program for w in _AWK_WRITES)
@@ -189,9 +211,13 @@ def _awk(args: Args) -> bool:
 def _ruff(args: Args) -> bool:
     sub = next((a for a in args if a is not None and not a.startswith("-")), None)
     if sub == "check":
-        return not has_option(
-            args, "o", ("--fix", "--unsafe-fixes", "--output-file", "--add-noqa", "--watch")
-        ) and not any(a == "--fix-only" for a in args)
+        # The project's configuration may say ``fix = true``: only --no-fix or --diff
+        # guarantee that nothing is rewritten.
+        return (
+            ("--no-fix" in args or "--diff" in args)
+            and not has_option(args, "o", ("--fix", "--unsafe-fixes", "--output-file"))
+            and not has_option(args, "", ("--add-noqa", "--fix-only", "--watch"))
+        )
     if sub == "format":
         return "--check" in args or "--diff" in args
     return sub in ("rule", "version", "linter", "config") or args in (["--version"], ["-V"])
@@ -200,14 +226,17 @@ def _ruff(args: Args) -> bool:
 _GIT_READERS = frozenset(
     {"log", "status", "diff", "show", "rev-parse", "ls-files", "blame", "shortlog"}
     | {"describe", "rev-list", "cat-file", "ls-tree", "show-ref", "name-rev", "merge-base"}
-    | {"whatchanged", "version", "grep", "ls-remote", "count-objects", "check-ignore"}
+    | {"whatchanged", "version", "grep", "count-objects", "check-ignore"}
 )
 _GIT_GLOBAL_FLAGS = frozenset(
     {"--no-pager", "-P", "--paginate", "-p", "--no-replace-objects", "--literal-pathspecs"}
     | {"--glob-pathspecs", "--noglob-pathspecs", "--icase-pathspecs", "--no-optional-locks"}
     | {"--bare", "--no-lazy-fetch"}
 )
-_GIT_FORBIDDEN = ("--output", "--ext-diff", "--textconv", "--open-files-in-pager", "--exec")
+_GIT_FORBIDDEN = (
+    "--output", "--ext-diff", "--textconv", "--filters", "--open-files-in-pager", "--exec",
+    "--upload-pack", "--receive-pack",
+)  # fmt: skip
 
 
 def _git_listing(sub: str, rest: list[str]) -> bool:
@@ -219,7 +248,8 @@ def _git_listing(sub: str, rest: list[str]) -> bool:
             for a in rest
         )
     if sub == "tag":
-        return not rest or rest[0] in ("-l", "--list")
+        tags = "-l" in rest or "--list" in rest
+        return all(a in ("-l", "--list", "-n") or (tags and not a.startswith("-")) for a in rest)
     if sub == "remote":
         return all(a in ("-v", "--verbose") for a in rest)
     if sub == "stash":
@@ -264,10 +294,10 @@ PROGRAMS: dict[str, Spec] = {
     "awk": Spec(check=_awk),
     "gawk": Spec(check=_awk),
     "mawk": Spec(check=_awk),
-    "rg": Spec(long=("--pre",)),
+    "rg": Spec(long=("--pre", "--hostname-bin")),
     "ruff": Spec(check=_ruff),
     "git": Spec(check=_git),
-    "hostname": Spec(check=_no_operands),
+    "hostname": Spec(short="Fb", long=("--file", "--boot"), check=_no_operands),
     "command": Spec(check=lambda args: bool(args) and args[0] in ("-v", "-V")),
     "env": Spec(
         short="iuCS0", long=("--ignore-environment", "--unset", "--chdir"), check=_no_operands

@@ -25,7 +25,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from toold.permissions.commands import BEHAVIOUR_VARIABLE, Analysis, Resolved, analyse
+from toold.permissions.commands import Analysis, Resolved, analyse, changes_behaviour
 from toold.permissions.shell import Word
 
 SHELL_TOOLS = frozenset({"bash", "background_run"})
@@ -235,7 +235,7 @@ def _to_null(target: Word | None) -> bool:
 def _covering(candidates: list[Rule], resolved: Resolved) -> Rule | None:
     """The rule that covers every program of one simple command, or None."""
     command = resolved.command
-    if any(BEHAVIOUR_VARIABLE.match(name) for name, _ in command.assignments):
+    if any(changes_behaviour(name) for name, _ in command.assignments):
         return None
     if command.kind == "assignment":
         return candidates[0] if candidates else None

@@ -10,7 +10,8 @@ lists, subshells, functions, loops, ``$( )``, backticks, ``<( )`` and heredoc bo
 so nothing hides from the classifier by nesting. A word's static value is computed
 only where bash would give it one without running anything: plain words, quotes,
 escapes. Expansions, substitutions, ``$'..'`` and brace expansion have no static
-value (None); arithmetic evaluation and ``${..}`` operators (which can run code
+value (None), nor has an unquoted glob (it expands to file names, and a file named
+``-o`` becomes an option); arithmetic evaluation and ``${..}`` operators (which can run code
 through array subscripts or ``@P``) are recorded as problems.
 """
 
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
 _PLAIN_EXPANSION = re.compile(r"^\$\{#?(?:[A-Za-z_][A-Za-z0-9_]*|[0-9]+|[@*#?$!-])\}$")
 _ESCAPE_IN_DOUBLE = re.compile(r"\\([$`\"\\\n])")
 _ESCAPE = re.compile(r"\\(.)", re.DOTALL)
+_UNQUOTED_GLOB = re.compile(r"(?<!\\)[*?\[]")
 _ARITHMETIC_TESTS = frozenset({"-eq", "-ne", "-lt", "-le", "-gt", "-ge", "-v"})
 _ARITHMETIC = frozenset({"arithmetic_expansion", "c_style_for_statement", "subscript"})
 
@@ -116,6 +118,8 @@ def word_value(node: Node) -> str | None:
     """The static value of a word-like node, or None when bash computes it."""
     kind, text = node.type, _text(node)
     if kind == "word":
+        if _UNQUOTED_GLOB.search(text):
+            return None  # expands to file names, which may even look like options
         return _ESCAPE.sub(_unescape, text)
     if kind in ("number", "variable_name", "file_descriptor", "heredoc_start", "test_operator"):
         return text
@@ -222,6 +226,13 @@ def _walk(node: Node, script: Script) -> None:
         script.commands.append(
             SimpleCommand(_text(node), assignments=[_assignment(node)], kind="assignment")
         )
+    elif kind in ("for_statement", "select_statement"):
+        variable = node.child_by_field_name("variable")
+        if variable is not None:
+            assigned = (_text(variable), Word("", None))
+            script.commands.append(
+                SimpleCommand(_text(node), assignments=[assigned], kind="assignment")
+            )
     elif kind == "test_command":
         words = [Word("[[", "[[")] + [_word(c) for c in _leaves(node)]
         if any(w.value in _ARITHMETIC_TESTS for w in words):

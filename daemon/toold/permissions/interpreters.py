@@ -1,0 +1,184 @@
+"""Programs that run code the parse cannot see: shells, interpreters, code-taking builtins.
+
+``code_reason`` says why one program with its arguments runs code that is not in the
+command line as parsed: ``sh -c``, a shell or interpreter reading its program from
+standard input (``| sh``, here-strings, ``python -``), inline code options
+(``python -c``, ``perl -e``, ``node -e``, ``php -r``...), ``eval``/``source``/``.``,
+``alias``/``trap`` bodies, awk programs calling ``system``, sed's ``e`` command, and git
+configuration given with ``-c`` that names a command (``core.pager``, ``alias.*``...).
+"""
+
+from __future__ import annotations
+
+import re
+
+from toold.permissions.readonly import has_option, sed_script_ok, sed_scripts
+
+SHELLS = frozenset(
+    {"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "fish", "csh", "tcsh", "busybox"}
+)
+INTERPRETER = re.compile(
+    r"^(?:python[0-9.]*|pypy[0-9.]*|perl[0-9.]*|ruby[0-9.]*|node|nodejs|deno|bun|php[0-9.]*"
+    r"|lua[0-9.]*|luajit|tclsh[0-9.]*|wish|rscript|osascript|pwsh|powershell|jshell|irb|ghci)$",
+    re.IGNORECASE,
+)
+# Per interpreter: short option letters that take code, letters whose option takes the
+# rest of the word (or the next word) as a value, and long options that take code.
+_CODE_FLAGS: dict[str, tuple[str, str, tuple[str, ...]]] = {
+    "python": ("c", "WXmQ", ("--command",)),
+    "pypy": ("c", "WXmQ", ()),
+    "perl": ("eE", "MmIixl0DCd", ()),
+    "ruby": ("e", "IrCEFKTWx", ("--eval",)),
+    "node": ("ep", "r", ("--eval", "--print")),
+    "nodejs": ("ep", "r", ("--eval", "--print")),
+    "bun": ("e", "r", ("--eval", "--print")),
+    "deno": ("", "", ("eval",)),
+    "php": ("rBRE", "cdzf", ()),
+    "lua": ("e", "l", ()),
+    "luajit": ("e", "lj", ()),
+    "rscript": ("e", "", ("--expr",)),
+    "osascript": ("e", "", ()),
+    "pwsh": ("c", "", ("-command", "-Command", "-c", "-EncodedCommand")),
+    "powershell": ("c", "", ("-command", "-Command", "-EncodedCommand")),
+}
+_CODE_BUILTINS = {
+    "eval": "eval runs its arguments as code",
+    "source": "source runs a file as code",
+    ".": ". runs a file as code",
+    "alias": "alias defines code",
+    "trap": "trap defines code",
+    "enable": "enable loads builtins",
+    "fc": "fc runs commands from history",
+    "watch": "watch runs its arguments through sh",
+}
+CODE_VARIABLE = re.compile(
+    r"^(?:BASH_ENV|ENV|PROMPT_COMMAND|PS4|SHELLOPTS|BASHOPTS|LD_PRELOAD|LD_AUDIT"
+    r"|LD_LIBRARY_PATH|DYLD_\w+|\w*PAGER|EDITOR|VISUAL|SSH_ASKPASS|BROWSER|PERL5OPT"
+    r"|PERL5LIB|PERLLIB|NODE_OPTIONS|PYTHONSTARTUP|PYTHONPATH|PYTHONHOME|RUBYOPT|RUBYLIB"
+    r"|LESSOPEN|LESSCLOSE|GIT_(?:EXTERNAL_DIFF|SSH|SSH_COMMAND|EDITOR|SEQUENCE_EDITOR"
+    r"|ASKPASS|CONFIG\w*|EXEC_PATH|PROXY_COMMAND|TEMPLATE_DIR))$"
+)
+# Variables that change what a read-only program does or which program runs.
+
+_SAFE_GIT_CONFIG = (
+    "user.", "color.", "core.quotepath", "core.autocrlf", "core.safecrlf", "advice.",
+    "init.defaultbranch", "commit.gpgsign", "tag.gpgsign", "log.", "column.", "i18n.",
+    "diff.noprefix", "diff.renames", "diff.algorithm", "merge.conflictstyle", "push.default",
+    "pull.rebase", "fetch.prune", "gc.auto", "safe.directory",
+)  # fmt: skip
+GIT_GLOBAL_VALUES = frozenset(
+    {"-c", "-C", "--git-dir", "--work-tree", "--namespace", "--config-env", "--super-prefix"}
+)
+
+
+def git_arguments(args: list[str | None]) -> list[str | None]:
+    """git's arguments with the global options before the subcommand removed."""
+    i = 0
+    while i < len(args) and (args[i] is None or str(args[i]).startswith("-")):
+        i += 2 if args[i] in GIT_GLOBAL_VALUES else 1
+    return args[i:]
+
+
+def _git_config_keys(args: list[str | None]) -> list[str | None]:
+    keys: list[str | None] = []
+    i = 0
+    while i < len(args) and (args[i] is None or str(args[i]).startswith("-")):
+        arg = args[i]
+        if arg == "-c":
+            value = args[i + 1] if i + 1 < len(args) else None
+            keys.append(None if value is None else value.split("=", 1)[0].lower())
+        elif arg is None or arg.startswith("--config-env"):
+            keys.append(None)
+        i += 2 if arg in GIT_GLOBAL_VALUES else 1
+    return keys
+
+
+def skip_options(args: list[str | None], values: str, long_values: tuple[str, ...] = ()) -> int:
+    """Index of the first operand: options (and their separate values) skipped."""
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg is None or arg == "-" or not arg.startswith("-"):
+            return i
+        if arg == "--":
+            return i + 1
+        if arg.startswith("--"):
+            i += 2 if arg in long_values else 1
+        else:
+            i += 2 if arg[-1] in values else 1
+    return i
+
+
+def code_reason(program: str, args: list[str | None]) -> str | None:
+    """Why this program runs code that the parse cannot see, or None."""
+    if program in _CODE_BUILTINS:
+        if program == "alias" and not any(a is None or "=" in a for a in args):
+            return None  # listing aliases
+        if program in ("trap", "enable", "fc") and not args:
+            return None
+        return _CODE_BUILTINS[program]
+    if program in SHELLS:
+        i = skip_options(args, "oO")
+        options = [a for a in args[:i] if a is None or a.startswith(("-", "+"))]
+        if any(a is None or (not a.startswith("--") and "c" in a[1:]) for a in options):
+            return f"{program} -c runs a command string"
+        if program == "busybox" or "--version" in options or "--help" in options:
+            return None
+        if i < len(args) and args[i] is None:
+            return f"the script {program} runs cannot be resolved"
+        if arg_index_is_stdin(args, i) or "-s" in options:
+            return f"{program} reads commands from its input"
+        return None
+    if program == "env" and has_option(args, "S", ("--split-string",)):
+        return "env -S splits a string into a command"
+    if program in ("awk", "gawk", "mawk", "nawk"):
+        text = " ".join(a or "$?" for a in args)
+        if "system" in text or "|" in text or "@load" in text or any(a is None for a in args):
+            return f"the {program} program runs commands"
+    if program == "sed":
+        scripts = sed_scripts(args)
+        if scripts is None or any(not sed_script_ok(s) and "e" in s for s in scripts):
+            return "the sed script may run commands (e)"
+    if program == "git":
+        for key in _git_config_keys(args):
+            if key is None or not key.startswith(_SAFE_GIT_CONFIG):
+                return f"git -c {key or '?'} can make git run commands"
+    if INTERPRETER.match(program):
+        return _interpreter_code(program, args)
+    return None
+
+
+def _interpreter_code(program: str, args: list[str | None]) -> str | None:
+    if any(a in ("-V", "--version", "-h", "--help", "-v") for a in args[:1]):
+        return None
+    family = re.sub(r"[0-9.]+$", "", program.lower())
+    code, valued, long_code = _CODE_FLAGS.get(family, ("", "", ()))
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg is None:
+            return f"{program} options cannot be resolved"
+        if arg in long_code or any(arg.startswith(f"{c}=") for c in long_code):
+            return f"{program} {arg} runs inline code"
+        if arg == "--" or not arg.startswith("-") or arg == "-":
+            break
+        if not arg.startswith("--"):
+            for j, letter in enumerate(arg[1:]):
+                if letter in code:
+                    return f"{program} -{letter} runs inline code"
+                if letter in valued:
+                    if letter == "m" and family in ("python", "pypy"):
+                        return None  # a module: a file, like a script
+                    i += 1 if j + 2 == len(arg) else 0
+                    break
+        i += 1
+    if arg_index_is_stdin(args, i):
+        return f"{program} reads code from its input"
+    return None
+
+
+def arg_index_is_stdin(args: list[str | None], i: int) -> bool:
+    """Whether the interpreter's script operand is missing or standard input."""
+    while i < len(args) and args[i] == "--":
+        i += 1
+    return i >= len(args) or args[i] in ("-", "/dev/stdin", "/dev/fd/0", "/proc/self/fd/0")
