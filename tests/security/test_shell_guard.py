@@ -145,6 +145,18 @@ AUTO_MODE_DELETES = [
     "shred -u a",
     "dd if=/dev/zero of=a bs=1 count=1",
     "rm -rf d 'unterminated",
+    "flock f -c 'rm -rf d'",
+    "flock f rm -rf d",
+    "script -qc 'rm -rf d' /dev/null",
+    "taskset -c 0 rm -rf d",
+    "setsid rm -rf d",
+    "stdbuf -oL rm -rf d",
+    "ionice -c 3 rm -rf d",
+    "chroot / rm -rf $PWD/d",
+    "xargs -I{} rm -rf {} <<< d",
+    "git submodule foreach 'rm -rf ../d'",
+    "git rebase --exec 'rm -rf d' HEAD",
+    "unshare rm -rf d",
 ]
 
 

@@ -118,6 +118,12 @@ def test_recursive_rm_through_long_option_prefixes_and_clusters(command: str) ->
         ("busybox rm -rf d", "recursive rm (run by busybox)"),
         ("strace -f sh -c 'rm -rf d'", "sh -c runs a command string (run by strace)"),
         ("env -S 'rm -rf d'", "env -S splits a string into a command"),
+        ("ssh host 'rm -rf d'", "recursive rm (run by ssh)"),
+        ("tar -xf x --to-command='rm -rf d'", "recursive rm (run by tar)"),
+        ("git submodule foreach 'rm -rf d'", "recursive rm (run by git)"),
+        ("git rebase --exec 'rm -rf d' HEAD~1", "recursive rm (run by git)"),
+        ("su -c 'rm -rf d'", "recursive rm (run by su)"),
+        ("parallel rm -rf ::: d", "recursive rm (run by parallel)"),
         ("alias ls='rm -rf d'", "alias defines code"),
         ("trap 'rm -rf d' EXIT", "trap defines code"),
         ("ls 'unterminated", "the command does not parse completely"),
@@ -205,6 +211,9 @@ def test_dangerous_commands(command: str, reason: str) -> None:
         'echo "rm -rf build"',
         "echo 'a; rm -rf build'",
         'git commit -m "drop the old cache"',
+        'git commit -m "rm -rf build"',
+        'make CFLAGS="-O2 -g"',
+        'gh pr create --title "don\'t" --body "a b"',
     ],
 )
 def test_commands_that_stay_allowed(command: str) -> None:

@@ -174,13 +174,17 @@ PUSH_DENY = parse_rules(["bash(prefix:git push*)"])
         "sh -c 'git push'",
         "eval git push",
         "find . -exec git push ';'",
+        "ssh host 'git push'",
+        "flock f -c 'git push'",
     ],
 )
 def test_a_deny_rule_matches_what_runs(command: str) -> None:
     assert deny_rule(PUSH_DENY, "bash", {"command": command}) == PUSH_DENY[0]
 
 
-@pytest.mark.parametrize("command", ["git status", "git log --grep push", "echo git push"])
+@pytest.mark.parametrize(
+    "command", ["git status", "git log --grep push", "echo git push", "git commit -m 'git push'"]
+)
 def test_a_deny_rule_leaves_other_commands_alone(command: str) -> None:
     assert deny_rule(PUSH_DENY, "bash", {"command": command}) is None
 

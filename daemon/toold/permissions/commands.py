@@ -253,21 +253,46 @@ def _git_danger(args: list[str]) -> str | None:
     return None
 
 
+_GIT_RUNNERS = frozenset(
+    {"submodule", "rebase", "bisect", "filter-branch", "difftool", "mergetool"}
+)
+
+
 def _scan_danger(layer: Layer) -> str | None:
-    """An unknown program may be a wrapper: look at every suffix that starts a program."""
-    if layer.program in PROGRAMS or layer.program in _WRAPPERS:
-        return None  # known, or a wrapper whose programs are layers of their own
+    """An unknown program may be a wrapper or take a command as an argument.
+
+    Look at every suffix of its arguments that starts a program (``busybox rm -rf d``)
+    and at every argument holding a command line (``ssh host 'rm -rf d'``,
+    ``tar --to-command='sh -c x'``); git subcommands that run commands count too.
+    """
     args = layer.args
+    is_git_runner = layer.program == "git" and any(a in _GIT_RUNNERS for a in args)
+    if (layer.program in PROGRAMS and not is_git_runner) or layer.program in _WRAPPERS:
+        return None  # known, or a wrapper whose programs are layers of their own
     for k, word in enumerate(args):
-        if word is None or word.startswith("-"):
+        if word is None:
             continue
-        prog = posixpath.basename(word)
-        if prog in _DANGER_PROGRAMS or prog in SHELLS or INTERPRETER.match(prog):
-            inner = Layer(prog, word, args[k + 1 :], layer.program)
-            reason = _layer_danger(inner) or code_reason(prog, inner.args)
-            if reason and not reason.endswith("from its input"):
-                return f"{reason} (run by {layer.program})"
+        reason = _argument_danger(word)
+        if not word.startswith("-"):
+            prog = posixpath.basename(word)
+            if prog in _DANGER_PROGRAMS or prog in SHELLS or INTERPRETER.match(prog):
+                inner = Layer(prog, word, args[k + 1 :], layer.program)
+                found = _layer_danger(inner) or code_reason(prog, inner.args)
+                reason = reason or (None if (found or "").endswith("from its input") else found)
+        if reason:
+            return f"{reason} (run by {layer.program})"
     return None
+
+
+def _argument_danger(word: str) -> str | None:
+    """The danger of a command line held in one argument (``--opt=CMD`` or ``CMD``)."""
+    text = word.split("=", 1)[1] if word.startswith("-") and "=" in word else word
+    if not any(c.isspace() for c in text.strip()):
+        return None
+    reason = analyse(text).danger
+    if reason is None or "cannot be resolved" in reason or "does not parse" in reason:
+        return None  # text that is not a command line, or nothing it would run for sure
+    return reason
 
 
 def _danger(script: Script, resolved: list[Resolved]) -> str | None:

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from toold.permissions.commands import Analysis, Resolved, analyse, changes_behaviour
+from toold.permissions.readonly import PROGRAMS
 from toold.permissions.shell import Word
 
 SHELL_TOOLS = frozenset({"bash", "background_run"})
@@ -180,12 +181,20 @@ def _folder_denies(rule: Rule, folder: str) -> bool:
     return folder == "." or below.startswith(folder.rstrip("/") + "/")
 
 
-def _shell_values(analysis: Analysis) -> list[str]:
+def _shell_values(analysis: Analysis, depth: int = 0) -> list[str]:
+    """Each command as rules see it, and the commands held in arguments of unknown programs."""
     text = analysis.text.strip()
     values = [text, " ".join(text.split())]
     for r in analysis.commands:
         values.append(" ".join(r.command.text.split()))
         values += [layer.normalised() for layer in r.layers]
+        for layer in r.layers:
+            if layer.program in PROGRAMS or depth > 2:
+                continue  # a known program's arguments are data (grep "git push" ...)
+            for arg in layer.args:
+                held = (arg or "").split("=", 1)[-1] if (arg or "").startswith("-") else arg
+                if held and any(c.isspace() for c in held.strip()):
+                    values += _shell_values(analyse(held), depth + 1)  # ssh host 'git push'
     return values
 
 
