@@ -107,7 +107,7 @@ function M.ask(prompt)
   end, { buffer = session.buf, nowait = true, silent = true, desc = "toold: cancel the agent" })
   render(session)
   local params = { prompt = prompt, workDoneToken = session.token }
-  toold().request_async("agent/run", params, function(err, result)
+  local ok, problem = pcall(toold().request_async, "agent/run", params, function(err, result)
     if session.done then
       return
     end
@@ -131,7 +131,20 @@ function M.ask(prompt)
     table.insert(answer, 2, "")
     finish(session, "_done_", answer)
   end)
+  if not ok then
+    -- The daemon could not start: nothing is running.
+    finish(session, "_failed_", { tostring(problem) })
+    error(problem, 0)
+  end
   return session
+end
+
+--- The daemon exited: a running ask will never be answered.
+function M.daemon_gone()
+  local session = M.current
+  if session ~= nil and not session.done then
+    finish(session, "_failed: the daemon exited_")
+  end
 end
 
 --- Cancel the running ask (window/workDoneProgress/cancel for its token).

@@ -237,6 +237,9 @@ function M.start()
       if not initialized then
         init_error = string.format("the daemon exited during startup (code %s, signal %s)", code, signal)
       end
+      vim.schedule(function()
+        require("toold.agent").daemon_gone()
+      end)
       initialized = false
       client_id = nil
     end,
@@ -274,6 +277,7 @@ function M.stop(timeout_ms)
     end, 20)
   end
   initialized = false
+  require("toold.agent").daemon_gone()
 end
 
 --- Send one request and wait for it: returns the result, raises with the error message.
