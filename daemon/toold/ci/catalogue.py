@@ -1,10 +1,11 @@
 """The daemon's tool catalogue as the command line sees it: names, "did you mean", and
-every step's arguments checked against its tool's JSON Schema before a script runs.
+every step's arguments checked before a script runs.
 
-A string that is exactly one reference (``"${steps.a.content}"``) may stand for any
-type: its value is only known when the step runs (the tool then coerces or refuses
-it). A string with a reference inside other text is a string whatever it holds, so
-only its type is checked.
+Arguments are checked by the tool's own argument model when it has one (the code the
+daemon runs, which also takes Jianmu's names such as ``path`` for ``file_path``), else
+against the JSON Schema ``tools/list`` gives. A value holding a reference
+(``"${steps.a.content}"``) is left for the step's run: it is known only after
+substitution, and the tool may coerce it (``"5"`` for an integer).
 """
 
 from __future__ import annotations
@@ -14,8 +15,10 @@ from typing import Any
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError as SchemaError
+from pydantic import BaseModel, ValidationError
 
-from toold.ci.script import _REFERENCE, Script, references, walk
+from toold.ci.script import Script, references, walk
+from toold.tools.provider import BuiltinToolProvider
 
 
 class Catalogue:
@@ -44,27 +47,22 @@ class Catalogue:
         return f"unknown tool {name!r}; {self.suggestion(name)}see `toold tools`"
 
     def argument_problems(self, name: str, arguments: dict[str, Any], where: str) -> list[str]:
-        """Each way ``arguments`` fail the tool's schema, located under ``where``."""
+        """Each way ``arguments`` fail the tool's own argument model (what the daemon
+        runs; it also knows Jianmu's alternative names), else its JSON Schema; located
+        under ``where``. A value holding a reference is left for the step's run."""
         entry = self.get(name)
         if entry is None:
             return []
+        tool_class = BuiltinToolProvider.get_tool_class(entry["name"])
+        model = getattr(tool_class, "Arguments", None)
+        if model is not None:
+            return _model_problems(model, arguments, where)
         schema = entry.get("parameters") or {"type": "object"}
-        problems = [
-            f"{where}{_location(err.absolute_path)}: {_message(err)}"
+        return sorted(
+            f"{where}{_location(err.absolute_path)}: {_schema_message(err)}"
             for err in Draft202012Validator(schema).iter_errors(arguments)
-            if not _deferred(err, arguments)
-        ]
-        known = schema.get("properties")
-        if isinstance(known, dict) and schema.get("additionalProperties") is not True:
-            for key in arguments:
-                if key not in known:
-                    expected = ", ".join(sorted(known)) or "no arguments"
-                    close = difflib.get_close_matches(key, sorted(known), n=1)
-                    hint = f"did you mean {close[0]!r}? " if close else ""
-                    problems.append(
-                        f"{where}.{key}: unexpected argument; {hint}{name} takes: {expected}"
-                    )
-        return sorted(set(problems))
+            if not _holds_reference(arguments, list(err.absolute_path))
+        )
 
 
 def check_steps(script: Script, catalogue: Catalogue) -> list[str]:
@@ -82,20 +80,41 @@ def _location(path: Any) -> str:
     return "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in path)
 
 
-def _message(err: SchemaError) -> str:
+def _model_problems(model: type[BaseModel], arguments: dict[str, Any], where: str) -> list[str]:
+    try:
+        model.model_validate(arguments)
+    except ValidationError as exc:
+        problems = []
+        for err in exc.errors(include_url=False):
+            loc = list(err["loc"])
+            if _holds_reference(arguments, loc):
+                continue
+            message = err["msg"]
+            if err["type"] == "extra_forbidden":
+                close = difflib.get_close_matches(str(loc[-1]), list(model.model_fields), n=1)
+                hint = f"did you mean {close[0]!r}? " if close else ""
+                expected = ", ".join(model.model_fields)
+                message = f"unexpected argument; {hint}expected one of: {expected}"
+            elif err["type"] != "missing" and "input" in err:
+                message = f"{message} (got {err['input']!r:.80})"
+            problems.append(f"{where}{_location(loc)}: {message}")
+        return problems
+    return []
+
+
+def _schema_message(err: SchemaError) -> str:
     if err.validator == "required":
         return f"{err.message}; add it"
-    if err.validator == "additionalProperties":
-        return f"{err.message}; remove it"
     return err.message
 
 
-def _deferred(err: SchemaError, arguments: dict[str, Any]) -> bool:
-    """Whether the failing value holds a reference, so only the step's run can judge it."""
-    value: Any = arguments
-    for part in err.absolute_path:
-        value = value[part]
-    if not isinstance(value, str) or not any(True for _ in references(value)):
-        return False
-    # A whole-string reference may become any type; inside other text it stays a string.
-    return _REFERENCE.fullmatch(value) is not None or err.validator != "type"
+def _holds_reference(arguments: Any, path: list[Any]) -> bool:
+    """Whether the value at ``path`` is a string with a reference: only the step's run,
+    after substitution (and the tool's own coercion, "5" for an integer), can judge it."""
+    value = arguments
+    for part in path:
+        try:
+            value = value[part]
+        except (KeyError, IndexError, TypeError):
+            return False
+    return isinstance(value, str) and any(True for _ in references(value))
