@@ -24,11 +24,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, Page, expect, sync_playwright
+from playwright.sync_api import Page, expect, sync_playwright
 
 from tests.agents.conftest import API_KEY, ModelServer, tool_results
 from tests.clients import code_server
-from tests.clients.toolchain import CLIENTS, ROOT, _apt_install, run
+from tests.clients.toolchain import CLIENTS, ROOT, apt_install, run
 from tests.clients.vscode_ui import CHROMIUM_FLAGS, WAIT_MS, Screens, Workbench
 from tests.e2e.wire import wait_until
 from tests.environment import in_ci, unavailable
@@ -45,7 +45,7 @@ def _set_up() -> code_server.CodeServer:
     """code-server and Chromium, installing what is missing when this machine allows."""
     missing = code_server.missing_apt_packages()
     if missing and not in_ci():
-        why = _apt_install(missing)
+        why = apt_install(missing)
         if why is not None:
             unavailable(f"real VS Code needs {' '.join(missing)} ({why})")
     elif missing:
@@ -67,11 +67,9 @@ def _build_vsix(tmp: Path) -> Path:
     if not installed.exists() or installed.stat().st_mtime < lock.stat().st_mtime:
         run([npm, "ci", "--no-audit", "--no-fund"], cwd=VSCODE, timeout=600)
     manifest = json.loads((VSCODE / "package.json").read_text(encoding="utf-8"))
-    built = VSCODE / f"{manifest['name']}-{manifest['version']}.vsix"
-    built.unlink(missing_ok=True)
-    run([npx, "--no", "@vscode/vsce", "package"], cwd=VSCODE, timeout=300)
-    vsix = tmp / built.name
-    shutil.move(built, vsix)
+    vsix = tmp / f"{manifest['name']}-{manifest['version']}.vsix"
+    # --out: the checkout's own .vsix (test_vscode.py builds it too) stays untouched.
+    run([npx, "--no", "@vscode/vsce", "package", "--out", os.fspath(vsix)], cwd=VSCODE, timeout=300)
     return vsix
 
 
@@ -196,7 +194,6 @@ def session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Session]:
     out = subprocess.run(install, env=env, capture_output=True, text=True, timeout=120)
     assert "successfully installed" in out.stdout, out.stdout + out.stderr
     process = CodeServerProcess(server, home, env)
-    browser: Browser | None = None
     try:
         url = process.wait_listening()
         with sync_playwright() as playwright:
@@ -223,6 +220,8 @@ def screens(session: Session, request: pytest.FixtureRequest) -> Iterator[Screen
     shots = Screens(session.page, folder)
     yield shots
     shots.shot("end")
+    # Shown only when the test fails: what code-server itself said lately.
+    request.node.add_report_section("teardown", "code-server", "".join(session.log[-40:]))
 
 
 def _trust(session: Session, screens: Screens | None = None) -> None:
@@ -455,6 +454,12 @@ def test_ask_agent_without_an_api_key_names_the_fix(session: Session, screens: S
         '[permissions]\nmode = "default"\n\n[agent]\napi_key_env = "TOOLD_TEST_NO_SUCH_KEY"\n',
         encoding="utf-8",
     )
+    # The running daemon notices the edit and asks; a restart applies it anyway.
+    question = ui.notification("toold.toml changed")
+    expect(question).to_contain_text("TOOLD_TEST_NO_SUCH_KEY")
+    screens.shot("toml-changed")
+    ui.notification_button(question, "Keep current").click()
+    expect(question).to_have_count(0)
     ui.command("toold: Restart Daemon")
     expect(ui.status_item(STATUS)).to_have_attribute("aria-label", re.compile(r"toold: running"))
     _ask(session, "hello")

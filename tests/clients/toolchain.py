@@ -39,7 +39,7 @@ def run(argv: list[str], cwd: Path, timeout: float, env: dict[str, str] | None =
     return done.stdout
 
 
-def _apt_install(packages: list[str]) -> str | None:
+def apt_install(packages: list[str]) -> str | None:
     """apt-get install PACKAGES when we are root; returns why it did not work, or None."""
     if shutil.which("apt-get") is None:
         return "apt-get is not available"
@@ -92,7 +92,7 @@ def require_tool(
     if why is not None and in_ci():
         pytest.fail(f"{why}: CI must {hint}", pytrace=False)
     if why is not None and shutil.which(name) is None:
-        failed = _apt_install(apt_packages)
+        failed = apt_install(apt_packages)
         why = problem() if failed is None else f"{why}; {failed}"
     if why is None:
         return shutil.which(name) or name
