@@ -170,7 +170,12 @@ def _reset_remote(workspace: Path, remote: Path) -> None:
 
 
 def _start(
-    root: Path, mode: str, allow: tuple[str, ...], deny: tuple[str, ...], answer: str
+    root: Path,
+    mode: str,
+    allow: tuple[str, ...],
+    deny: tuple[str, ...],
+    answer: str,
+    extra_env: tuple[tuple[str, str], ...],
 ) -> GuardedDaemon:
     workspace, remote = root / "ws", root / "remote.git"
     workspace.mkdir(parents=True)
@@ -185,7 +190,7 @@ def _start(
     ):
         subprocess.run(argv, cwd=workspace, check=True, env=env, capture_output=True)
     _reset_remote(workspace, remote)
-    client = DenyingClient(workspace, env=env, answer=answer)
+    client = DenyingClient(workspace, env={**env, **dict(extra_env)}, answer=answer)
     client.initialize(
         rootUri=workspace.as_uri(),
         capabilities={"window": {"showMessage": {"messageActionItem": {}}}},
@@ -202,17 +207,19 @@ DaemonFactory = Callable[..., GuardedDaemon]
 def daemon_for(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DaemonFactory]:
     """Start (once per configuration) a guarded daemon: ``daemon_for("auto", deny=(...))``.
 
-    ``answer`` is the user's answer to every prompt ("Deny" unless a test needs another).
+    ``answer`` is the user's answer to every prompt ("Deny" unless a test needs another);
+    ``extra_env`` adds variables to the daemon's environment (an API server, say).
     """
-    started: dict[tuple[str, tuple[str, ...], tuple[str, ...], str], GuardedDaemon] = {}
+    started: dict[tuple[Any, ...], GuardedDaemon] = {}
 
     def get(
         mode: str = "default",
         allow: tuple[str, ...] = (),
         deny: tuple[str, ...] = (),
         answer: str = "Deny",
+        extra_env: tuple[tuple[str, str], ...] = (),
     ) -> GuardedDaemon:
-        key = (mode, tuple(allow), tuple(deny), answer)
+        key = (mode, tuple(allow), tuple(deny), answer, tuple(extra_env))
         if key not in started:
             started[key] = _start(tmp_path_factory.mktemp(f"guard-{mode}"), *key)
         return started[key]
