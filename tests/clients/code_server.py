@@ -128,7 +128,13 @@ def ensure_node() -> Path:
     def install(scratch: Path) -> None:
         argv = [_npm(), "install", "--prefix", os.fspath(scratch), "--no-audit", "--no-fund"]
         _run([*argv, NODE_PACKAGE], scratch, dict(os.environ), f"npm install {NODE_PACKAGE}")
-        found = _node_version(scratch / "node_modules" / "node" / "bin" / "node")
+        package = scratch / "node_modules" / "node"
+        if not _node_version(package / "bin" / "node").startswith(NODE_MAJOR):
+            # npm skipped the package's install script (allowScripts): run it, as npm would.
+            node = shutil.which("node") or "node"
+            script = [node, "installArchSpecificPackage"]
+            _run(script, package, dict(os.environ), f"{NODE_PACKAGE}'s install script")
+        found = _node_version(package / "bin" / "node")
         if not found.startswith(NODE_MAJOR):
             raise SetupError(f"{NODE_PACKAGE} installed no Node 24 binary (found {found!r})")
 
