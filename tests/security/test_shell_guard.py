@@ -157,6 +157,12 @@ AUTO_MODE_DELETES = [
     "git submodule foreach 'rm -rf ../d'",
     "git rebase --exec 'rm -rf d' HEAD",
     "unshare rm -rf d",
+    "hash -p /bin/rm ls; ls -rf d",
+    "mkdir -p x && cp /bin/rm x/ls && PATH=$PWD/x:$PATH ls -rf d",
+    "mkdir -p x && cp /bin/rm x/ls && export PATH=$PWD/x:$PATH && ls -rf d",
+    "for PATH in /nonexistent; do true; done; cp /bin/rm ls; PATH=. ls -rf d",
+    "alias ls='rm -rf d'\nls",
+    'ls() { command rm "$@"; }; ls -rf d',
 ]
 
 

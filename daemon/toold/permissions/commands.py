@@ -156,7 +156,8 @@ def _inner(program: str, args: list[str | None]) -> list[list[str | None]] | Non
         while i < len(args) and args[i] is not None and "=" in str(args[i]):
             i += 1
         return [args[i:]]
-    if program == "command" and has_option(args, "vV"):
+    options = [a for a in args[: skip_options(args, "")] if a is not None]
+    if program == "command" and any(set(a[1:]) & set("vV") for a in options):
         return []  # command -v only prints where a program is
     if program in ("command", "builtin", "nohup", "coproc", "setsid", "exec"):
         return [args[skip_options(args, "a") :]]
@@ -186,7 +187,7 @@ def _resolve(cmd: SimpleCommand) -> Resolved:
     out = Resolved(cmd)
     for variable, _ in cmd.assignments:
         if CODE_VARIABLE.match(variable):
-            out.code = f"assigning {variable} makes programs run code"
+            out.code = f"assigning {variable} changes what programs run"
     pending: list[tuple[list[str | None], int | None, bool]] = [(cmd.argv, None, False)]
     while pending:
         argv, parent, stdin_args = pending.pop(0)
@@ -207,7 +208,7 @@ def _resolve(cmd: SimpleCommand) -> Resolved:
         if layer.program == "env":
             for arg in layer.args:
                 if arg is not None and "=" in arg and CODE_VARIABLE.match(arg.split("=")[0]):
-                    out.code = f"assigning {arg.split('=')[0]} makes programs run code"
+                    out.code = f"assigning {arg.split('=')[0]} changes what programs run"
         for inner in _inner(layer.program, layer.args) or []:
             pending.append((inner, index, stdin_args or layer.program == "xargs"))
     return out

@@ -52,7 +52,7 @@ _CODE_BUILTINS = {
     "watch": "watch runs its arguments through sh",
 }
 CODE_VARIABLE = re.compile(
-    r"^(?:BASH_ENV|ENV|PROMPT_COMMAND|PS4|SHELLOPTS|BASHOPTS|LD_PRELOAD|LD_AUDIT"
+    r"^(?:PATH|BASH_ENV|ENV|PROMPT_COMMAND|PS4|SHELLOPTS|BASHOPTS|LD_PRELOAD|LD_AUDIT"
     r"|LD_LIBRARY_PATH|DYLD_\w+|\w*PAGER|EDITOR|VISUAL|SSH_ASKPASS|BROWSER|PERL5OPT"
     r"|PERL5LIB|PERLLIB|NODE_OPTIONS|PYTHONSTARTUP|PYTHONPATH|PYTHONHOME|RUBYOPT|RUBYLIB"
     r"|LESSOPEN|LESSCLOSE|GIT_(?:EXTERNAL_DIFF|SSH|SSH_COMMAND|EDITOR|SEQUENCE_EDITOR"
@@ -109,8 +109,21 @@ def skip_options(args: list[str | None], values: str, long_values: tuple[str, ..
     return i
 
 
+_ASSIGNING_BUILTINS = frozenset(
+    {"read", "mapfile", "readarray", "getopts", "printf", "declare", "typeset", "local"}
+    | {"export", "readonly", "let", "wait", "unset"}
+)
+
+
 def code_reason(program: str, args: list[str | None]) -> str | None:
     """Why this program runs code that the parse cannot see, or None."""
+    if program == "hash" and any(a is None or a.startswith("-p") for a in args):
+        return "hash -p renames a program"
+    if program in _ASSIGNING_BUILTINS and (program != "printf" or "-v" in args):
+        for arg in args:
+            name = (arg or "").split("=", 1)[0].split("[", 1)[0]
+            if arg is None or CODE_VARIABLE.match(name) or "[" in arg:
+                return f"{program} may assign {name or 'a variable'} (which program runs, or code)"
     if program in _CODE_BUILTINS:
         if program == "alias" and not any(a is None or "=" in a for a in args):
             return None  # listing aliases

@@ -288,7 +288,7 @@ PROGRAMS: dict[str, Spec] = {
     "xxd": Spec(short="r", long=("--revert",), check=_xxd),
     "sort": Spec(short="o", long=("--output", "--compress-program"), check=None),
     "file": Spec(short="C", long=("--compile",)),
-    "tree": Spec(short="o"),
+    "tree": Spec(short="oR", long=("--output",)),
     "find": Spec(check=_find),
     "sed": Spec(short="i", long=("--in-place",), check=_sed),
     "awk": Spec(check=_awk),
