@@ -1,0 +1,105 @@
+"""permissions/shell.py: the tree-sitter-bash parse the guard classifies."""
+
+from __future__ import annotations
+
+import pytest
+
+from toold.permissions.shell import parse
+
+
+def test_the_parse_finds_every_simple_command() -> None:
+    script = parse("cd src && sudo rm -f x | tee log; echo $(git status) <(ls) `pwd`")
+    assert [c.argv for c in script.commands] == [
+        ["cd", "src"],
+        ["sudo", "rm", "-f", "x"],
+        ["tee", "log"],
+        ["echo", None, None, None],
+        ["git", "status"],
+        ["ls"],
+        ["pwd"],
+    ]
+    assert script.complete and not script.problems
+
+
+@pytest.mark.parametrize(
+    ("word", "value"),
+    [
+        ("plain", "plain"),
+        ("'single quoted'", "single quoted"),
+        ('"double \\"q\\""', 'double "q"'),
+        ("\\r\\m", "rm"),
+        ("r''m", "rm"),
+        ('r""m', "rm"),
+        ("-{r,f}", None),
+        ("{1..3}", None),
+        ("$X", None),
+        ('"$X"', None),
+        ("$'\\x72m'", None),
+        ("{}", "{}"),
+    ],
+)
+def test_static_word_values(word: str, value: str | None) -> None:
+    assert parse(f"prog {word}").commands[0].argv[1] == value
+
+
+@pytest.mark.parametrize(
+    "text", ["ls 'unterminated", "ls &&", "if true; then ls", "echo $(", "ls | & rm a", "(ls"]
+)
+def test_an_incomplete_parse_is_a_fact(text: str) -> None:
+    assert not parse(text).complete
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("echo $((1+2))", "arithmetic evaluation"),
+        ("((x=1))", "arithmetic evaluation"),
+        ("for ((i=0; i<3; i++)); do ls; done", "arithmetic evaluation"),
+        ("echo ${a[$i]}", "arithmetic evaluation"),
+        ("[[ $x -eq 1 ]]", "arithmetic evaluation"),
+        ("echo ${X@P}", "parameter expansion"),
+        ("echo ${X:-$(ls)}", "parameter expansion"),
+        ("echo $'\\x41'", "ANSI-C quoting"),
+    ],
+)
+def test_constructs_that_can_run_code_are_problems(text: str, problem: str) -> None:
+    assert any(p.startswith(problem) for p in parse(text).problems)
+
+
+@pytest.mark.parametrize("text", ['echo $X ${X} ${#X} $1 $? "$@"', "[[ -f x && $a == b ]]"])
+def test_plain_expansions_are_not_problems(text: str) -> None:
+    assert parse(text).problems == []
+
+
+def test_redirections_and_their_targets() -> None:
+    script = parse("cat <in 2>/dev/null >out >>log 2>&1; cat <<< s && { ls; } > grouped")
+    found = [
+        (r.op, r.fd, r.target.value if r.target else r.body, r.writes) for r in script.redirects
+    ]
+    assert found == [
+        ("<", None, "in", False),
+        (">", "2", "/dev/null", True),
+        (">", None, "out", True),
+        (">>", None, "log", True),
+        (">&", "2", "1", False),
+        ("<<<", None, "s", False),
+        (">", None, "grouped", True),
+    ]
+
+
+def test_a_grammar_gap_reads_as_incomplete_not_as_a_guess() -> None:
+    # tree-sitter-bash misreads a here-string after another redirection: ERROR, so the
+    # guard fails closed rather than trusting a wrong tree.
+    assert not parse("cat 2>&1 <<< s").complete
+
+
+def test_assignments_declarations_and_loop_variables_are_commands() -> None:
+    script = parse("A=1 B=$x ls; C=2; export D=3; for e in 1; do :; done")
+    kinds = [(c.kind, [n for n, _ in c.assignments], c.argv) for c in script.commands]
+    assert kinds == [
+        ("command", ["A", "B"], ["ls"]),
+        ("assignment", ["C"], []),
+        ("declaration", ["D"], ["export"]),
+        ("assignment", ["e"], []),
+        ("command", [], [":"]),
+    ]
