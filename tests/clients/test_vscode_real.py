@@ -437,6 +437,34 @@ def test_ask_agent_streams_tool_calls_and_previews_the_answer(
 
 
 @pytest.mark.timeout(300)
+def test_a_teammates_message_reaches_the_user(session: Session, screens: Screens) -> None:
+    """team_register, team_spawn and team_send through Run Tool; alice's model has her
+    write to main on her own, which reaches the window as team/message."""
+    ui, model = session.ui, session.model
+    _reset(session)
+    model.tool_use(("team_send", {"to_agent": "main", "content": "hello from alice"}))
+    model.text("said hi")
+    ui.command("toold: Run Tool…")
+    ui.pick("toold: Run Tool", "team_register")
+    ui.answer(re.compile(r"^team_register — required 1/2: name"), "alice")
+    ui.answer(re.compile(r"^team_register — required 2/2: role"), "dev")
+    ui.check(re.compile(r"^team_register — optional arguments"))
+    expect(ui.active_editor_text()).to_contain_text("alice")
+    ui.command("toold: Run Tool…")
+    ui.pick("toold: Run Tool", "team_spawn")
+    ui.answer(re.compile(r"^team_spawn — required 1/1: name"), "alice")
+    ui.quick_input_closed()
+    ui.command("toold: Run Tool…")
+    ui.pick("toold: Run Tool", "team_send")
+    ui.answer(re.compile(r"^team_send — required 1/2: to_agent"), "alice")
+    ui.answer(re.compile(r"^team_send — required 2/2: content"), "say hi to main")
+    expect(ui.notification("toold: Message from alice: hello from alice")).to_be_visible()
+    screens.shot("team-message")
+    expect(ui.active_editor_text()).to_contain_text("Reply from alice: said hi")
+    screens.shot("team-send-result")
+
+
+@pytest.mark.timeout(300)
 def test_ask_agent_cancel_stops_the_agent(session: Session, screens: Screens) -> None:
     ui, model = session.ui, session.model
     _reset(session)
