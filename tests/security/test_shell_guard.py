@@ -76,6 +76,10 @@ READ_ONLY_THAT_WRITE = [
     "env rm a",
     "command rm a",
     "nice rm a",
+    "echo `echo \\`rm a\\``",
+    'echo `echo "\\`rm a\\`"`',
+    "cat <<EOF\n`rm a`\nEOF\n",
+    "cat <<EOF\n\\\\$(rm a)\nEOF\n",
 ]
 
 AUTO_MODE_DELETES = [

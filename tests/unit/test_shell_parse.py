@@ -60,6 +60,9 @@ def test_an_incomplete_parse_is_a_fact(text: str) -> None:
         ("echo ${X@P}", "parameter expansion"),
         ("echo ${X:-$(ls)}", "parameter expansion"),
         ("echo $'\\x41'", "ANSI-C quoting"),
+        ("echo `echo \\`rm a\\``", "backslashes inside backticks"),
+        ('echo `echo "\\`rm a\\`"`', "backslashes inside backticks"),
+        ("cat <<EOF\n`rm a`\nEOF\n", "backticks in a here-document"),
     ],
 )
 def test_constructs_that_can_run_code_are_problems(text: str, problem: str) -> None:

@@ -240,14 +240,27 @@ def _walk(node: Node, script: Script) -> None:
         script.commands.append(SimpleCommand(_text(node), words=words, kind="test"))
     elif kind in ("file_redirect", "herestring_redirect", "heredoc_redirect"):
         script.redirects.append(_redirect(node))
+        if kind == "heredoc_redirect" and _expanding_heredoc_with_backticks(node):
+            # bash runs `...` in an unquoted here-document; the grammar reads it as text.
+            script.problems.append("backticks in a here-document")
     elif kind in _ARITHMETIC or (kind == "compound_statement" and _text(node).startswith("((")):
         script.problems.append(f"arithmetic evaluation {_text(node)[:40]!r}")
     elif kind == "expansion" and not _PLAIN_EXPANSION.match(_text(node)):
         script.problems.append(f"parameter expansion {_text(node)[:40]!r}")
+    elif kind == "command_substitution" and _text(node).startswith("`") and "\\" in _text(node):
+        # Inside backticks bash unescapes \` \$ \\ and parses again: `echo \`rm a\``
+        # runs rm. The grammar reads one level only, so this is not known statically.
+        script.problems.append(f"backslashes inside backticks {_text(node)[:40]!r}")
     elif kind == "ansi_c_string":
         script.problems.append(f"ANSI-C quoting {_text(node)[:40]!r}")
     for child in node.children:
         _walk(child, script)
+
+
+def _expanding_heredoc_with_backticks(node: Node) -> bool:
+    start = next((_text(c) for c in node.children if c.type == "heredoc_start"), "")
+    body = next((_text(c) for c in node.children if c.type == "heredoc_body"), "")
+    return not any(q in start for q in "'\"\\") and "`" in body
 
 
 def _leaves(node: Node) -> list[Node]:
