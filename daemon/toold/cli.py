@@ -33,7 +33,8 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--log-file", type=Path, help="also log to this file")
     serve.add_argument("--log-level", default="warning", help="debug, info, warning, error")
     serve.add_argument("--max-message-bytes", type=int, help="largest accepted frame")
-    # The LSP launch convention (vscode-languageclient appends both with TransportKind.stdio).
+    # The LSP launch convention: vscode-languageclient appends --stdio (TransportKind.stdio),
+    # and --clientProcessId=N for Node module servers.
     serve.add_argument(
         "--stdio", action="store_true", help="talk over stdin/stdout (the only transport)"
     )

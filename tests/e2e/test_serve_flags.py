@@ -18,7 +18,7 @@ def _editor() -> subprocess.Popen[bytes]:
 
 @pytest.mark.parametrize("form", ["equals", "separate"])
 def test_stdio_and_client_process_id_are_accepted_and_watched(workspace: Path, form: str) -> None:
-    """vscode-languageclient appends ``--stdio --clientProcessId=N``; the daemon serves,
+    """LSP clients append ``--stdio`` and ``--clientProcessId=N``; the daemon serves,
     then exits when process N dies, even though initialize named no processId."""
     editor = _editor()
     flag = (
