@@ -73,6 +73,9 @@ class LimitsConfig(_Section):
     """Matches grep returns at most."""
     max_finished_jobs: int = Field(100, ge=1)
     """Finished background jobs kept (records and logs in .toold/jobs); the oldest go first."""
+    shutdown_grace: float = Field(30.0, ge=0)
+    """Seconds ``shutdown`` (or the end of stdin) waits for requests received before it;
+    what is still running then is cancelled, logged, and the exit status becomes 1."""
 
 
 class FilesConfig(_Section):

@@ -48,6 +48,8 @@ class TooldProtocol(LanguageServerProtocol):
         super().__init__(server, converter)
         self.initialized = False
         self._initialize_seen = False
+        self._inflight: dict[Any, str] = {}
+        """The client's requests admitted and not answered yet: id → method."""
 
     # -- incoming ----------------------------------------------------------------
     def dispatch(self, data: dict[str, Any]) -> None:
@@ -85,7 +87,18 @@ class TooldProtocol(LanguageServerProtocol):
         if not self.initialized:
             self._reject(msg_id, errors.SERVER_NOT_INITIALIZED, "Server not initialized")
             return False
+        self._inflight[msg_id] = method
         return True
+
+    def pending_requests(self, *, with_shutdown: bool = False) -> dict[Any, tuple[str, Any]]:
+        """The client's requests still running: id → (method, future)."""
+        return {
+            msg_id: (method, future)
+            for msg_id, method in self._inflight.items()
+            if (with_shutdown or method != types.SHUTDOWN)
+            and (future := self._request_futures.get(msg_id)) is not None
+            and not future.done()
+        }
 
     def _dispatch_notification(self, method: str, data: dict[str, Any]) -> None:
         if not self.initialized and method != types.EXIT:
@@ -168,6 +181,7 @@ class TooldProtocol(LanguageServerProtocol):
 
     def _send_response(self, msg_id: Any, result: Any = None, error: Any = None) -> None:
         """Answer a request; internal errors keep their traceback in the log, not the wire."""
+        self._inflight.pop(msg_id, None)
         if error is None:
             self.send_json({"jsonrpc": "2.0", "id": msg_id, "result": result})
             return
@@ -177,6 +191,7 @@ class TooldProtocol(LanguageServerProtocol):
         self.send_json({"jsonrpc": "2.0", "id": msg_id, "error": error})
 
     def _reject(self, msg_id: Any, code: int, text: str) -> None:
+        self._inflight.pop(msg_id, None)
         self.send_json({"jsonrpc": "2.0", "id": msg_id, "error": {"code": code, "message": text}})
 
     @lsp_method(types.INITIALIZE)
@@ -193,6 +208,20 @@ class TooldProtocol(LanguageServerProtocol):
         }
         self.initialized = True
         return result
+
+    @lsp_method(types.SHUTDOWN)
+    def lsp_shutdown(self, *args: Any) -> Any:
+        """Answered once every request received before it is answered; requests after it
+        are refused (-32600) at once. ``limits.shutdown_grace`` bounds the wait."""
+        self._shutdown = True
+        yield self._server.finish_requests, (), None
+        return None
+
+    @lsp_method(types.EXIT)
+    def lsp_exit(self, *args: Any) -> Any:
+        """Stop serving; a ``shutdown`` still being answered is answered first (a script
+        piped from a file sends ``exit`` right behind it)."""
+        yield self._server.exit_after_shutdown, (), None
 
 
 class WorkDone:
@@ -240,6 +269,9 @@ class TooldServer(LanguageServer):
         self._background: set[asyncio.Task[Any]] = set()
         self.stopped = asyncio.Event()
         self.exit_code = 0
+        self._finishing: asyncio.Future[None] | None = None
+        self.abandoned: list[str] = []
+        """Requests the shutdown grace ran out on (cancelled): ``id (method)``."""
         self._watch_handle: Any = None
         self.client_process_id: int | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -453,9 +485,71 @@ class TooldServer(LanguageServer):
                 self.state.guard.audit.close()
 
     def request_stop(self, exit_code: int = 0) -> None:
-        """Ask the serve loop to finish."""
-        self.exit_code = exit_code
-        self.stopped.set()
+        """Ask the serve loop to finish (the first reason given sets the exit code)."""
+        if not self.stopped.is_set():
+            self.exit_code = exit_code
+            self.stopped.set()
+
+    @property
+    def shutdown_grace(self) -> float:
+        """``limits.shutdown_grace``: how long in-flight requests may take at the end."""
+        if hasattr(self, "state"):
+            return float(self.state.config.limits.shutdown_grace)
+        from toold.config import LimitsConfig
+
+        return float(LimitsConfig().shutdown_grace)
+
+    async def finish_requests(self) -> None:
+        """Let the client's requests in flight finish within the shutdown grace, then
+        cancel (answered -32800) and log what is left. Shared by shutdown, exit and EOF."""
+        if self._finishing is None:
+            self._finishing = asyncio.ensure_future(self._finish_requests())
+        await asyncio.shield(self._finishing)
+
+    async def _finish_requests(self) -> None:
+        pending = self.protocol.pending_requests()
+        if not pending:
+            return
+        if self._binding is not None:  # toold.toml (the grace) is read by the binding
+            await asyncio.wait([self._binding])
+        grace = self.shutdown_grace
+        log.info("finishing %d request(s) in flight (at most %gs)", len(pending), grace)
+        waits = {
+            _awaitable(future): (msg_id, method) for msg_id, (method, future) in pending.items()
+        }
+        _, left = await asyncio.wait(waits, timeout=grace)
+        if not left:
+            return
+        names = [f"{waits[w][0]!r} ({waits[w][1]})" for w in left]
+        self.abandoned += names
+        log.error(
+            "shutdown grace of %gs (limits.shutdown_grace) ran out; cancelling %d request(s): %s",
+            grace,
+            len(names),
+            ", ".join(names),
+        )
+        for _, future in pending.values():
+            if not future.done():
+                future.cancel()
+        await asyncio.wait(left, timeout=5)
+
+    async def settle(self) -> None:
+        """Finish in-flight requests (see finish_requests), then let an answer to
+        ``shutdown`` go out before the serve loop stops."""
+        await self.finish_requests()
+        rest = [
+            _awaitable(f) for _, f in self.protocol.pending_requests(with_shutdown=True).values()
+        ]
+        if rest:
+            await asyncio.wait(rest, timeout=5)
+
+    async def exit_after_shutdown(self) -> None:
+        """``exit``: status 0 after ``shutdown`` (once it is answered), 1 without it."""
+        if not self.protocol._shutdown:
+            self.request_stop(1)
+            return
+        await self.settle()
+        self.request_stop(0)
 
     async def cancel_inflight(self) -> None:
         """Cancel running requests so their process groups die before we exit."""
@@ -504,6 +598,11 @@ class TooldServer(LanguageServer):
             log.info("%s", error)
         else:
             log.error("%s", error)
+
+
+def _awaitable(future: Any) -> asyncio.Future[Any]:
+    """pygls keeps concurrent futures for generator handlers: wait on those from the loop."""
+    return future if isinstance(future, asyncio.Future) else asyncio.wrap_future(future)
 
 
 def _workspace_from(params: types.InitializeParams, options: InitializationOptions) -> Path | None:
@@ -558,10 +657,6 @@ def create_server(
     @server.feature(types.WINDOW_WORK_DONE_PROGRESS_CANCEL)
     def on_progress_cancel(params: types.WorkDoneProgressCancelParams) -> None:
         server.cancel_work(params.token)
-
-    @server.feature(types.EXIT)
-    def on_exit(*_: Any) -> None:
-        server.request_stop(0 if server.protocol._shutdown else 1)
 
     register_methods(server, HANDLERS)
     return server

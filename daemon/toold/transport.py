@@ -277,7 +277,8 @@ def _invalid_message(data: Any) -> str | None:
 
 
 async def serve_stdio(server: TooldServer, stdin: BinaryIO, stdout: BinaryIO) -> int:
-    """Serve until exit, end of input or the client process dying; returns the exit code."""
+    """Serve until exit, end of input or the client process dying; returns the exit code:
+    0 after shutdown and exit, 1 otherwise or when the shutdown grace cancelled requests."""
     reader = await _stdin_reader(stdin)
     writer = await _stdout_writer(stdout)
     server.protocol.set_writer(writer)
@@ -293,7 +294,8 @@ async def serve_stdio(server: TooldServer, stdin: BinaryIO, stdout: BinaryIO) ->
     await server.cancel_inflight()
     await server.close()
     await writer.drain()
-    return server.exit_code
+    # Requests the shutdown grace cancelled: the script did not get all it asked for.
+    return 1 if server.abandoned else server.exit_code
 
 
 async def _read_loop(server: TooldServer, reader: asyncio.StreamReader, writer: PipeWriter) -> None:
@@ -304,7 +306,7 @@ async def _read_loop(server: TooldServer, reader: asyncio.StreamReader, writer: 
         headers = await headers_in.read()
         if headers is None:
             log.info("client closed stdin")
-            server.request_stop(0 if server.protocol._shutdown else 1)
+            await _end_of_input(server)
             return
         length = _content_length(headers)
         if isinstance(length, str):
@@ -326,13 +328,21 @@ async def _read_loop(server: TooldServer, reader: asyncio.StreamReader, writer: 
             body = await reader.readexactly(length)
         except asyncio.IncompleteReadError:
             log.info("client closed stdin in the middle of a message")
-            server.request_stop(1)
+            await _end_of_input(server)
             return
         try:
             dispatch_body(server, body)
         except SystemExit as exc:
             server.request_stop(exc.code if isinstance(exc.code, int) else 0)
             return
+
+
+async def _end_of_input(server: TooldServer) -> None:
+    """Stdin ended (a script file or pipe that is done): requests in flight finish
+    (limits.shutdown_grace) before the daemon stops. A dead client process stops it at
+    once instead (watch_client), cancelling them."""
+    await server.settle()
+    server.request_stop(0 if server.protocol._shutdown else 1)
 
 
 def _content_length(headers: dict[str, str]) -> int | str:
