@@ -437,9 +437,27 @@ def test_ask_agent_streams_tool_calls_and_previews_the_answer(
 
 
 @pytest.mark.timeout(300)
+def test_ask_agent_cancel_stops_the_agent(session: Session, screens: Screens) -> None:
+    ui, model = session.ui, session.model
+    _reset(session)
+    before = len(model.requests)
+    gate = model.hold()  # the model never answers while the test looks
+    _ask(session, "Take your time")
+    toast = ui.notification("toold agent")
+    expect(toast).to_contain_text("thinking")
+    model.wait_requests(before + 1)
+    screens.shot("agent-thinking")
+    ui.notification_button(toast, "Cancel").click()
+    expect(ui.notification("toold: the agent was cancelled.")).to_be_visible()
+    screens.shot("agent-cancelled")
+    gate.set()
+
+
+@pytest.mark.timeout(300)
 def test_a_teammates_message_reaches_the_user(session: Session, screens: Screens) -> None:
     """team_register, team_spawn and team_send through Run Tool; alice's model has her
-    write to main on her own, which reaches the window as team/message."""
+    write to main on her own, which reaches the window as team/message. Near the end:
+    alice lives on with this window and may ask the shared model queue for more."""
     ui, model = session.ui, session.model
     _reset(session)
     model.tool_use(("team_send", {"to_agent": "main", "content": "hello from alice"}))
@@ -462,23 +480,6 @@ def test_a_teammates_message_reaches_the_user(session: Session, screens: Screens
     screens.shot("team-message")
     expect(ui.active_editor_text()).to_contain_text("Reply from alice: said hi")
     screens.shot("team-send-result")
-
-
-@pytest.mark.timeout(300)
-def test_ask_agent_cancel_stops_the_agent(session: Session, screens: Screens) -> None:
-    ui, model = session.ui, session.model
-    _reset(session)
-    before = len(model.requests)
-    gate = model.hold()  # the model never answers while the test looks
-    _ask(session, "Take your time")
-    toast = ui.notification("toold agent")
-    expect(toast).to_contain_text("thinking")
-    model.wait_requests(before + 1)
-    screens.shot("agent-thinking")
-    ui.notification_button(toast, "Cancel").click()
-    expect(ui.notification("toold: the agent was cancelled.")).to_be_visible()
-    screens.shot("agent-cancelled")
-    gate.set()
 
 
 @pytest.mark.timeout(300)
