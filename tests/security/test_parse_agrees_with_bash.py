@@ -1,0 +1,147 @@
+"""The parse agrees with bash: whatever the guard lets run unasked, bash runs no program the
+classifier did not see.
+
+Each command runs under the real bash with PATH holding only logging shims (no program
+does anything but write its name to a log). For every command the guard would let run
+without asking — read-only in default mode, or not dangerous in auto mode — the programs
+bash started must all be programs the analysis found. A grammar gap that hides a command
+from tree-sitter (escaped backticks, here-document bodies...) fails here.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from toold.permissions.commands import analyse
+
+SHIMS = ["rm", "mv", "cp", "touch", "ls", "cat", "head", "wc", "grep", "sort", "git", "sh"]
+CORPUS = [
+    "ls; rm a",
+    "ls && rm a",
+    "ls | rm a",
+    "ls\nrm a",
+    "echo $(rm a)",
+    "echo `rm a`",
+    'echo "$(rm a)"',
+    'echo "`rm a`"',
+    "echo `echo \\`rm a\\``",
+    'echo `echo "\\`rm a\\`"`',
+    "echo \\`rm a\\`",
+    'echo "\\`rm a\\`"',
+    "cat <<EOF\n`rm a`\nEOF\n",
+    "cat <<EOF\n$(rm a)\nEOF\n",
+    "cat <<'EOF'\n$(rm a)\n`rm a`\nEOF\n",
+    "cat <<\\EOF\n$(rm a)\nEOF\n",
+    "cat <<EOF\n\\$(rm a)\nEOF\n",
+    "cat <<EOF\n\\\\$(rm a)\nEOF\n",
+    "cat <<EOF && rm a\nx\nEOF\n",
+    "cat <<-EOF\n\tx\n\tEOF\nrm a",
+    "cat < <(rm a)",
+    "cat <(rm a)",
+    "ls >(rm a)",
+    "cat <<< $(rm a)",
+    "cat <<< `rm a`",
+    "echo ${x:-$(rm a)}",
+    "echo $((1 + $(rm a)))",
+    "x=$(rm a)",
+    "x=`rm a`; ls",
+    "f() { rm a; }; f",
+    "ls # ; rm a",
+    "ls;#x\nrm a",
+    "ls \\\nrm a",
+    "ls \\; rm a",
+    'echo "a\\"; rm a"',
+    "echo 'a'\\''; rm a'",
+    "echo $'\\''; rm a",
+    "ls $(:)\nrm a",
+    "case a in a) rm a;; esac",
+    "if ls; then rm a; fi",
+    "while false; do ls; done; rm a",
+    "for i in 1; do rm a; done",
+    "(rm a)",
+    "{ rm a; }",
+    "! rm a",
+    "ls & rm a",
+    "ls |& rm a",
+    "echo $(case x in x) rm a;; esac)",
+    "echo $( (rm a) )",
+    "echo $(echo x # )\nrm a)",
+    "ls ${x}rm a",
+    "r''m a",
+    "\\rm a",
+    '"rm" a',
+    "g\\\nit status; rm a",
+    "ls; g\\\nit status",
+    "echo x # y \\\nrm a",
+    "ls\rrm a",
+    "{rm,a}",
+    "ls; {rm,a}",
+    "rm${IFS}a",
+    "[r]m a",
+    "/bin/r? a",
+    "ls >\\\na; rm a",
+    "coproc rm a",
+    "echo $[1+$(rm a)]",
+    "time rm a",
+    "command rm a",
+    "exec rm a",
+    "echo a | xargs rm",
+    "find . -maxdepth 0 -exec rm a ';'",
+    "echo rm a | sh",
+    "sh -c 'rm a'",
+    "eval rm a",
+    "a=rm; $a a",
+    "cat a | head -1 | wc -l",
+    "git log | head",
+    "grep -rn x . | sort",
+    "ls -la 2>/dev/null",
+]
+
+
+@pytest.fixture(scope="module")
+def bash_with_shims(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    root = tmp_path_factory.mktemp("shims")
+    bin_dir = root / "bin"
+    bin_dir.mkdir()
+    for name in SHIMS:
+        shim = bin_dir / name
+        shim.write_text('#!/bin/bash\necho "${0##*/}" >> "$SHIM_LOG"\n', encoding="utf-8")
+        shim.chmod(0o755)
+    return root, bin_dir
+
+
+def _ran(root: Path, bin_dir: Path, command: str) -> set[str]:
+    log = root / "log"
+    log.write_text("", encoding="utf-8")
+    env = {"PATH": os.fspath(bin_dir), "SHIM_LOG": os.fspath(log)}
+    subprocess.run(
+        ["/bin/bash", "-c", command],
+        env=env,
+        cwd=root,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        timeout=10,
+        check=False,
+    )
+    return set(log.read_text(encoding="utf-8").split())
+
+
+@pytest.mark.parametrize("command", CORPUS)
+def test_what_runs_unasked_is_what_the_parse_saw(
+    bash_with_shims: tuple[Path, Path], command: str
+) -> None:
+    analysis = analyse(command)
+    runs_unasked = analysis.read_only or analysis.danger is None
+    ran = _ran(*bash_with_shims, command)
+    seen = {layer.program for r in analysis.commands for layer in r.layers}
+    if runs_unasked:
+        assert ran <= seen, (ran, seen)
+
+
+def test_the_shims_log_what_bash_runs(bash_with_shims: tuple[Path, Path]) -> None:
+    assert _ran(*bash_with_shims, "echo `echo \\`rm a\\``") == {"rm"}
+    assert _ran(*bash_with_shims, "ls | head") == {"ls", "head"}
