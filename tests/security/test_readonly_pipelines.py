@@ -7,6 +7,7 @@ and over the wire (default mode, a user who answers Deny: an ask fails the comma
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 from tests.security.conftest import DaemonFactory
@@ -18,6 +19,18 @@ COMMANDS = [
     if line.strip() and not line.startswith("#")
 ]
 TARGET = 0.05
+# What read-only programs may touch: git's index stat cache, toold's own audit log.
+TOLERATED = (".git/index", ".toold/")
+
+
+def _tree(root: Path) -> dict[str, str]:
+    """Digest of every file below ``root`` that a read-only command must leave alone."""
+    files = {}
+    for path in sorted(root.rglob("*")):
+        rel = path.relative_to(root).as_posix()
+        if path.is_file() and not rel.startswith(TOLERATED):
+            files[rel] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return files
 
 
 def test_the_list_holds_100_commands() -> None:
@@ -34,6 +47,7 @@ def test_the_classifier_asks_about_at_most_5_percent() -> None:
 
 def test_over_the_wire_at_most_5_percent_are_asked(daemon_for: DaemonFactory) -> None:
     daemon = daemon_for("default")
+    files = _tree(daemon.workspace)
     asked: list[str] = []
     for command in COMMANDS:
         before = len(daemon.client.asked)
@@ -44,3 +58,4 @@ def test_over_the_wire_at_most_5_percent_are_asked(daemon_for: DaemonFactory) ->
     print(f"\nfalse asks (over the wire): {len(asked)}/{len(COMMANDS)} = {rate:.0%}: {asked}")
     assert rate <= TARGET, asked
     assert daemon.damage() == []
+    assert _tree(daemon.workspace) == files  # what ran unasked wrote nothing
