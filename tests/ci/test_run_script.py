@@ -374,18 +374,21 @@ def test_a_bad_script_is_refused_naming_each_field(workspace: Path) -> None:
     assert done.returncode == 2
     assert done.stdout == ""
     problems = done.stderr.splitlines()[1:]
+    keys = (
+        "id, tool, arguments, method, params, wait_for, match, timeout, expect, "
+        "continue_on_error, fallback"
+    )
     assert problems == [
-        "  steps[0].argument: unknown key; did you mean 'arguments'? expected one of: id, "
-        "tool, arguments, expect, continue_on_error, fallback",
+        f"  steps[0].argument: unknown key; did you mean 'arguments'? expected one of: {keys}",
+        '  steps[1]: a step needs one of tool, method or wait_for: e.g. "tool": "read_file" '
+        '(see `toold tools`), "method": "tasks/list" or "wait_for": "jobs/finished"',
         "  steps[1].id: 'a b' is not a valid id; use letters, digits, _ and -",
-        '  steps[1].tool: required; add it, the tool to call, e.g. "tool": "read_file" '
-        "(see `toold tools`)",
         "  steps[1].arguments: must be an object (a table in TOML) (got [])",
         "  steps[1].expect.is_eror: unknown key; did you mean 'isError'? expected one of: "
         "isError, contains, equals",
-        "  steps[2].fallback[0].tool: String should have at least 1 character (got '')",
         "  steps[2].continue-on-error: unknown key; did you mean 'continue_on_error'? expected "
-        "one of: id, tool, arguments, expect, continue_on_error, fallback",
+        f"one of: {keys}",
+        "  steps[2].fallback[0].tool: String should have at least 1 character (got '')",
     ]
 
 
@@ -407,7 +410,7 @@ def test_unknown_references_and_tools_are_refused_before_running(workspace: Path
         "  steps[1].arguments.pattern: unknown reference ${steps.nope.content}: "
         "no step has the id 'nope'",
         "  steps[2].expect.contains: malformed reference ${steps.later.size}; "
-        "write ${steps.<id>.content}",
+        "write ${steps.<id>.content} or ${steps.<id>.result}",
         "  steps[2].id: 'later' is already the id of steps[1]; ids must be unique",
     ]
     tools = toold_run(

@@ -15,9 +15,9 @@ from typing import Any
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError as SchemaError
-from pydantic import BaseModel, ValidationError
 
-from toold.ci.script import Script, references, walk
+from toold.ci.methods import holds_reference, location_suffix, model_problems
+from toold.ci.script import Script, walk
 from toold.tools.provider import BuiltinToolProvider
 
 
@@ -56,12 +56,12 @@ class Catalogue:
         tool_class = BuiltinToolProvider.get_tool_class(entry["name"])
         model = getattr(tool_class, "Arguments", None)
         if model is not None:
-            return _model_problems(model, arguments, where)
+            return model_problems(model, arguments, where, "unexpected argument")
         schema = entry.get("parameters") or {"type": "object"}
         return sorted(
-            f"{where}{_location(err.absolute_path)}: {_schema_message(err)}"
+            f"{where}{location_suffix(err.absolute_path)}: {_schema_message(err)}"
             for err in Draft202012Validator(schema).iter_errors(arguments)
-            if not _holds_reference(arguments, list(err.absolute_path))
+            if not holds_reference(arguments, list(err.absolute_path))
         )
 
 
@@ -69,6 +69,8 @@ def check_steps(script: Script, catalogue: Catalogue) -> list[str]:
     """Unknown tools and arguments that fail their tool's schema, for every step."""
     problems: list[str] = []
     for path, step in walk(script.steps):
+        if step.tool is None:
+            continue  # a method or wait step: see toold.ci.methods
         if catalogue.get(step.tool) is None:
             problems.append(f"{path}.tool: {catalogue.unknown(step.tool)}")
         else:
@@ -76,45 +78,7 @@ def check_steps(script: Script, catalogue: Catalogue) -> list[str]:
     return problems
 
 
-def _location(path: Any) -> str:
-    return "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in path)
-
-
-def _model_problems(model: type[BaseModel], arguments: dict[str, Any], where: str) -> list[str]:
-    try:
-        model.model_validate(arguments)
-    except ValidationError as exc:
-        problems = []
-        for err in exc.errors(include_url=False):
-            loc = list(err["loc"])
-            if _holds_reference(arguments, loc):
-                continue
-            message = err["msg"]
-            if err["type"] == "extra_forbidden":
-                close = difflib.get_close_matches(str(loc[-1]), list(model.model_fields), n=1)
-                hint = f"did you mean {close[0]!r}? " if close else ""
-                expected = ", ".join(model.model_fields)
-                message = f"unexpected argument; {hint}expected one of: {expected}"
-            elif err["type"] != "missing" and "input" in err:
-                message = f"{message} (got {err['input']!r:.80})"
-            problems.append(f"{where}{_location(loc)}: {message}")
-        return problems
-    return []
-
-
 def _schema_message(err: SchemaError) -> str:
     if err.validator == "required":
         return f"{err.message}; add it"
     return err.message
-
-
-def _holds_reference(arguments: Any, path: list[Any]) -> bool:
-    """Whether the value at ``path`` is a string with a reference: only the step's run,
-    after substitution (and the tool's own coercion, "5" for an integer), can judge it."""
-    value = arguments
-    for part in path:
-        try:
-            value = value[part]
-        except (KeyError, IndexError, TypeError):
-            return False
-    return isinstance(value, str) and any(True for _ in references(value))

@@ -41,11 +41,12 @@ class ConsoleReporter:
         """One line for a step that ran or was skipped."""
         mark = self.marks[result.status]
         if result.status == "skipped":
-            self._line(result.depth, f"{mark} {result.label}  {result.step.tool}  {result.reason}")
+            line = f"{mark} {result.label}  {result.step.action}  {result.reason}"
+            self._line(result.depth, line)
             return
         detail = result.reason if result.reason else first_line(text_of(result.content))
         took = f"{result.duration:.2f}s"
-        self._line(result.depth, f"{mark} {result.label}  {result.step.tool}  {took}  {detail}")
+        self._line(result.depth, f"{mark} {result.label}  {result.step.action}  {took}  {detail}")
         if result.status == "failed" and result.answered and self.details is not None:
             indent = "  " * (result.depth + 2)
             for line in text_of(result.content).splitlines():
@@ -97,7 +98,7 @@ def junit_tree(outcome: RunOutcome) -> ET.ElementTree:
             suite,
             "testcase",
             {
-                "classname": f"{SUITE}.{result.step.tool}",
+                "classname": f"{SUITE}.{result.step.action}",
                 "name": _clean(result.label),
                 "time": f"{result.duration:.3f}",
             },

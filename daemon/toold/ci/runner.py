@@ -1,4 +1,5 @@
-"""Running a CI script: a sequence of tool calls, each with an optional fallback.
+"""Running a CI script: a sequence of steps (tool calls, requests of the contract, waits
+for notifications), each with an optional fallback.
 
 In behaviour-tree terms a script is a Sequence of ToolNodes; a step with a
 ``fallback`` is a Selector over the step and the Sequence of its fallback steps.
@@ -16,12 +17,34 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from toold.ci.catalogue import Catalogue, check_steps
-from toold.ci.script import Expect, Script, ScriptError, Step, UnresolvedReference, substitute
+from toold.ci.methods import matches
+from toold.ci.script import (
+    Expect,
+    Reference,
+    Script,
+    ScriptError,
+    Step,
+    UnresolvedReference,
+    substitute,
+)
 
 Status = Literal["passed", "failed", "rescued", "skipped"]
+Message = dict[str, Any]
 
-Call = Callable[[str, dict[str, Any]], dict[str, Any]]
-"""Run one tool: (name, arguments) → the wire result ``{content, isError, exitCode?}``."""
+
+class Wire(Protocol):
+    """What a run needs of a daemon session (toold.ci.session.DaemonSession)."""
+
+    def request(self, method: str, params: Any = None) -> Message:
+        """Send a request; its response message (``result`` or ``error``)."""
+
+    def take_notification(
+        self, predicate: Callable[[Message], bool], timeout: float
+    ) -> Message | None:
+        """The earliest notification since the start that ``predicate`` accepts, or None."""
+
+    def seen(self) -> list[Message]:
+        """Every notification received so far."""
 
 
 class CallError(Exception):
@@ -48,8 +71,9 @@ class StepResult:
     exit_code: int | None = None
     reason: str | None = None
     """Why the step failed (or was skipped)."""
-    value: Any = None
-    """What ``${steps.<id>.content}`` gives: the content, or the rescuing fallback's."""
+    values: dict[str, Any] | None = None
+    """What ``${steps.<id>.content}`` and ``.result`` give: the step's own, or those of
+    the fallback that rescued it."""
     answered: bool = False
     """Whether the daemon answered the call (``content`` is real)."""
 
@@ -115,12 +139,12 @@ def judge(reply: dict[str, Any], expect: Expect | None) -> str | None:
 
 
 class ScriptRunner:
-    """Runs a script's steps through ``call``, reporting each as it finishes."""
+    """Runs a script's steps through a daemon session, reporting each as it finishes."""
 
-    def __init__(self, call: Call, reporter: Reporter | None = None) -> None:
-        self._call = call
+    def __init__(self, wire: Wire, reporter: Reporter | None = None) -> None:
+        self._wire = wire
         self._reporter = reporter
-        self._values: dict[str, Any] = {}
+        self._values: dict[str, dict[str, Any]] = {}
         self._aborted: str | None = None
         self.outcome = RunOutcome()
 
@@ -131,12 +155,15 @@ class ScriptRunner:
         self.outcome.duration = time.perf_counter() - started
         return self.outcome
 
-    def _sequence(self, steps: list[Step], prefix: str, depth: int) -> tuple[bool, Any]:
-        """Run ``steps`` in order: (all passed, the last step's value)."""
-        ok, value = True, None
+    def _sequence(
+        self, steps: list[Step], prefix: str, depth: int
+    ) -> tuple[bool, dict[str, Any] | None]:
+        """Run ``steps`` in order: (all passed, the last step's values)."""
+        ok: bool = True
+        value: dict[str, Any] | None = None
         for i, step in enumerate(steps):
             result = self._step(step, f"{prefix}[{i}]", depth)
-            value = result.value
+            value = result.values
             if result.status == "failed":
                 ok = False
                 if self._aborted or not step.continue_on_error:
@@ -156,30 +183,30 @@ class ScriptRunner:
         self.outcome.results.append(result)
         started = time.perf_counter()
         try:
-            arguments = substitute(step.arguments, self._lookup)
             expect = self._resolve_expect(step.expect)
-            reply = self._call(step.tool, arguments)
+            reply, whole = self._perform(step)
         except (UnresolvedReference, CallError) as exc:
             result.reason = str(exc)
             if isinstance(exc, CallError) and exc.fatal:
                 self._aborted = f"not run: {exc}"
         else:
             result.answered = True
-            result.content = result.value = reply.get("content")
+            result.content = reply.get("content")
+            result.values = {"content": result.content, "result": whole}
             result.is_error = bool(reply.get("isError"))
             result.exit_code = reply.get("exitCode")
             result.reason = judge(reply, expect)
         result.duration = time.perf_counter() - started
         if result.reason is None:
             result.status = "passed"
-        if step.id is not None and result.answered:
-            self._values[step.id] = result.value
+        if step.id is not None and result.values is not None:
+            self._values[step.id] = result.values
         self._report("finished", result)
         if result.status == "failed" and step.fallback and not self._aborted:
             rescued, value = self._sequence(step.fallback, f"{path}.fallback", depth + 1)
             if rescued:
-                result.status, result.value = "rescued", value
-                if step.id is not None:
+                result.status, result.values = "rescued", value
+                if step.id is not None and value is not None:
                     self._values[step.id] = value
                 self._report("rescued", result)
         return result
@@ -194,17 +221,87 @@ class ScriptRunner:
             resolved.equals = substitute(expect.equals, self._lookup)
         return resolved
 
-    def _lookup(self, step_id: str) -> Any:
-        if step_id not in self._values:
+    def _perform(self, step: Step) -> tuple[Message, Any]:
+        """Run one step: (the reply judged as a tool result, the step's ``.result``)."""
+        if step.wait_for is not None:
+            return self._wait(step.wait_for, substitute(step.match, self._lookup), step.timeout)
+        if step.method is not None:
+            message = self._request(step.method, substitute(step.params, self._lookup))
+            if "error" in message:  # an answer a step may expect (isError = true)
+                return {"content": message["error"], "isError": True}, message["error"]
+            return {"content": message.get("result"), "isError": False}, message.get("result")
+        arguments = substitute(step.arguments, self._lookup)
+        params = {"name": step.tool, "arguments": arguments, "origin": "user"}
+        message = self._request("tools/call", params)
+        if "error" in message:  # the call never reached the tool (unknown, bad arguments)
+            raise CallError(str(message["error"].get("message", "the call failed")))
+        result = message.get("result")
+        return (result, result) if isinstance(result, dict) else ({"content": result}, result)
+
+    def _request(self, method: str, params: dict[str, Any]) -> Message:
+        from toold.ci.session import SessionClosed
+
+        try:
+            return self._wire.request(method, params)
+        except SessionClosed as exc:
+            raise CallError(str(exc), fatal=True) from None
+
+    def _wait(self, name: str, match: dict[str, Any], timeout: float) -> tuple[Message, Any]:
+        """The first notification ``name`` since the run began whose params hold ``match``."""
+        found = self._wire.take_notification(
+            lambda m: m.get("method") == name and matches(m.get("params") or {}, match), timeout
+        )
+        if found is None:
+            wanted = f" matching {json.dumps(match, ensure_ascii=False)}" if match else ""
+            raise CallError(
+                f"no {name} notification{wanted} within {timeout:g}s; "
+                f"seen: {_seen(self._wire.seen(), name)}"
+            )
+        params = found.get("params")
+        return {"content": params, "isError": False}, params
+
+    def _lookup(self, reference: Reference) -> Any:
+        values = self._values.get(reference.step)
+        if values is None:
             raise UnresolvedReference(
-                f"${{steps.{step_id}.content}}: step {step_id!r} has no result "
+                f"{reference.text}: step {reference.step!r} has no result "
                 "(it did not run, or its call never reached the tool)"
             )
-        return self._values[step_id]
+        value = values[reference.field]
+        for key in reference.path:
+            if isinstance(value, dict) and key in value:
+                value = value[key]
+            elif isinstance(value, list) and key.isdigit() and int(key) < len(value):
+                value = value[int(key)]
+            else:
+                got = first_line(text_of(value), 80)
+                raise UnresolvedReference(f"{reference.text}: no {key!r} in {got}")
+        return value
 
     def _report(self, event: Literal["finished", "rescued"], result: StepResult) -> None:
         if self._reporter is not None:
             getattr(self._reporter, event)(result)
+
+
+def _seen(notifications: list[Message], name: str) -> str:
+    """``2 jobs/finished ({...}; {...}), 1 window/showMessage`` or ``none``."""
+    counts: dict[str, int] = {}
+    for message in notifications:
+        counts[str(message.get("method"))] = counts.get(str(message.get("method")), 0) + 1
+    if not counts:
+        return "no notification at all"
+    parts = []
+    for method, count in counts.items():
+        part = f"{count} {method}"
+        if method == name:
+            shown = [
+                first_line(text_of(m.get("params")), 100)
+                for m in notifications
+                if m.get("method") == name
+            ]
+            part += f" ({'; '.join(shown[:3])}{'; ...' if len(shown) > 3 else ''})"
+        parts.append(part)
+    return ", ".join(parts)
 
 
 def check_tools(script: Script, catalogue: list[dict[str, Any]], source: str) -> None:
@@ -217,25 +314,17 @@ def check_tools(script: Script, catalogue: list[dict[str, Any]], source: str) ->
 def run_in_daemon(
     script: Script, workspace: Path, reporter: Reporter | None = None, *, source: str = "script"
 ) -> RunOutcome:
-    """Start a daemon for ``workspace`` and run ``script`` through it, origin "user".
+    """Start a daemon for ``workspace`` and run ``script`` through it (tools as origin "user").
 
     Unknown tools and arguments that fail their schema are refused (ScriptError) before
-    any step runs.
+    any step runs. Notifications are kept from the start, for the wait steps.
     """
-    from toold.client import DaemonClient, RpcError
+    from toold.ci.session import DaemonSession, SessionClosed
 
-    with DaemonClient(workspace) as client:
-        catalogue = client.request("tools/list", {"format": "native"})["tools"]
-        check_tools(script, catalogue, source)
-
-        def call(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
-            params = {"name": name, "arguments": arguments, "origin": "user"}
-            try:
-                reply: dict[str, Any] = client.request("tools/call", params)
-            except RpcError as exc:
-                raise CallError(exc.message, fatal=exc.code == -32099) from None
-            except OSError as exc:
-                raise CallError(f"the daemon is gone: {exc}", fatal=True) from None
-            return reply
-
-        return ScriptRunner(call, reporter).run(script)
+    with DaemonSession(workspace) as session:
+        session.initialize()
+        listed = session.request("tools/list", {"format": "native"})
+        if "error" in listed:
+            raise SessionClosed(f"tools/list failed: {listed['error'].get('message')}")
+        check_tools(script, listed["result"]["tools"], source)
+        return ScriptRunner(session, reporter).run(script)

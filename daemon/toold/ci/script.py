@@ -1,7 +1,8 @@
 """CI scripts: the models, loading from JSON or TOML, and ``${steps.<id>.content}`` references.
 
-Everything here is checked before any tool runs; a problem names where it is
-(``steps[1].fallback[0].tool``) and how to fix it.
+A step calls a tool (``tool``), sends any request of the wire contract (``method``), or
+waits for a notification (``wait_for``). Everything here is checked before anything
+runs; a problem names where it is (``steps[1].fallback[0].tool``) and how to fix it.
 """
 
 from __future__ import annotations
@@ -13,14 +14,17 @@ import sys
 import tomllib
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 ID_PATTERN = r"^[A-Za-z0-9_][A-Za-z0-9_-]*$"
-REFERENCE_FORM = "${steps.<id>.content}"
+REFERENCE_FORM = "${steps.<id>.content} or ${steps.<id>.result}"
 _REFERENCE = re.compile(r"\$(\$?)\{steps\.([^{}]*)\}")
-_REFERENCE_INNER = re.compile(r"^([A-Za-z0-9_][A-Za-z0-9_-]*)\.content$")
+_REFERENCE_INNER = re.compile(r"^([A-Za-z0-9_][A-Za-z0-9_-]*)\.(content|result)((?:\.[^.]+)*)$")
+KINDS = ("tool", "method", "wait_for")
+"""The keys that say what a step does; a step has exactly one."""
+_KIND_KEYS = {"tool": ("arguments",), "method": ("params",), "wait_for": ("match", "timeout")}
 
 
 class _Strict(BaseModel):
@@ -44,20 +48,48 @@ class Expect(_Strict):
 
 
 class Step(_Strict):
-    """One tool call."""
+    """One step: a tool call, a request of the wire contract, or a wait for a notification."""
 
     id: str | None = Field(None, pattern=ID_PATTERN)
-    """Name for reports and for ${steps.<id>.content} in later steps."""
-    tool: str = Field(min_length=1)
+    """Name for reports and for ${steps.<id>.content} / ${steps.<id>.result} in later steps."""
+    tool: str | None = Field(None, min_length=1)
     """Tool name or alias, as `toold tools` lists them."""
     arguments: dict[str, Any] = Field(default_factory=dict)
-    """The tool's arguments; strings may contain ${steps.<id>.content}."""
+    """The tool's arguments; strings may contain references."""
+    method: str | None = Field(None, min_length=1)
+    """A request of the wire contract, e.g. ``tasks/list`` (its result is the step's value)."""
+    params: dict[str, Any] = Field(default_factory=dict)
+    """The method's params; strings may contain references."""
+    wait_for: str | None = Field(None, min_length=1)
+    """A notification to wait for, e.g. ``jobs/finished`` (its params are the step's value)."""
+    match: dict[str, Any] = Field(default_factory=dict)
+    """What the notification's params must hold (a subset match); strings may hold references."""
+    timeout: float = Field(60.0, gt=0)
+    """Seconds a ``wait_for`` step waits before it fails."""
     expect: Expect | None = None
     """Checks on the result; without them the call must simply succeed."""
     continue_on_error: bool = False
     """Run the next steps even when this one fails (the run still fails)."""
     fallback: list[Step] = Field(default_factory=list)
     """Steps run in sequence when this step fails; if they all pass the step is rescued."""
+
+    @property
+    def kind(self) -> Literal["tool", "method", "wait_for"]:
+        """What the step does."""
+        if self.method is not None:
+            return "method"
+        if self.wait_for is not None:
+            return "wait_for"
+        return "tool"
+
+    @property
+    def action(self) -> str:
+        """The tool, the method, or ``wait_for <notification>``: for reports."""
+        if self.method is not None:
+            return self.method
+        if self.wait_for is not None:
+            return f"wait_for {self.wait_for}"
+        return self.tool or ""
 
 
 class Script(_Strict):
@@ -83,16 +115,74 @@ class UnresolvedReference(LookupError):
 def load_script(source: str) -> Script:
     """Read and check a script: a .json or .toml path, or ``-`` for JSON on stdin."""
     data = _parse(source)
+    found = _kind_problems(data)
     try:
         script = Script.model_validate(data)
     except ValidationError as exc:
-        raise ScriptError(
-            source, [_describe(err) for err in exc.errors(include_url=False)]
-        ) from None
-    problems = check_script(script)
+        found += [(1, tuple(err["loc"]), _describe(err)) for err in exc.errors(include_url=False)]
+    if found:
+        # In script order: a step's own problems (what it does first), then its fallback's.
+        found.sort(key=lambda item: (_step_of(item[1]), item[0]))
+        raise ScriptError(source, [problem for _, _, problem in found])
+    from toold.ci.methods import check_methods
+
+    problems = check_script(script) + check_methods(script)
     if problems:
         raise ScriptError(source, problems)
     return script
+
+
+def _step_of(loc: tuple[Any, ...]) -> tuple[Any, ...]:
+    """``('steps', 1, 'fallback', 0, 'tool')`` → ``('steps', 1, 'fallback', 0)``."""
+    end = 0
+    while (
+        end + 1 < len(loc) and loc[end] in ("steps", "fallback") and isinstance(loc[end + 1], int)
+    ):
+        end += 2
+    return loc[:end]
+
+
+def _kind_problems(data: Any) -> list[tuple[int, tuple[Any, ...], str]]:
+    """Steps that do not say what they do once: none or several of tool, method, wait_for,
+    or keys of another kind of step (``params`` on a tool step)."""
+    found: list[tuple[int, tuple[Any, ...], str]] = []
+
+    def visit(steps: Any, prefix: tuple[Any, ...]) -> None:
+        if not isinstance(steps, list):
+            return
+        for i, step in enumerate(steps):
+            if not isinstance(step, dict):
+                continue
+            loc = (*prefix, i)
+            where = location(loc)
+            kinds = [kind for kind in KINDS if kind in step]
+            if not kinds:
+                found.append((0, loc, f"{where}: {_NO_KIND}"))
+            elif len(kinds) > 1:
+                found.append((0, loc, f"{where}: give one of {', '.join(kinds)}, not both"))
+            for kind, keys in _KIND_KEYS.items():
+                for key in keys:
+                    if key in step and len(kinds) == 1 and kind not in step:
+                        own = " and ".join(_KIND_KEYS[kinds[0]])
+                        found.append(
+                            (
+                                0,
+                                loc,
+                                f"{where}.{key}: only a {kind} step takes {key}; "
+                                f"a {kinds[0]} step takes {own}",
+                            )
+                        )
+            visit(step.get("fallback"), (*loc, "fallback"))
+
+    if isinstance(data, dict):
+        visit(data.get("steps"), ("steps",))
+    return found
+
+
+_NO_KIND = (
+    'a step needs one of tool, method or wait_for: e.g. "tool": "read_file" (see `toold '
+    'tools`), "method": "tasks/list" or "wait_for": "jobs/finished"'
+)
 
 
 def _parse(source: str) -> Any:
@@ -125,7 +215,19 @@ def _parse_json(source: str, text: str) -> Any:
 
 _KEYS = {
     "script": ["steps"],
-    "step": ["id", "tool", "arguments", "expect", "continue_on_error", "fallback"],
+    "step": [
+        "id",
+        "tool",
+        "arguments",
+        "method",
+        "params",
+        "wait_for",
+        "match",
+        "timeout",
+        "expect",
+        "continue_on_error",
+        "fallback",
+    ],
     "expect": ["isError", "contains", "equals"],
 }
 _EXAMPLES = {
@@ -167,17 +269,35 @@ def _describe(err: Any) -> str:
 # -- references -----------------------------------------------------------------------------
 
 
-def references(text: str) -> Iterator[tuple[str, str | None]]:
-    """Each ``${steps...}`` in ``text``: its text and the step id (None when malformed)."""
+class Reference(NamedTuple):
+    """``${steps.<step>.<field>.<path...>}``: a value of an earlier step."""
+
+    text: str
+    step: str
+    field: Literal["content", "result"]
+    path: tuple[str, ...]
+    """Keys (and list indexes) into the value: ``${steps.l.result.tasks.0.id}``."""
+
+
+def _reference(found: re.Match[str]) -> Reference | None:
+    inner = _REFERENCE_INNER.match(found.group(2))
+    if inner is None:
+        return None
+    path = tuple(inner.group(3).split(".")[1:])
+    field: Literal["content", "result"] = "content" if inner.group(2) == "content" else "result"
+    return Reference(found.group(0), inner.group(1), field, path)
+
+
+def references(text: str) -> Iterator[tuple[str, Reference | None]]:
+    """Each ``${steps...}`` in ``text``: its text and what it names (None when malformed)."""
     for found in _REFERENCE.finditer(text):
         if found.group(1):  # $${steps...} is an escaped, literal ${steps...}
             continue
-        inner = _REFERENCE_INNER.match(found.group(2))
-        yield found.group(0), inner.group(1) if inner else None
+        yield found.group(0), _reference(found)
 
 
-def substitute(value: Any, lookup: Callable[[str], Any]) -> Any:
-    """``value`` with every reference in its strings replaced by ``lookup(id)``.
+def substitute(value: Any, lookup: Callable[[Reference], Any]) -> Any:
+    """``value`` with every reference in its strings replaced by ``lookup(reference)``.
 
     Non-string content is inserted as JSON; ``$${steps...}`` leaves a literal ``${steps...}``.
     """
@@ -186,10 +306,10 @@ def substitute(value: Any, lookup: Callable[[str], Any]) -> Any:
         def replace(found: re.Match[str]) -> str:
             if found.group(1):
                 return found.group(0)[1:]
-            inner = _REFERENCE_INNER.match(found.group(2))
-            if inner is None:
+            reference = _reference(found)
+            if reference is None:
                 raise UnresolvedReference(f"malformed reference {found.group(0)}")
-            content = lookup(inner.group(1))
+            content = lookup(reference)
             return content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
 
         return _REFERENCE.sub(replace, value)
@@ -222,6 +342,8 @@ def _strings(value: Any, where: str) -> Iterator[tuple[str, str]]:
 def step_strings(step: Step, path: str) -> Iterator[tuple[str, str]]:
     """Every string a step's references may appear in, with its location."""
     yield from _strings(step.arguments, f"{path}.arguments")
+    yield from _strings(step.params, f"{path}.params")
+    yield from _strings(step.match, f"{path}.match")
     if step.expect is not None:
         if step.expect.contains is not None:
             yield f"{path}.expect.contains", step.expect.contains
@@ -232,16 +354,24 @@ def step_strings(step: Step, path: str) -> Iterator[tuple[str, str]]:
 def check_script(script: Script) -> list[str]:
     """Duplicate ids and references that no earlier step can satisfy."""
     defined: dict[str, str] = {}
+    kinds: dict[str, str] = {}
     for path, step in walk(script.steps):
         if step.id is not None:
             defined.setdefault(step.id, path)
+            kinds.setdefault(step.id, step.kind)
     problems: list[str] = []
     earlier: list[str] = []
     for path, step in walk(script.steps):
         for where, text in step_strings(step, path):
-            for ref, ref_id in references(text):
-                if ref_id is None:
+            for ref, named in references(text):
+                ref_id = named.step if named is not None else None
+                if named is None or ref_id is None:
                     problems.append(f"{where}: malformed reference {ref}; write {REFERENCE_FORM}")
+                elif named.field == "content" and kinds.get(ref_id, "tool") != "tool":
+                    problems.append(
+                        f"{where}: {ref}: step {ref_id!r} is a {kinds[ref_id]} step, "
+                        f"its value is ${{steps.{ref_id}.result}}"
+                    )
                 elif ref_id not in earlier:
                     why = (
                         f"step {ref_id!r} ({defined[ref_id]}) does not run before it"
