@@ -57,8 +57,11 @@ def _parser() -> argparse.ArgumentParser:
     call.add_argument("--workspace", type=Path, default=Path.cwd())
     call.add_argument("--json", action="store_true", help="print the whole result as JSON")
 
-    run = sub.add_parser("run", help="run a CI script of tool steps through a daemon")
-    run.add_argument("script", help="a .json or .toml script, or - for JSON on stdin")
+    run = sub.add_parser("run", help="run a CI script (or replay JSON-RPC lines) through a daemon")
+    run.add_argument(
+        "script",
+        help="a .json or .toml script, - for JSON on stdin, or a .jsonl file of JSON-RPC messages",
+    )
     run.add_argument("--workspace", type=Path, default=Path.cwd())
     run.add_argument("--junit", type=Path, metavar="FILE", help="also write a JUnit XML report")
 
@@ -190,10 +193,17 @@ def _run(args: argparse.Namespace) -> int:
     if not args.workspace.is_dir():
         print(f"toold: workspace {args.workspace} is not a folder", file=sys.stderr)
         return EXIT_USAGE
-    reporter = ConsoleReporter(sys.stdout, details=sys.stderr)
+    jsonl = args.script.lower().endswith(".jsonl")
+    # A replay prints JSON lines on stdout: its report goes to stderr.
+    reporter = ConsoleReporter(sys.stderr if jsonl else sys.stdout, details=sys.stderr)
     try:
-        script = load_script(args.script)
-        outcome = run_in_daemon(script, args.workspace, reporter, source=args.script)
+        if jsonl:
+            from toold.ci.replay import load_replay, replay
+
+            outcome = replay(load_replay(args.script), args.workspace, sys.stdout, reporter)
+        else:
+            script = load_script(args.script)
+            outcome = run_in_daemon(script, args.workspace, reporter, source=args.script)
     except ScriptError as exc:
         print(f"toold: {exc}", file=sys.stderr)
         return EXIT_USAGE

@@ -34,19 +34,20 @@ def check_methods(script: Script) -> list[str]:
     problems: list[str] = []
     for path, step in walk(script.steps):
         if step.method is not None:
-            problems += method_problems(step.method, step.params, f"{path}.method", path)
+            problems += method_problems(
+                step.method, step.params, f"{path}.method", f"{path}.params"
+            )
         elif step.wait_for is not None:
             problems += _wait_problems(step.wait_for, step.match, path)
     return problems
 
 
-def method_problems(method: str, params: Any, where: str, path: str) -> list[str]:
+def method_problems(method: str, params: Any, where: str, params_where: str) -> list[str]:
     """Why a request of ``method`` with ``params`` cannot be sent (``where`` locates the
-    method, ``path`` the step whose ``.params`` hold the params)."""
+    method, ``params_where`` its params)."""
     if method not in CLIENT_REQUESTS:
         return [f"{where}: {unknown(method, 'method', CLIENT_REQUESTS)}"]
-    model = METHODS[method].params
-    return model_problems(model, params, f"{path}.params")
+    return model_problems(METHODS[method].params, params, params_where)
 
 
 def unknown(name: str, what: str, known: Iterable[str]) -> str:

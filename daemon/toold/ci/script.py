@@ -128,8 +128,17 @@ def load_script(source: str) -> Script:
 
     problems = check_script(script) + check_methods(script)
     if problems:
-        raise ScriptError(source, problems)
+        raise ScriptError(source, sorted(problems, key=_step_order))
     return script
+
+
+_STEP_PATH = re.compile(r"steps((?:\[\d+\](?:\.fallback)?)*)")
+
+
+def _step_order(problem: str) -> list[int]:
+    """``steps[1].fallback[0].tool: ...`` → ``[1, 0]``: problems sort in script order."""
+    found = _STEP_PATH.match(problem)
+    return [int(i) for i in re.findall(r"\d+", found.group(1))] if found else []
 
 
 def _step_of(loc: tuple[Any, ...]) -> tuple[Any, ...]:
