@@ -57,9 +57,12 @@ class Workbench:
     # -- command palette and quick input -----------------------------------------
     def command(self, title: str) -> None:
         """F1, type the command's title, wait for it to be the first match, Enter."""
-        self.page.keyboard.press("Escape")
+        # A palette still closing from the step before would swallow this F1: wait it out.
+        if self.quick_input.is_visible():
+            self.page.keyboard.press("Escape")
+        expect(self.quick_input).to_be_hidden(timeout=WAIT_MS)
         self.page.keyboard.press("F1")
-        expect(self.quick_input_box).to_be_visible(timeout=WAIT_MS)
+        expect(self.quick_input_box).to_be_focused(timeout=WAIT_MS)
         self.quick_input_box.fill(f">{title}")
         first = self.quick_input.locator(".monaco-list-row").first
         expect(first).to_have_attribute("aria-label", re.compile(re.escape(title)), timeout=WAIT_MS)
