@@ -73,11 +73,19 @@ def _parser() -> argparse.ArgumentParser:
 
 
 class _ExpectedRpcErrors(logging.Filter):
-    """Drop pygls's tracebacks for errors that are ordinary answers (unknown tool, bad params)."""
+    """Drop pygls's tracebacks for errors that are ordinary answers (unknown tool, bad params,
+    an agent without an API key, an unknown job)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
+        from toold_protocol import errors
+
         exc = record.exc_info[1] if record.exc_info else None
-        return getattr(exc, "code", None) not in (-32602, -32601)
+        return getattr(exc, "code", None) not in (
+            errors.INVALID_REQUEST,
+            errors.METHOD_NOT_FOUND,
+            errors.INVALID_PARAMS,
+            errors.NOT_FOUND,
+        )
 
 
 def _configure_logging(level: str, log_file: Path | None) -> None:
@@ -91,6 +99,10 @@ def _configure_logging(level: str, log_file: Path | None) -> None:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         handlers=handlers,
     )
+    # pygls logs every message body at INFO ("Sending data: ..."): tool output, file
+    # contents, secrets. Only an explicit debug level shows the wire.
+    if logging.getLogger().level > logging.DEBUG:
+        logging.getLogger("pygls").setLevel(max(logging.WARNING, logging.getLogger().level))
 
 
 def _serve(args: argparse.Namespace) -> int:
