@@ -264,7 +264,6 @@ READ_ONLY = [
     "git log | head",
     "grep -rn foo . | sort | uniq -c",
     "find . -name '*.py' | wc -l",
-    "find . -name '*.py' | xargs grep -n TODO",
     "sed -n '1,5p' f",
     "sed 's/a/b/g' f",
     "sort -u f | head",
@@ -280,7 +279,6 @@ READ_ONLY = [
     "[ -f x ] && cat x",
     "[[ -d src ]] && ls src",
     "for f in *.py; do wc -l $f; done",
-    "env",
     "printf '%s\\n' a b",
     "rg foo src",
 ]
@@ -400,6 +398,9 @@ def test_read_only(command: str) -> None:
         "env X=1 ls",
         "make",
         "rm file.txt",
+        # env prints the daemon's environment; xargs hands grep file names read at run time.
+        "env",
+        "find . -name '*.py' | xargs grep -n TODO",
         "cat $(rm -rf d)",
         "ls `touch x`",
         "cat <(rm -rf d)",

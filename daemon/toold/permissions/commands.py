@@ -24,6 +24,7 @@ import shlex
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+from toold.permissions.danger import DANGER_PROGRAMS, program_danger
 from toold.permissions.interpreters import (
     CODE_VARIABLE,
     INTERPRETER,
@@ -32,6 +33,7 @@ from toold.permissions.interpreters import (
     git_arguments,
     skip_options,
 )
+from toold.permissions.paths import escapes, names_outside, runtime_word_inside
 from toold.permissions.readonly import PROGRAMS, has_option, is_read_only, operands
 from toold.permissions.shell import Script, SimpleCommand, parse
 
@@ -56,10 +58,10 @@ _WRAPPERS = frozenset(
     {"sudo", "doas", "env", "command", "builtin", "nohup", "coproc", "setsid", "exec", "nice"}
     | {"ionice", "stdbuf", "time", "timeout", "chroot", "xargs", "find"}
 )
-_DANGER_PROGRAMS = frozenset({"rm", "git", "chmod", "dd", "find", "shred", "mkfs"})
 _GLOB = re.compile(r"[*?\[]")
+_RUNTIME_TEXT = re.compile(r"[$`{(]")
+_QUOTES = re.compile(r"[\'\"\\]")
 _SQL = re.compile(r"\bdrop\s+table\b|\bdelete\s+from\b", re.IGNORECASE)
-_CHMOD_OPEN = frozenset({"777", "0777", "a+rwx", "ugo+rwx", "a=rwx", "ugo=rwx"})
 PROTECTED = ("toold.toml", ".toold")
 
 
@@ -77,6 +79,8 @@ class Layer:
     """Arguments are added at run time (xargs)."""
     parent: int | None = None
     """Index of the wrapper's layer in ``Resolved.layers``."""
+    texts: list[str] = field(default_factory=list)
+    """Each argument as written (for those only known at run time)."""
 
     def normalised(self) -> str:
         """The layer as rules see it: basename, git's global options dropped, quotes normalised."""
@@ -134,7 +138,26 @@ class Analysis:
             for w in r.command.words
         ]
         values += [v for r in self.commands for layer in r.layers for v in layer.args if v]
-        return any(v is not None and _names_any(v, names) for v in values)
+        if any(v is not None and _names_any(v, names) for v in values):
+            return True
+        return any(_may_name_anything(r, names) for r in self.commands)
+
+
+def _may_name_anything(r: Resolved, names: tuple[str, ...]) -> bool:
+    """Whether a command that may write files has a word only known at run time that could
+    spell one of ``names`` (a substitution, an expansion, a glob that matches one)."""
+    writes_nothing = [PROGRAMS.get(layer.program) for layer in r.layers]
+    if r.layers and all(spec is not None and spec.any_args for spec in writes_nothing):
+        return False  # echo, cat...: no option of theirs writes a file
+    if any(layer.stdin_args for layer in r.layers):
+        return True  # xargs: arguments read at run time
+    for word in r.command.words[1:]:  # a program name computed at run time is a danger
+        if word.value is None:
+            if _RUNTIME_TEXT.search(word.text):
+                return True
+            if _names_any(_QUOTES.sub("", word.text), names):
+                return True
+    return False
 
 
 def _names_any(value: str, names: tuple[str, ...]) -> bool:
@@ -183,14 +206,51 @@ def _inner(program: str, args: list[str | None]) -> list[list[str | None]] | Non
     return None
 
 
-def _resolve(cmd: SimpleCommand) -> Resolved:
+def _texts_of(inner: list[str | None], args: list[str | None], texts: list[str]) -> list[str]:
+    """How the words of a wrapped command were written: its slice of the wrapper's words."""
+    n = len(inner)
+    starts = [len(args) - n, *range(len(args) - n + 1)]
+    for start in starts:
+        if n and start >= 0 and args[start : start + n] == inner:
+            return texts[start : start + n]
+    return ["$X" for _ in inner]  # xargs' default echo: nothing was written
+
+
+_LOOP_WORD = re.compile(r'^"?\$\{?(\w+)\}?"?$')
+
+
+def loop_paths(script: Script) -> frozenset[str]:
+    """Variables of ``for`` loops over paths inside the workspace, assigned nowhere else."""
+    assigned = [n for c in script.commands for n, _ in c.assignments]
+    mentioned = {v for c in script.commands for v in c.argv if v}
+    return frozenset(
+        name
+        for name, items in script.loops
+        if assigned.count(name) == 1
+        and name not in mentioned
+        and items
+        and all(
+            runtime_word_inside(w.text, True) if w.value is None else not names_outside(w.value)
+            for w in items
+        )
+    )
+
+
+def _resolve(cmd: SimpleCommand, loops: frozenset[str] = frozenset()) -> Resolved:
     out = Resolved(cmd)
+    texts = [w.text for w in cmd.words]
+    for i, text in enumerate(texts):
+        found = _LOOP_WORD.match(text)
+        if found and found.group(1) in loops:
+            texts[i] = "loop-item"  # one of the loop's paths, all inside the workspace
     for variable, _ in cmd.assignments:
         if CODE_VARIABLE.match(variable):
             out.code = f"assigning {variable} changes what programs run"
-    pending: list[tuple[list[str | None], int | None, bool]] = [(cmd.argv, None, False)]
+    pending: list[tuple[list[str | None], int | None, bool, list[str]]] = [
+        (cmd.argv, None, False, texts)
+    ]
     while pending:
-        argv, parent, stdin_args = pending.pop(0)
+        argv, parent, stdin_args, texts = pending.pop(0)
         via = None if parent is None else out.layers[parent].program
         if not argv:
             continue
@@ -202,6 +262,7 @@ def _resolve(cmd: SimpleCommand) -> Resolved:
         layer = Layer(
             posixpath.basename(name) or name, name, list(argv[1:]), via, stdin_args, parent
         )
+        layer.texts = texts[1:] if len(texts) == len(argv) else ["$X" for _ in layer.args]
         index = len(out.layers)
         out.layers.append(layer)
         out.code = out.code or code_reason(layer.program, layer.args)
@@ -210,48 +271,18 @@ def _resolve(cmd: SimpleCommand) -> Resolved:
                 if arg is not None and "=" in arg and CODE_VARIABLE.match(arg.split("=")[0]):
                     out.code = f"assigning {arg.split('=')[0]} changes what programs run"
         for inner in _inner(layer.program, layer.args) or []:
-            pending.append((inner, index, stdin_args or layer.program == "xargs"))
+            inner_texts = _texts_of(inner, layer.args, layer.texts)
+            pending.append((inner, index, stdin_args or layer.program == "xargs", inner_texts))
     return out
 
 
 def _layer_danger(layer: Layer) -> str | None:
     prog, args = layer.program, layer.args
-    if layer.stdin_args and (prog in _DANGER_PROGRAMS or prog in SHELLS or INTERPRETER.match(prog)):
+    if layer.stdin_args and (prog in SHELLS or INTERPRETER.match(prog)):
         return f"xargs passes the arguments it reads to {prog}"
-    if prog in _DANGER_PROGRAMS and any(a is None for a in args):
-        return f"the arguments of {prog} cannot be resolved"
-    if prog == "rm" and (has_option(args, "rR", ("--recursive", "--no-preserve-root"))):
-        return "recursive rm"
-    if prog == "git":
-        return _git_danger([a for a in git_arguments(args) if a is not None])
-    if prog == "chmod" and _CHMOD_OPEN & set(args):
-        return "chmod 777"
-    if prog.startswith("mkfs"):
-        return "mkfs"
-    if prog == "dd" and any((a or "").startswith(("if=", "of=")) for a in args):
-        return "dd if="
-    if prog == "find" and "-delete" in args:
-        return "find -delete"
-    if prog == "shred":
-        return "shred"
     if prog == "env" and operands(args, "uCPS"):
         return "an env prefix"
-    return None
-
-
-def _git_danger(args: list[str]) -> str | None:
-    sub, rest = (args[0], args[1:]) if args else ("", [])
-    if sub == "push" and (
-        has_option(rest, "fd", ("--force", "--force-with-lease", "--delete", "--mirror", "--prune"))
-        or any(a.startswith("--force") for a in rest)
-        or any(a.startswith("+") or (a.startswith(":") and len(a) > 1) for a in rest)
-    ):
-        return "git push that rewrites or deletes remote history"
-    if sub == "clean" and has_option(rest, "f", ("--force",)):
-        return "git clean -f"
-    if sub == "reset" and has_option(rest, "", ("--hard",)):
-        return "git reset --hard"
-    return None
+    return program_danger(prog, args, layer.stdin_args, layer.texts)
 
 
 _GIT_RUNNERS = frozenset(
@@ -276,7 +307,7 @@ def _scan_danger(layer: Layer) -> str | None:
         reason = _argument_danger(word)
         if not word.startswith("-"):
             prog = posixpath.basename(word)
-            if prog in _DANGER_PROGRAMS or prog in SHELLS or INTERPRETER.match(prog):
+            if prog in DANGER_PROGRAMS or prog in SHELLS or INTERPRETER.match(prog):
                 inner = Layer(prog, word, args[k + 1 :], layer.program)
                 found = _layer_danger(inner) or code_reason(prog, inner.args)
                 reason = reason or (None if (found or "").endswith("from its input") else found)
@@ -301,6 +332,10 @@ def _danger(script: Script, resolved: list[Resolved]) -> str | None:
         return "the command does not parse completely"
     if _SQL.search(script.text):
         return "destructive SQL"
+    for redirect in script.redirects:
+        target = redirect.target.value if redirect.target else None
+        if redirect.writes and target is not None and escapes(target):
+            return f"a redirection writes outside the workspace ({target})"
     for r in resolved:
         for reason in (r.dynamic, r.code):
             if reason:
@@ -323,9 +358,9 @@ def _layer_read_only(layer: Layer, last: bool) -> bool:
             return False
         return layer.program in _READ_ONLY_WRAPPERS or layer.program == "xargs"
     if layer.stdin_args:
-        spec = PROGRAMS.get(layer.program)
-        return spec is not None and spec.any_args
-    return is_read_only(layer.program, layer.args)
+        spec = PROGRAMS.get(layer.program)  # arguments read at run time may name any file
+        return spec is not None and spec.any_args and not spec.paths
+    return is_read_only(layer.program, layer.args, layer.texts)
 
 
 def _command_read_only(r: Resolved) -> bool:
@@ -344,17 +379,23 @@ def _command_read_only(r: Resolved) -> bool:
 
 
 def _redirects_read_only(script: Script) -> bool:
-    return all(
-        not r.writes or (r.target is not None and r.target.value == "/dev/null")
-        for r in script.redirects
-    )
+    """No write but to /dev/null, every file read inside the workspace, no ``$X`` in bodies."""
+    for r in script.redirects:
+        if r.writes and (r.target is None or r.target.value != "/dev/null"):
+            return False
+        if r.target is not None and (r.target.value is None or escapes(r.target.value)):
+            return False
+        if r.body is not None and re.search(r"[$`]", r.body) and not r.body.startswith("'"):
+            return False  # a here-document or here-string that expands variables
+    return True
 
 
 @lru_cache(maxsize=512)
 def analyse(text: str) -> Analysis:
     """Parse and classify one command line (cached: the guard asks several questions)."""
     script = parse(text)
-    resolved = [_resolve(c) for c in script.commands]
+    loops = loop_paths(script)
+    resolved = [_resolve(c, loops) for c in script.commands]
     read_only = (
         script.complete
         and not script.problems

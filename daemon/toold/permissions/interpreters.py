@@ -115,8 +115,33 @@ _ASSIGNING_BUILTINS = frozenset(
 )
 
 
+_VIM = frozenset({"vi", "vim", "nvim", "view", "vimdiff", "gvim", "rvim", "evim", "nvi", "vis"})
+_VIM_CODE = ("-c", "--cmd", "-S", "-s", "-u", "-l", "-e", "-E", "-es", "-Es", "--headless")
+_EMACS_CODE = (
+    "--eval", "-eval", "--execute", "-l", "--load", "-f", "--funcall", "--script", "-x",
+    "-batch", "--batch",
+)  # fmt: skip
+
+
+def editor_code(program: str, args: list[str | None]) -> str | None:
+    """Editors and pagers fed commands: vim -c/+cmd/--cmd/-S, ex and ed, emacs --eval, less +."""
+    if program in ("ex", "ed", "red", "edit"):
+        return f"{program} reads editor commands (which may run a shell) from its input"
+    if program in _VIM or program.startswith("emacs"):
+        code = _VIM_CODE if program in _VIM else _EMACS_CODE
+        for arg in args:
+            if arg is None or arg.startswith("+") or arg.split("=", 1)[0] in code:
+                return f"{program} {arg or '$?'} runs editor commands"
+    if program in ("less", "more", "most") and any(a is None or a.startswith("+") for a in args):
+        return f"{program} + runs pager commands"
+    return None
+
+
 def code_reason(program: str, args: list[str | None]) -> str | None:
     """Why this program runs code that the parse cannot see, or None."""
+    found = editor_code(program, args)
+    if found:
+        return found
     if program == "hash" and any(a is None or a.startswith("-p") for a in args):
         return "hash -p renames a program"
     if program in _ASSIGNING_BUILTINS and (program != "printf" or "-v" in args):

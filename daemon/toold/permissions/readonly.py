@@ -18,8 +18,11 @@ that is not counted as a write.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+
+from toold.permissions.paths import names_outside, runtime_word_inside
 
 Args = Sequence[str | None]
 
@@ -77,6 +80,11 @@ class Spec:
     short: str = ""
     long: tuple[str, ...] = ()
     check: Callable[[Args], bool] | None = None
+    paths: bool = True
+    """Its arguments may name files it reads (the default): each must lie in the workspace."""
+    script: tuple[str, str, tuple[str, ...]] | None = None
+    """When its first operand is a pattern or a program, not a path: the short options
+    that take a value, and the short and long options that give the script instead."""
 
     def allows(self, args: Args) -> bool:
         """Whether these arguments keep the program read-only."""
@@ -87,6 +95,35 @@ class Spec:
         if has_option(args, self.short, self.long):
             return False
         return self.check is None or self.check(args)
+
+    def reads_inside(self, args: Args, texts: Sequence[str]) -> bool:
+        """Whether every word that may name a file it reads lies inside the workspace."""
+        skip = self._script_index(args)
+        for i, (arg, text) in enumerate(zip(args, texts, strict=False)):
+            if arg is None:
+                if not runtime_word_inside(text, self.paths):
+                    return False
+            elif self.paths and i != skip and names_outside(arg):
+                return False
+        return True
+
+    def _script_index(self, args: Args) -> int | None:
+        if self.script is None:
+            return None
+        takes_value, short, long = self.script
+        if has_option(args, short, long):
+            return None
+        skip = False
+        for i, arg in enumerate(args):
+            if skip:
+                skip = False
+            elif arg is None or arg == "--" or not arg.startswith("-") or arg == "-":
+                if arg == "--":
+                    continue
+                return i
+            elif not arg.startswith("--") and arg[-1] in takes_value:
+                skip = True
+        return None
 
 
 def _no_operands(args: Args) -> bool:
@@ -198,7 +235,8 @@ def _sed(args: Args) -> bool:
     return bool(scripts) and all(sed_script_ok(s) for s in scripts or ())
 
 
-_AWK_WRITES = ("system", "|", ">", "getline", "close", "fflush", "@", "printf -v")
+_AWK_WRITES = ("system", "|", ">", "getline", "close", "fflush", "@", "printf -v", "ENVIRON")
+_SED_SCRIPT = ("--expression", "--file")
 
 
 def _awk(args: Args) -> bool:
@@ -274,15 +312,36 @@ def _git(args: Args) -> bool:
     return sub in _GIT_READERS or _git_listing(sub, rest)
 
 
+def _cd(args: Args) -> bool:
+    # No operand, "-" and "~" go to $HOME or $OLDPWD; the one operand is checked as a path.
+    found = operands(args)
+    return len(found) == 1 and found[0] not in ("-", None)
+
+
+def _ps(args: Args) -> bool:
+    # BSD-style "e" (ps e, ps auxe) prints each process's environment: the daemon's too.
+    return not any(a is not None and not a.startswith("-") and "e" in a for a in args)
+
+
+def _jq(args: Args) -> bool:
+    # env and $ENV are the daemon's environment.
+    return not any(re.search(r"\benv\b|\$ENV|\$__loc__", a or "") for a in args)
+
+
 _ANY = Spec(any_args=True)
-_ANY_ARGS = """echo cat head tail wc ls pwd true false basename dirname which whoami id uname nproc
-        realpath readlink seq printenv tty groups arch [ test [[ grep egrep fgrep cut tr nl tac
-        rev fold paste join comm expand unexpand column md5sum sha1sum sha256sum sha512sum b2sum
-        cksum base64 od hexdump strings diff cmp stat du df jq type cd sleep ps uptime free
-        locale whereis lsb_release getconf fmt numfmt expr"""
+_WORDS = Spec(any_args=True, paths=False)
+_ANY_ARGS = """cat head tail wc ls true false realpath readlink [ test [[ cut nl tac rev fold
+        paste join comm expand unexpand column md5sum sha1sum sha256sum sha512sum b2sum cksum
+        base64 od hexdump strings diff cmp stat du df fmt"""
+# Programs whose arguments are words, never files they read.
+_WORD_ARGS = """echo pwd basename dirname which whoami id uname nproc seq tty groups arch type
+        sleep uptime free locale whereis lsb_release getconf numfmt expr tr"""
+_GREP = Spec(any_args=True, script=("ABCDdm", "ef", ("--regexp", "--file")))
 PROGRAMS: dict[str, Spec] = {
     **dict.fromkeys(_ANY_ARGS.split(), _ANY),
-    "printf": Spec(short="v"),
+    **dict.fromkeys(_WORD_ARGS.split(), _WORDS),
+    **dict.fromkeys(("grep", "egrep", "fgrep"), _GREP),
+    "printf": Spec(short="v", paths=False),
     "date": Spec(short="s", long=("--set",), check=_date),
     "uniq": Spec(check=_uniq),
     "xxd": Spec(short="r", long=("--revert",), check=_xxd),
@@ -290,22 +349,25 @@ PROGRAMS: dict[str, Spec] = {
     "file": Spec(short="C", long=("--compile",)),
     "tree": Spec(short="oR", long=("--output",)),
     "find": Spec(check=_find),
-    "sed": Spec(short="i", long=("--in-place",), check=_sed),
-    "awk": Spec(check=_awk),
-    "gawk": Spec(check=_awk),
-    "mawk": Spec(check=_awk),
-    "rg": Spec(long=("--pre", "--hostname-bin")),
+    "sed": Spec(short="i", long=("--in-place",), check=_sed, script=("l", "ef", _SED_SCRIPT)),
+    **dict.fromkeys(("awk", "gawk", "mawk"), Spec(check=_awk, script=("vF", "f", ("--file",)))),
+    "rg": Spec(
+        long=("--pre", "--hostname-bin"), script=("ABCEMmjgtTf", "ef", ("--regexp", "--file"))
+    ),
+    "jq": Spec(check=_jq, script=("L", "f", ("--from-file",))),
     "ruff": Spec(check=_ruff),
     "git": Spec(check=_git),
-    "hostname": Spec(short="Fb", long=("--file", "--boot"), check=_no_operands),
-    "command": Spec(check=lambda args: bool(args) and args[0] in ("-v", "-V")),
-    "env": Spec(
-        short="iuCS0", long=("--ignore-environment", "--unset", "--chdir"), check=_no_operands
-    ),
+    "cd": Spec(check=_cd),
+    "ps": Spec(check=_ps, paths=False),
+    "hostname": Spec(short="Fb", long=("--file", "--boot"), check=_no_operands, paths=False),
+    "command": Spec(check=lambda args: bool(args) and args[0] in ("-v", "-V"), paths=False),
 }
+# Deliberately absent: env and printenv (they print the daemon's environment: API keys).
 
 
-def is_read_only(program: str, args: Args) -> bool:
-    """Whether ``program`` (a bare name) with ``args`` only reads."""
+def is_read_only(program: str, args: Args, texts: Sequence[str] | None = None) -> bool:
+    """Whether ``program`` (a bare name) with ``args`` (written as ``texts``) only reads,
+    and only inside the workspace."""
     spec = PROGRAMS.get(program)
-    return spec is not None and spec.allows(args)
+    shown = texts if texts is not None else ["$X" if a is None else a for a in args]
+    return spec is not None and spec.allows(args) and spec.reads_inside(args, shown)

@@ -88,6 +88,8 @@ class Script:
     """False when the parser found ERROR or MISSING nodes (a syntax error)."""
     problems: list[str] = field(default_factory=list)
     """Constructs whose effect cannot be known without running them."""
+    loops: list[tuple[str, list[Word]]] = field(default_factory=list)
+    """Each ``for NAME in WORDS`` loop: the variable and the words it takes."""
 
 
 @cache
@@ -234,6 +236,8 @@ def _walk(node: Node, script: Script) -> None:
         variable = node.child_by_field_name("variable")
         if variable is not None:
             assigned = (_text(variable), Word("", None))
+            items = [_word(c) for c in node.children_by_field_name("value")]
+            script.loops.append((_text(variable), items))
             script.commands.append(
                 SimpleCommand(_text(node), assignments=[assigned], kind="assignment")
             )
