@@ -74,6 +74,14 @@ class Held:
         """``toold.toml changed: permissions.mode default → bypass; new allow rule ...``."""
         return "toold.toml changed: " + "; ".join(self.changes)
 
+    def asks_the_same(self, other: Held) -> bool:
+        """Whether ``other`` (a later reload) would ask the very same question."""
+        return (self.config, self.changes, self.overrides) == (
+            other.config,
+            other.changes,
+            other.overrides,
+        )
+
 
 @dataclass
 class WorkspaceState:
@@ -105,6 +113,8 @@ class WorkspaceState:
     """Loosening changes of the last reload, waiting for the user's answer."""
     _generation: int = 0
     _settling: asyncio.Task[None] | None = field(default=None, repr=False)
+    _asked: Held | None = field(default=None, repr=False)
+    """The held changes the open question is about (the latest reload asking it)."""
     _reloading: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @property
@@ -155,9 +165,16 @@ class WorkspaceState:
         """reload_config off the loop; held changes are then asked about in the background."""
         problem, held = await asyncio.to_thread(self._reload, overrides, from_file)
         if held is not None:
+            asking = self._settling is not None and not self._settling.done()
+            if asking and self._asked is not None and self._asked.asks_the_same(held):
+                # One save often comes as two file events: the question on screen already
+                # names these changes; its answer applies this (latest) reload.
+                self._asked = held
+                return problem
             if self._settling is not None:
                 self._settling.cancel()  # its question is moot: this reload superseded it
-            self._settling = asyncio.ensure_future(self._settle(held))
+            self._asked = held
+            self._settling = asyncio.ensure_future(self._settle())
         return problem
 
     def drop_held(self) -> None:
@@ -166,8 +183,10 @@ class WorkspaceState:
             self._settling.cancel()
             self._settling = None
 
-    async def _settle(self, held: Held) -> None:
-        """Ask the user about ``held``: Apply applies it, anything else keeps it out."""
+    async def _settle(self) -> None:
+        """Ask the user about the held changes: Apply applies them, anything else keeps them out."""
+        held = self._asked
+        assert held is not None
         if self.confirm is None:
             self._warn(
                 f"{held.summary}. Not applied: this editor cannot ask to confirm "
@@ -176,6 +195,7 @@ class WorkspaceState:
             return
         timeout = self.config.permissions.ask_timeout
         answer = await self.confirm(f"{held.summary}. Apply?", [APPLY, KEEP], timeout)
+        held = self._asked or held  # a reload asking the same question may have come since
         if answer == APPLY:
             problem = await asyncio.to_thread(self.apply_held, held)
             self._warn(problem or f"{held.summary}. Applied, as you confirmed")

@@ -144,6 +144,24 @@ def test_apply_applies_the_loosening(start: Start, workspace: Path) -> None:
     assert result["isError"] is False and (workspace / "made").exists()
 
 
+def test_one_save_seen_twice_asks_once_and_its_answer_applies(
+    start: Start, workspace: Path
+) -> None:
+    """Editors often save in two steps (two file events): the second reload asks nothing new,
+    so the first question stays open and its answer applies (before, it was dropped and a
+    second question asked)."""
+    client = start()
+    toml = workspace / "toold.toml"
+    toml.write_text('[permissions]\nmode = "bypass"\n', encoding="utf-8")
+    question = config_question(client)
+    toml.write_text('[permissions]\nmode = "bypass"\n', encoding="utf-8")  # the same content
+    assert wait_until(lambda: client.stderr().count("held until the user confirms") >= 2)
+    answer(client, question, "Apply")
+    assert warning(client).endswith("Applied, as you confirmed")
+    result = client.tool("bash", origin="agent", command="touch made")
+    assert result["isError"] is False and (workspace / "made").exists()
+
+
 def test_tightening_applies_at_once_and_a_mixed_change_holds_only_its_loosening(
     start: Start, workspace: Path
 ) -> None:
