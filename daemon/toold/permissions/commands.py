@@ -33,7 +33,7 @@ from toold.permissions.interpreters import (
     git_arguments,
     skip_options,
 )
-from toold.permissions.paths import escapes, names_outside, runtime_word_inside
+from toold.permissions.paths import LOOP_WORD, escapes, loop_paths
 from toold.permissions.readonly import PROGRAMS, has_option, is_read_only, operands
 from toold.permissions.shell import Script, SimpleCommand, parse
 
@@ -151,6 +151,9 @@ def _may_name_anything(r: Resolved, names: tuple[str, ...]) -> bool:
         return False  # echo, cat...: no option of theirs writes a file
     if any(layer.stdin_args for layer in r.layers):
         return True  # xargs: arguments read at run time
+    for layer, spec in zip(r.layers, writes_nothing, strict=True):
+        if layer.via == "find" and "{}" in layer.args and not (spec and spec.any_args):
+            return True  # find -exec: {} is each file found, toold.toml too
     for word in r.command.words[1:]:  # a program name computed at run time is a danger
         if word.value is None:
             if _RUNTIME_TEXT.search(word.text):
@@ -216,31 +219,11 @@ def _texts_of(inner: list[str | None], args: list[str | None], texts: list[str])
     return ["$X" for _ in inner]  # xargs' default echo: nothing was written
 
 
-_LOOP_WORD = re.compile(r'^"?\$\{?(\w+)\}?"?$')
-
-
-def loop_paths(script: Script) -> frozenset[str]:
-    """Variables of ``for`` loops over paths inside the workspace, assigned nowhere else."""
-    assigned = [n for c in script.commands for n, _ in c.assignments]
-    mentioned = {v for c in script.commands for v in c.argv if v}
-    return frozenset(
-        name
-        for name, items in script.loops
-        if assigned.count(name) == 1
-        and name not in mentioned
-        and items
-        and all(
-            runtime_word_inside(w.text, True) if w.value is None else not names_outside(w.value)
-            for w in items
-        )
-    )
-
-
 def _resolve(cmd: SimpleCommand, loops: frozenset[str] = frozenset()) -> Resolved:
     out = Resolved(cmd)
     texts = [w.text for w in cmd.words]
     for i, text in enumerate(texts):
-        found = _LOOP_WORD.match(text)
+        found = LOOP_WORD.match(text)
         if found and found.group(1) in loops:
             texts[i] = "loop-item"  # one of the loop's paths, all inside the workspace
     for variable, _ in cmd.assignments:

@@ -109,8 +109,9 @@ def _stops(prog: str, args: list[str]) -> str | None:
         if "-1" in args or any(p.startswith("-") or p in ("0", "1") for p in pids if p != "--"):
             return "kill of every process or a process group"
     if prog == "systemctl":
-        sub = next((a for a in args if not a.startswith("-")), "")
-        if sub in _SYSTEMCTL_STOPS:
+        # Any word: options such as -H HOST take values, so the verb is not always first.
+        sub = next((a for a in args if a in _SYSTEMCTL_STOPS), None)
+        if sub is not None:
             return f"systemctl {sub}"
     if prog == "service" and len(args) >= 2 and args[1] in ("stop", "restart", "force-reload"):
         return f"service {args[1]}"
@@ -160,7 +161,7 @@ def git_danger(args: list[str]) -> str | None:
         "--" in rest
         or "." in rest
         or has_option(rest, "fp", ("--force", "--patch", "--ours", "--theirs", "--merge"))
-        or len([a for a in rest if not a.startswith("-")]) > 1
+        or len([a for a in rest if not a.startswith("-")]) > 1 + _creates_branch(rest)
     ):
         return "git checkout that discards uncommitted changes"
     if sub == "switch" and has_option(rest, "f", ("--discard-changes", "--force")):
@@ -170,6 +171,11 @@ def git_danger(args: list[str]) -> str | None:
     ):
         return "git restore that discards uncommitted changes"
     return _git_history_danger(sub, rest)
+
+
+def _creates_branch(rest: list[str]) -> int:
+    """1 when checkout creates a branch (its name is an operand that is not a path)."""
+    return int(has_option(rest, "bB", ("--orphan",)))
 
 
 def _git_history_danger(sub: str, rest: list[str]) -> str | None:

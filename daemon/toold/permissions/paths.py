@@ -14,6 +14,8 @@ from __future__ import annotations
 import posixpath
 import re
 
+from toold.permissions.shell import Script
+
 DEVICES = frozenset({"/dev/null", "/dev/stdin", "/dev/stdout", "/dev/stderr"})
 """Absolute paths a command may name and still stay inside the workspace."""
 _EXPANSION = re.compile(r"\$(?:\{([^}]*)\}|([A-Za-z_][A-Za-z0-9_]*|[0-9@*#?!$-]))")
@@ -66,3 +68,23 @@ def runtime_word_inside(text: str, paths: bool) -> bool:
             (braced or plain) in _PUBLIC_VARIABLES for braced, plain in _EXPANSION.findall(text)
         )
     return not _RUNTIME.search(text) and not names_outside(_QUOTES.sub("", text))
+
+
+LOOP_WORD = re.compile(r'^"?\$\{?(\w+)\}?"?$')
+
+
+def loop_paths(script: Script) -> frozenset[str]:
+    """Variables of ``for`` loops over paths inside the workspace, assigned nowhere else."""
+    assigned = [n for c in script.commands for n, _ in c.assignments]
+    mentioned = {v for c in script.commands for v in c.argv if v}
+    return frozenset(
+        name
+        for name, items in script.loops
+        if assigned.count(name) == 1
+        and name not in mentioned
+        and items
+        and all(
+            runtime_word_inside(w.text, True) if w.value is None else not names_outside(w.value)
+            for w in items
+        )
+    )
