@@ -22,6 +22,7 @@ from pygls.uris import to_fs_path
 
 from toold import __version__
 from toold.initialization import InitializationOptions, parse_initialization_options
+from toold.lifecycle import SessionEnd
 from toold_protocol import ALL_METHODS, PROTOCOL_VERSION, errors
 
 if TYPE_CHECKING:
@@ -214,14 +215,14 @@ class TooldProtocol(LanguageServerProtocol):
         """Answered once every request received before it is answered; requests after it
         are refused (-32600) at once. ``limits.shutdown_grace`` bounds the wait."""
         self._shutdown = True
-        yield self._server.finish_requests, (), None
+        yield self._server.ending.finish_requests, (), None
         return None
 
     @lsp_method(types.EXIT)
     def lsp_exit(self, *args: Any) -> Any:
         """Stop serving; a ``shutdown`` still being answered is answered first (a script
         piped from a file sends ``exit`` right behind it)."""
-        yield self._server.exit_after_shutdown, (), None
+        yield self._server.ending.exit, (), None
 
 
 class WorkDone:
@@ -269,9 +270,7 @@ class TooldServer(LanguageServer):
         self._background: set[asyncio.Task[Any]] = set()
         self.stopped = asyncio.Event()
         self.exit_code = 0
-        self._finishing: asyncio.Future[None] | None = None
-        self.abandoned: list[str] = []
-        """Requests the shutdown grace ran out on (cancelled): ``id (method)``."""
+        self.ending = SessionEnd(self)
         self._watch_handle: Any = None
         self.client_process_id: int | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -490,66 +489,10 @@ class TooldServer(LanguageServer):
             self.exit_code = exit_code
             self.stopped.set()
 
-    @property
-    def shutdown_grace(self) -> float:
-        """``limits.shutdown_grace``: how long in-flight requests may take at the end."""
-        if hasattr(self, "state"):
-            return float(self.state.config.limits.shutdown_grace)
-        from toold.config import LimitsConfig
-
-        return float(LimitsConfig().shutdown_grace)
-
-    async def finish_requests(self) -> None:
-        """Let the client's requests in flight finish within the shutdown grace, then
-        cancel (answered -32800) and log what is left. Shared by shutdown, exit and EOF."""
-        if self._finishing is None:
-            self._finishing = asyncio.ensure_future(self._finish_requests())
-        await asyncio.shield(self._finishing)
-
-    async def _finish_requests(self) -> None:
-        pending = self.protocol.pending_requests()
-        if not pending:
-            return
-        if self._binding is not None:  # toold.toml (the grace) is read by the binding
+    async def binding_settled(self) -> None:
+        """Wait for a workspace binding in progress to end (bound or failed)."""
+        if self._binding is not None:
             await asyncio.wait([self._binding])
-        grace = self.shutdown_grace
-        log.info("finishing %d request(s) in flight (at most %gs)", len(pending), grace)
-        waits = {
-            _awaitable(future): (msg_id, method) for msg_id, (method, future) in pending.items()
-        }
-        _, left = await asyncio.wait(waits, timeout=grace)
-        if not left:
-            return
-        names = [f"{waits[w][0]!r} ({waits[w][1]})" for w in left]
-        self.abandoned += names
-        log.error(
-            "shutdown grace of %gs (limits.shutdown_grace) ran out; cancelling %d request(s): %s",
-            grace,
-            len(names),
-            ", ".join(names),
-        )
-        for _, future in pending.values():
-            if not future.done():
-                future.cancel()
-        await asyncio.wait(left, timeout=5)
-
-    async def settle(self) -> None:
-        """Finish in-flight requests (see finish_requests), then let an answer to
-        ``shutdown`` go out before the serve loop stops."""
-        await self.finish_requests()
-        rest = [
-            _awaitable(f) for _, f in self.protocol.pending_requests(with_shutdown=True).values()
-        ]
-        if rest:
-            await asyncio.wait(rest, timeout=5)
-
-    async def exit_after_shutdown(self) -> None:
-        """``exit``: status 0 after ``shutdown`` (once it is answered), 1 without it."""
-        if not self.protocol._shutdown:
-            self.request_stop(1)
-            return
-        await self.settle()
-        self.request_stop(0)
 
     async def cancel_inflight(self) -> None:
         """Cancel running requests so their process groups die before we exit."""
@@ -598,11 +541,6 @@ class TooldServer(LanguageServer):
             log.info("%s", error)
         else:
             log.error("%s", error)
-
-
-def _awaitable(future: Any) -> asyncio.Future[Any]:
-    """pygls keeps concurrent futures for generator handlers: wait on those from the loop."""
-    return future if isinstance(future, asyncio.Future) else asyncio.wrap_future(future)
 
 
 def _workspace_from(params: types.InitializeParams, options: InitializationOptions) -> Path | None:

@@ -295,7 +295,7 @@ async def serve_stdio(server: TooldServer, stdin: BinaryIO, stdout: BinaryIO) ->
     await server.close()
     await writer.drain()
     # Requests the shutdown grace cancelled: the script did not get all it asked for.
-    return 1 if server.abandoned else server.exit_code
+    return 1 if server.ending.abandoned else server.exit_code
 
 
 async def _read_loop(server: TooldServer, reader: asyncio.StreamReader, writer: PipeWriter) -> None:
@@ -306,7 +306,7 @@ async def _read_loop(server: TooldServer, reader: asyncio.StreamReader, writer: 
         headers = await headers_in.read()
         if headers is None:
             log.info("client closed stdin")
-            await _end_of_input(server)
+            await server.ending.end_of_input()
             return
         length = _content_length(headers)
         if isinstance(length, str):
@@ -328,21 +328,13 @@ async def _read_loop(server: TooldServer, reader: asyncio.StreamReader, writer: 
             body = await reader.readexactly(length)
         except asyncio.IncompleteReadError:
             log.info("client closed stdin in the middle of a message")
-            await _end_of_input(server)
+            await server.ending.end_of_input()
             return
         try:
             dispatch_body(server, body)
         except SystemExit as exc:
             server.request_stop(exc.code if isinstance(exc.code, int) else 0)
             return
-
-
-async def _end_of_input(server: TooldServer) -> None:
-    """Stdin ended (a script file or pipe that is done): requests in flight finish
-    (limits.shutdown_grace) before the daemon stops. A dead client process stops it at
-    once instead (watch_client), cancelling them."""
-    await server.settle()
-    server.request_stop(0 if server.protocol._shutdown else 1)
 
 
 def _content_length(headers: dict[str, str]) -> int | str:

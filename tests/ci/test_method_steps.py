@@ -62,6 +62,23 @@ def test_method_steps_give_their_result_to_expect_and_references(workspace: Path
     assert "done" in json.dumps(tasks)
 
 
+def test_a_tools_call_method_step_is_judged_as_a_tool_step(workspace: Path) -> None:
+    call = {"name": "bash", "arguments": {"command": "echo out; exit 3"}, "origin": "user"}
+    done = toold_run(
+        workspace,
+        {
+            "steps": [
+                {"id": "c", "method": "tools/call", "params": call, "expect": {"isError": True}},
+                {"method": "tools/call", "params": call},
+            ]
+        },
+    )
+    assert done.returncode == 1
+    first, second = step_lines(done)
+    assert first.startswith("✓ c  tools/call  ")
+    assert second.startswith("✗ steps[1]  tools/call  ") and "exit code 3" in second
+
+
 def test_an_error_answer_fails_a_method_step_and_names_the_error(workspace: Path) -> None:
     done = toold_run(workspace, {"steps": [{"method": "jobs/get", "params": {"jobId": "nope"}}]})
     assert done.returncode == 1

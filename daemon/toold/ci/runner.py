@@ -229,7 +229,10 @@ class ScriptRunner:
             message = self._request(step.method, substitute(step.params, self._lookup))
             if "error" in message:  # an answer a step may expect (isError = true)
                 return {"content": message["error"], "isError": True}, message["error"]
-            return {"content": message.get("result"), "isError": False}, message.get("result")
+            result = message.get("result")
+            if step.method == "tools/call" and isinstance(result, dict):
+                return result, result  # judged as a tool step is: isError, exitCode
+            return {"content": result, "isError": False}, result
         arguments = substitute(step.arguments, self._lookup)
         params = {"name": step.tool, "arguments": arguments, "origin": "user"}
         message = self._request("tools/call", params)

@@ -1,0 +1,99 @@
+"""How a session ends: ``shutdown``, ``exit`` and the end of stdin.
+
+A CI script piped into the daemon sends its requests, ``shutdown`` and ``exit`` at once.
+``shutdown`` is therefore answered only after every request received before it, an
+``exit`` behind it waits for that answer, and the end of stdin lets running requests
+finish too. ``limits.shutdown_grace`` bounds each wait; what is still running then is
+cancelled (answered -32800, its process group killed), logged, and the exit status is 1.
+A client process that dies (watch_client) stops the daemon at once instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from toold.server import TooldServer
+
+log = logging.getLogger(__name__)
+
+
+class SessionEnd:
+    """One daemon's ending; the waits are shared (shutdown, exit and EOF may overlap)."""
+
+    def __init__(self, server: TooldServer) -> None:
+        self._server = server
+        self._finishing: asyncio.Future[None] | None = None
+        self.abandoned: list[str] = []
+        """Requests the grace ran out on (cancelled), as ``id (method)``."""
+
+    def grace(self) -> float:
+        """``limits.shutdown_grace`` of the bound workspace (the default before binding)."""
+        state = getattr(self._server, "state", None)
+        if state is not None:
+            return float(state.config.limits.shutdown_grace)
+        from toold.config import LimitsConfig
+
+        return float(LimitsConfig().shutdown_grace)
+
+    async def finish_requests(self) -> None:
+        """Let the client's requests in flight finish within the grace, then cancel and
+        log what is left (``shutdown``'s own request is not waited for)."""
+        if self._finishing is None:
+            self._finishing = asyncio.ensure_future(self._finish_requests())
+        await asyncio.shield(self._finishing)
+
+    async def _finish_requests(self) -> None:
+        pending = self._server.protocol.pending_requests()
+        if not pending:
+            return
+        await self._server.binding_settled()  # toold.toml, and so the grace, is read by it
+        grace = self.grace()
+        log.info("finishing %d request(s) in flight (at most %gs)", len(pending), grace)
+        waits = {
+            _awaitable(future): (msg_id, method) for msg_id, (method, future) in pending.items()
+        }
+        _, left = await asyncio.wait(waits, timeout=grace)
+        if not left:
+            return
+        names = [f"{waits[w][0]!r} ({waits[w][1]})" for w in left]
+        self.abandoned += names
+        log.error(
+            "shutdown grace of %gs (limits.shutdown_grace) ran out; cancelling %d request(s): %s",
+            grace,
+            len(names),
+            ", ".join(names),
+        )
+        for _, future in pending.values():
+            if not future.done():
+                future.cancel()
+        await asyncio.wait(left, timeout=5)
+
+    async def settle(self) -> None:
+        """Finish the requests in flight, then let an answer to ``shutdown`` go out."""
+        await self.finish_requests()
+        answering = self._server.protocol.pending_requests(with_shutdown=True)
+        rest = [_awaitable(future) for _, future in answering.values()]
+        if rest:
+            await asyncio.wait(rest, timeout=5)
+
+    async def exit(self) -> None:
+        """``exit``: status 0 after ``shutdown`` (once it is answered), 1 without it."""
+        if not self._server.protocol._shutdown:
+            self._server.request_stop(1)
+            return
+        await self.settle()
+        self._server.request_stop(0)
+
+    async def end_of_input(self) -> None:
+        """Stdin ended (a script file or a pipe that is done): requests in flight finish
+        first; status 0 after ``shutdown``, 1 without it."""
+        await self.settle()
+        self._server.request_stop(0 if self._server.protocol._shutdown else 1)
+
+
+def _awaitable(future: Any) -> asyncio.Future[Any]:
+    """pygls keeps concurrent futures for generator handlers: wait on those from the loop."""
+    return future if isinstance(future, asyncio.Future) else asyncio.wrap_future(future)
