@@ -180,7 +180,8 @@ def _creates_branch(rest: list[str]) -> int:
 
 def _git_history_danger(sub: str, rest: list[str]) -> str | None:
     if sub == "branch" and (
-        has_option(rest, "D") or (has_option(rest, "d", ("--delete",)) and has_option(rest, "f"))
+        has_option(rest, "D")
+        or (has_option(rest, "d", ("--delete",)) and has_option(rest, "f", ("--force",)))
     ):
         return "git branch -D"
     if sub == "stash" and rest[:1] in (["drop"], ["clear"]):
