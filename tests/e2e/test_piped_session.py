@@ -113,9 +113,27 @@ def test_every_request_before_shutdown_is_answered_before_it(workspace: Path, st
     assert [reply["id"] for reply in replies] == [1, 3, 2, 4]
 
 
-def test_end_of_input_without_shutdown_still_answers_and_exits_1(workspace: Path) -> None:
-    session = [m for m in produce() if m.get("method") not in ("shutdown", "exit")]
-    done = serve_from_file(workspace, frames(session))
+def serve_from_open_pipe(workspace: Path, session: bytes) -> subprocess.CompletedProcess[bytes]:
+    """Write ``session`` into the daemon's stdin pipe, then close it."""
+    daemon = subprocess.Popen(
+        serve_command(workspace),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    out, err = daemon.communicate(session, timeout=TIMEOUT)
+    return subprocess.CompletedProcess(daemon.args, daemon.returncode, out, err)
+
+
+@pytest.mark.parametrize("stdin", ["file", "pipe"])
+def test_end_of_input_without_shutdown_still_answers_and_exits_1(
+    workspace: Path, stdin: str
+) -> None:
+    session = frames([m for m in produce() if m.get("method") not in ("shutdown", "exit")])
+    if stdin == "file":
+        done = serve_from_file(workspace, session)
+    else:
+        done = serve_from_open_pipe(workspace, session)
     assert done.returncode == 1, done.stderr.decode()
     by_id = {reply["id"]: reply for reply in answers(done.stdout)}
     assert by_id[2]["result"]["content"] == "hi"
