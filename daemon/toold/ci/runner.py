@@ -27,13 +27,14 @@ from toold.ci.script import (
     UnresolvedReference,
     substitute,
 )
+from toold.ci.session import DaemonSession, SessionClosed
 
 Status = Literal["passed", "failed", "rescued", "skipped"]
 Message = dict[str, Any]
 
 
 class Wire(Protocol):
-    """What a run needs of a daemon session (toold.ci.session.DaemonSession)."""
+    """What a run needs of a daemon session (a DaemonSession; raises SessionClosed)."""
 
     def request(self, method: str, params: Any = None) -> Message:
         """Send a request; its response message (``result`` or ``error``)."""
@@ -242,8 +243,6 @@ class ScriptRunner:
         return (result, result) if isinstance(result, dict) else ({"content": result}, result)
 
     def _request(self, method: str, params: dict[str, Any]) -> Message:
-        from toold.ci.session import SessionClosed
-
         try:
             return self._wire.request(method, params)
         except SessionClosed as exc:
@@ -322,8 +321,6 @@ def run_in_daemon(
     Unknown tools and arguments that fail their schema are refused (ScriptError) before
     any step runs. Notifications are kept from the start, for the wait steps.
     """
-    from toold.ci.session import DaemonSession, SessionClosed
-
     with DaemonSession(workspace) as session:
         session.initialize()
         listed = session.request("tools/list", {"format": "native"})
