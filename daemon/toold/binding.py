@@ -17,6 +17,7 @@ from typing import Any
 from toold.agents.provider import AnthropicProvider
 from toold.agents.system import AgentSystem
 from toold.config import ConfigError, TooldConfig, load_config
+from toold.gateway import ToolGateway
 from toold.jobs.manager import BackgroundManager, Outcome
 from toold.permissions.audit import AuditLog
 from toold.permissions.guard import PermissionGuard
@@ -98,6 +99,8 @@ class WorkspaceState:
     jobs: BackgroundManager
     push: Push
     guard: PermissionGuard
+    gateway: ToolGateway
+    """toolset + guard + runner: the one way every front end runs a tool."""
     agents: AgentSystem | None = None
     team: TeamManager | None = None
     execution_events: bool = False
@@ -234,6 +237,17 @@ class WorkspaceState:
         log.info("configuration reloaded")
         return None
 
+    async def aclose(self) -> None:
+        """Release what the workspace holds (every front end's last step): held questions,
+        background jobs, teammates, the runner's sandboxes and the audit log."""
+        self.drop_held()
+        await self.jobs.close()
+        if self.team is not None:
+            await self.team.close()
+        await self.runner.close()
+        if self.guard.audit is not None:
+            self.guard.audit.close()
+
     def warn_runner_problem(self) -> None:
         """Tell the user at once when the configured runner cannot work here."""
         problem = self.runner.problem
@@ -249,7 +263,11 @@ class WorkspaceState:
     async def run_job_command(
         self, command: str, timeout: int, on_output: Callable[[str], None]
     ) -> Outcome:
-        """background_run's command, through bash and the configured runner."""
+        """background_run's command, through bash and the configured runner.
+
+        Not through the gateway: the guard judged this command when background_run was
+        called (its arguments hold it), and asking again would ask twice.
+        """
         context = CallContext(origin="agent", progress=on_output)
         outcome = await self.toolset.invoke(
             "bash", {"command": command, "timeout": timeout}, context=context, runner=self.runner
@@ -287,10 +305,8 @@ def make_agents(state: WorkspaceState) -> AgentSystem | None:
         return None
     return AgentSystem(
         provider,
-        state.toolset,
-        state.guard,
+        state.gateway,
         system_prompt=settings.system_prompt,
-        runner=state.runner,
         max_depth=settings.max_depth,
         max_iterations=settings.max_iterations,
         drain=state.jobs.drain_notifications,
@@ -362,6 +378,7 @@ def bind(
         jobs=jobs,
         push=push,
         guard=guard,
+        gateway=ToolGateway(toolset, guard, runner),
         execution_events=execution_events,
         overrides=overrides,
         warn=warn,

@@ -13,6 +13,7 @@ import pytest
 from tests.agents.conftest import API_KEY, ModelServer, tool_results
 from toold.agents.loop import AgentContext, agent_loop, notifications_block
 from toold.agents.provider import AnthropicProvider
+from toold.gateway import ToolGateway
 from toold.jobs.manager import BackgroundManager, Outcome
 from toold.permissions.audit import AuditLog
 from toold.permissions.guard import PermissionGuard
@@ -41,8 +42,7 @@ def run_loop(
         try:
             ctx = AgentContext(
                 provider=provider,
-                toolset=toolset,
-                guard=guard or PermissionGuard(mode="bypass"),
+                gateway=ToolGateway(toolset, guard or PermissionGuard(mode="bypass")),
                 system="SYSTEM",
                 **options,
                 **extra,

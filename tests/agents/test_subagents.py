@@ -14,6 +14,7 @@ import pytest
 from tests.agents.conftest import API_KEY, ModelServer, tool_names, tool_results
 from toold.agents.provider import AnthropicProvider
 from toold.agents.system import AGENT_TYPES, AgentSystem
+from toold.gateway import ToolGateway
 from toold.jobs.manager import BackgroundManager, Outcome
 from toold.permissions.guard import PermissionGuard
 from toold.tools.provider import BuiltinToolProvider
@@ -65,8 +66,7 @@ def run_system(
             jobs = BackgroundManager(workspace / ".toold" / "jobs", no_commands)
         system = AgentSystem(
             provider,
-            toolset,
-            guard or PermissionGuard(mode="default"),
+            ToolGateway(toolset, guard or PermissionGuard(mode="default")),
             system_prompt="MAIN PROMPT",
             background=jobs,
             drain=jobs.drain_notifications if jobs else None,
@@ -141,7 +141,7 @@ def test_a_read_only_child_runs_in_plan_mode_and_never_asks(
 
 
 def test_child_guards() -> None:
-    system = AgentSystem(None, ToolSet(), PermissionGuard(), system_prompt="")
+    system = AgentSystem(None, ToolGateway(ToolSet(), PermissionGuard()), system_prompt="")
     parent = PermissionGuard(mode="auto", ask=Asker())
     for kind in ("explore", "plan", "code-review"):
         child = system.child_guard(parent, kind, background=False)

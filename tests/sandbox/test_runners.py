@@ -160,7 +160,7 @@ def test_close_lets_running_calls_finish_then_stops_the_fork_server(workspace: P
         runner = make_runner(config, workspace)
         bash = BuiltinToolProvider(ToolRuntime(workspace, config)).resolve_named_tools(["bash"])
         call = asyncio.ensure_future(
-            bash[0].execute({"command": "sleep 0.3; echo finished"}, runner=runner)
+            runner.run(bash[0], bash[0].validate_args({"command": "sleep 0.3; echo finished"}))
         )
         sandbox: Any = runner.sandbox
         while not (sandbox._running and sandbox.server and sandbox.server.pid):

@@ -1,7 +1,7 @@
 """agent_loop: the conversation with the model and the tool calls it asks for.
 
 Before each model call, finished background jobs are drained into the history;
-each tool call passes the permission guard and then its handler; parallel-safe
+each tool call goes through the workspace's gateway (guard, then the tool); parallel-safe
 calls of one turn run concurrently, the others in order; the results go back as
 one user message of tool_result blocks.
 """
@@ -14,12 +14,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from toold.permissions.calls import guarded_invoke
-from toold.permissions.guard import PermissionGuard
-from toold.sandbox.runner import ToolRunner
+from toold.gateway import ToolGateway
 from toold.tools import formats
 from toold.tools.context import CallContext
-from toold.tools.toolset import ToolSet
+from toold.tools.toolset import UnknownToolError
 
 NOTIFICATION_CHARS = 500
 
@@ -29,10 +27,9 @@ class AgentContext:
     """What one loop needs."""
 
     provider: Any
-    toolset: ToolSet
-    guard: PermissionGuard
+    gateway: ToolGateway
+    """The tools this agent may call, its guard and the runner: every call goes through it."""
     system: str
-    runner: ToolRunner | None = None
     max_iterations: int = 50
     drain: Callable[[], list[dict[str, Any]]] | None = None
     on_tool: Callable[[str, Any], None] | None = None
@@ -40,7 +37,7 @@ class AgentContext:
 
     def __post_init__(self) -> None:
         if not self.schemas:
-            self.schemas = [formats.anthropic(t) for t in self.toolset]
+            self.schemas = [formats.anthropic(t) for t in self.gateway.toolset]
 
 
 def notifications_block(notes: list[dict[str, Any]]) -> str:
@@ -87,17 +84,10 @@ async def _run_call(ctx: AgentContext, call: dict[str, Any]) -> dict[str, Any]:
     result: dict[str, Any] = {"type": "tool_result", "tool_use_id": call["id"]}
     if ctx.on_tool is not None:
         ctx.on_tool(name, args)
-    tool = ctx.toolset.get(name)
-    if tool is None:
-        return {**result, "content": f"Unknown tool: {name}", "is_error": True}
-    outcome = await guarded_invoke(
-        ctx.toolset,
-        ctx.guard,
-        tool.name,
-        args,
-        context=CallContext(origin="agent"),
-        runner=ctx.runner,
-    )
+    try:
+        outcome = await ctx.gateway.call(name, args, CallContext(origin="agent"))
+    except UnknownToolError as exc:
+        return {**result, "content": str(exc), "is_error": True}
     result["content"] = result_content(outcome.content)
     if outcome.is_error:
         result["is_error"] = True
@@ -114,7 +104,7 @@ async def run_tool_calls(ctx: AgentContext, calls: list[dict[str, Any]]) -> list
         batch.clear()
 
     for call in calls:
-        tool = ctx.toolset.get(call["name"])
+        tool = ctx.gateway.toolset.get(call["name"])
         if tool is not None and tool.parallel_safe:
             batch.append(call)
             continue

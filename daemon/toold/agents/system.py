@@ -1,4 +1,4 @@
-"""AgentSystem: runs the main agent and its subagents on one provider, guard and tool set."""
+"""AgentSystem: runs the main agent and its subagents on one provider and one tool gateway."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from toold.agents.loop import AgentContext, agent_loop
+from toold.gateway import ToolGateway
 from toold.permissions.guard import SAFE_TOOLS, PermissionGuard
-from toold.sandbox.runner import ToolRunner
 from toold.tools.context import failed
 from toold.tools.toolset import ToolSet
 
@@ -68,25 +68,31 @@ class AgentSystem:
     def __init__(
         self,
         provider: Any,
-        toolset: ToolSet,
-        guard: PermissionGuard,
+        gateway: ToolGateway,
         *,
         system_prompt: str,
-        runner: ToolRunner | None = None,
         max_depth: int = 3,
         max_iterations: int = 50,
         drain: Callable[[], list[dict[str, Any]]] | None = None,
         background: Any = None,
     ) -> None:
         self.provider = provider
-        self.toolset = toolset
-        self.guard = guard
+        self.gateway = gateway
         self.system_prompt = system_prompt
-        self.runner = runner
         self.max_depth = max_depth
         self.max_iterations = max_iterations
         self.drain = drain
         self.background = background
+
+    @property
+    def toolset(self) -> ToolSet:
+        """Every tool the main agent sees."""
+        return self.gateway.toolset
+
+    @property
+    def guard(self) -> PermissionGuard:
+        """The workspace's guard; subagents and teammates get children of it."""
+        return self.gateway.guard
 
     def toolset_for(self, agent_type: str) -> ToolSet:
         """The tools a subagent of this type may see."""
@@ -109,10 +115,8 @@ class AgentSystem:
         """The main agent (agent/run): every tool, the workspace's guard, job notifications."""
         ctx = AgentContext(
             provider=self.provider,
-            toolset=self.toolset,
-            guard=self.guard,
+            gateway=self.gateway,
             system=self.system_prompt,
-            runner=self.runner,
             max_iterations=self.max_iterations,
             drain=self.drain,
             on_tool=on_tool,
@@ -154,10 +158,8 @@ class AgentSystem:
         guard = self.child_guard(current_guard.get() or self.guard, kind_name, run_in_background)
         ctx = AgentContext(
             provider=self.provider,
-            toolset=self.toolset_for(kind_name),
-            guard=guard,
+            gateway=self.gateway.narrowed(toolset=self.toolset_for(kind_name), guard=guard),
             system=f"{self.system_prompt}\n\n{kind.prompt}",
-            runner=self.runner,
             max_iterations=kind.max_turns,
             on_tool=on_tool,
         )

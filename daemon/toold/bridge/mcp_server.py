@@ -1,7 +1,7 @@
 """``toold mcp``: toold's tools over the Model Context Protocol on stdio.
 
 The same catalogue, runner and guard as ``toold serve``: the workspace is bound by
-``toold.binding.bind`` and every call goes through ``guarded_invoke``. MCP clients
+``toold.binding.bind`` and every call goes through its gateway (toold.gateway). MCP clients
 (Claude Desktop, Cursor, Claude Code) call tools because a model decided to, so
 calls have origin "agent". The bridge has no way to ask the user, so whatever the
 guard would ask about is refused; ``[permissions]`` in toold.toml (allow rules, or
@@ -27,7 +27,6 @@ from mcp.shared.exceptions import MCPError
 
 from toold import __version__
 from toold.binding import WorkspaceState, bind
-from toold.permissions.calls import guarded_invoke
 from toold.permissions.guard import ALWAYS_CONFIRM, DENIED
 from toold.tools.context import CallContext
 from toold.tools.toolset import ToolOutcome, UnknownToolError
@@ -132,22 +131,21 @@ def build_server(state: WorkspaceState) -> Server[Any]:
     async def call_tool(
         ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
+        args = params.arguments if params.arguments is not None else {}
         try:
-            tool = state.toolset.require(params.name)
+            name = state.toolset.require(params.name).name
         except UnknownToolError as exc:
             raise MCPError(types.INVALID_PARAMS, str(exc)) from None
-        args = params.arguments if params.arguments is not None else {}
         relay = ProgressRelay(ctx)
-        context = CallContext(origin="agent", progress=relay.report)
         try:
-            outcome = await guarded_invoke(
-                state.toolset, state.guard, tool.name, args, context=context, runner=state.runner
+            outcome = await state.gateway.call(
+                name, args, CallContext(origin="agent", progress=relay.report)
             )
         except BaseException:
             relay.cancel()
             raise
         await relay.flush()
-        return call_result(state, tool.name, args, outcome)
+        return call_result(state, name, args, outcome)
 
     return Server(
         "toold",
@@ -159,13 +157,6 @@ def build_server(state: WorkspaceState) -> Server[Any]:
         on_list_tools=list_tools,
         on_call_tool=call_tool,
     )
-
-
-async def _close(state: WorkspaceState) -> None:
-    await state.jobs.close()
-    if state.team is not None:
-        await state.team.close()
-    await state.runner.close()
 
 
 async def serve(workspace: Path) -> None:
@@ -194,7 +185,7 @@ async def serve(workspace: Path) -> None:
             with anyio.CancelScope(shield=True):
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await watcher
-                await _close(state)
+                await state.aclose()
 
 
 def serve_mcp(workspace: Path) -> int:

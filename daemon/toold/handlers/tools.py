@@ -6,7 +6,6 @@ from typing import TYPE_CHECKING
 
 from pygls.exceptions import JsonRpcInvalidParams
 
-from toold.permissions.calls import guarded_invoke
 from toold.tools import formats
 from toold.tools.context import CallContext
 from toold.tools.toolset import UnknownToolError
@@ -24,22 +23,16 @@ async def tools_list(server: TooldServer, params: ToolsListParams) -> ToolsListR
 
 async def tools_call(server: TooldServer, params: ToolsCallParams) -> ToolsCallResult:
     """Run one tool; tool failures are isError results, an unknown name is -32602."""
+    gateway = server.state.gateway
     try:
-        tool = server.toolset.require(params.name)
+        name = gateway.toolset.require(params.name).name  # before any $/progress
     except UnknownToolError as exc:
         raise JsonRpcInvalidParams(str(exc)) from None
     context = CallContext(origin=params.origin)
-    with server.work_done(params.work_done_token, tool.name) as progress:
+    with server.work_done(params.work_done_token, name) as progress:
         if progress.reporting:
             context.progress = progress.report
-        outcome = await guarded_invoke(
-            server.toolset,
-            server.state.guard,
-            tool.name,
-            params.arguments,
-            context=context,
-            runner=server.state.runner,
-        )
+        outcome = await gateway.call(name, params.arguments, context)
         progress.outcome = "failed" if outcome.is_error else "done"
     content = "" if outcome.content is None else outcome.content
     return ToolsCallResult(content=content, is_error=outcome.is_error, exit_code=outcome.exit_code)

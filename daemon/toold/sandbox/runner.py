@@ -49,7 +49,7 @@ class LocalSandbox:
 
     async def run_tool(self, tool: Tool, args: Any) -> Any:
         """Run in-process."""
-        return await tool._execute_local(args)
+        return await tool.call(args)
 
     async def close(self) -> None:
         """Nothing to release."""

@@ -5,7 +5,7 @@
     {"tool": "bash", "args": {...}, "workspace": "/abs/ws", "config": {...}, "origin": "agent"}
 
 rebuilds the tool through BuiltinToolProvider with a ToolRuntime(workspace, config), runs
-``tool._execute_local(args)`` and writes JSON lines to stdout: any number of
+``tool.call(args)`` and writes JSON lines to stdout: any number of
 ``{"progress": text}`` while it runs, then exactly one ``{"result": value, "meta": {...}}``
 or ``{"error": {"type", "module", "message"}}``. It then waits for stdin to close, kills
 every process the call left behind (it is their subreaper, so even daemonised ones) and
@@ -150,7 +150,7 @@ async def _warm_up() -> None:
     first call; doing it here keeps them off the call's critical path."""
     tool = _build_tool({"tool": "read_file", "workspace": "/"})
     with contextlib.suppress(Exception):
-        await tool._execute_local({"file_path": ".toold-worker-warm-up", "offset": 0})
+        await tool.call({"file_path": ".toold-worker-warm-up", "offset": 0})
 
 
 def _build_tool(request: dict[str, Any]) -> Any:
@@ -187,7 +187,7 @@ async def _run(tool: Any, request: dict[str, Any], in_fd: int, channel: _Channel
     )
     current_call.set(ctx)
     try:
-        result = await tool._execute_local(request.get("args"))
+        result = await tool.call(request.get("args"))
     except asyncio.CancelledError:
         return
     except Exception as exc:

@@ -292,10 +292,8 @@ class TeamManager:
         guard.allow = [*guard.allow, TEAM_SEND_RULE]
         ctx = AgentContext(
             provider=agents.provider,
-            toolset=agents.toolset_for_teammate(),
-            guard=guard,
+            gateway=agents.gateway.narrowed(toolset=agents.toolset_for_teammate(), guard=guard),
             system=system,
-            runner=agents.runner,
             max_iterations=agents.max_iterations,
         )
         token = current_sender.set(teammate["name"])

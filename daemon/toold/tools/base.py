@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from pydantic import BaseModel, ValidationError
 
 if TYPE_CHECKING:
-    from toold.sandbox.runner import ToolRunner
     from toold.tools.runtime import ToolRuntime
 
 
@@ -167,16 +166,22 @@ class Tool(ABC):
         *,
         injected: Mapping[str, Any] | None = None,
         prefer_injected: bool = True,
-        runner: ToolRunner | None = None,
-        runner_event_context: Mapping[str, Any] | None = None,
     ) -> Any:
-        """Merge injected arguments, validate, then run here or through ``runner``."""
-        call_args = self.validate_args(self._merge_call_args(args, injected, prefer_injected))
-        if runner is not None and self.sandboxable:
-            return await runner.run(self, call_args, event_context=runner_event_context)
-        return await self._execute_local(call_args)
+        """Merge injected arguments, validate, then run here (exceptions propagate).
 
-    async def _execute_local(self, call_args: Any) -> Any:
+        Where a call runs (here or in a sandbox) is ToolSet.invoke's choice, and whether
+        it may run is the gateway's (toold.gateway): this only validates and runs.
+        """
+        return await self.call(
+            self.validate_args(self._merge_call_args(args, injected, prefer_injected))
+        )
+
+    async def call(self, call_args: Any) -> Any:
+        """Run with arguments ``validate_args`` returned, in this process.
+
+        Sync ``run`` goes to a worker thread unless ``runs_inline`` says otherwise.
+        Sandboxes (toold.sandbox) call this in their own process.
+        """
         if isinstance(call_args, Mapping):
             call = partial(self.run, **call_args)
         else:

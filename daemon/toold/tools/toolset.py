@@ -100,15 +100,10 @@ class ToolSet:
         return found
 
     async def execute(
-        self,
-        name: str,
-        args: Any,
-        *,
-        runner: ToolRunner | None = None,
-        injected: Mapping[str, Any] | None = None,
+        self, name: str, args: Any, *, injected: Mapping[str, Any] | None = None
     ) -> Any:
-        """Run one tool; exceptions propagate (Jianmu's contract)."""
-        return await self.require(name).execute(args, injected=injected, runner=runner)
+        """Run one tool here; exceptions propagate (Jianmu's contract)."""
+        return await self.require(name).execute(args, injected=injected)
 
     async def invoke(
         self,
@@ -118,15 +113,35 @@ class ToolSet:
         context: CallContext | None = None,
         runner: ToolRunner | None = None,
     ) -> ToolOutcome:
-        """Run one tool and turn every failure into an isError outcome.
+        """Validate and run one tool, turning every failure into an isError outcome.
 
         Only an unknown name raises (UnknownToolError); cancellation propagates.
+        No permission check: callers on behalf of a model go through toold.gateway.
         """
         found = self.require(name)
+        try:
+            checked = found.validate_args(args)
+        except ToolArgumentError as exc:
+            return ToolOutcome(f"Error: {exc}", is_error=True)
+        return await self.run(found, checked, context=context, runner=runner)
+
+    async def run(
+        self,
+        tool: Tool,
+        checked: Any,
+        *,
+        context: CallContext | None = None,
+        runner: ToolRunner | None = None,
+    ) -> ToolOutcome:
+        """Run ``tool`` with validated arguments: through ``runner`` when it is sandboxable,
+        else here. ``context`` reaches the tool (progress, exit code, the isError flag)."""
         ctx = context or CallContext()
         token = current_call.set(ctx)
         try:
-            result = await found.execute(args, runner=runner)
+            if runner is not None and tool.sandboxable:
+                result = await runner.run(tool, checked)
+            else:
+                result = await tool.call(checked)
         except ToolArgumentError as exc:
             return ToolOutcome(f"Error: {exc}", is_error=True)
         except asyncio.CancelledError:
