@@ -47,6 +47,8 @@ class DaemonSession:
         self._notifications: list[Message] = []
         self._seen: list[Message] = []
         self._closed = False
+        self._sent: set[str] = set()
+        """Lifecycle messages sent (a replayed file may bring its own shutdown and exit)."""
         self._write_lock = threading.Lock()
         self._reader = threading.Thread(target=self._read, name="toold-run-reader", daemon=True)
         self._reader.start()
@@ -79,6 +81,8 @@ class DaemonSession:
     def send(self, message: Message) -> None:
         """Write one message (a request, a notification or an answer) as it is."""
         assert self._proc.stdin is not None
+        if message.get("method") in ("shutdown", "exit"):
+            self._sent.add(message["method"])
         try:
             with self._write_lock:
                 write_frame(self._proc.stdin, message)
@@ -152,11 +156,12 @@ class DaemonSession:
         return self._proc.poll() is not None
 
     def close(self) -> int:
-        """shutdown + exit unless the daemon already ended; its exit status."""
+        """shutdown and exit, those not sent yet; the daemon's exit status."""
         proc = self._proc
         try:
-            if proc.poll() is None:
+            if "shutdown" not in self._sent and "exit" not in self._sent:
                 self.request("shutdown")
+            if "exit" not in self._sent:
                 self.notify("exit")
             proc.wait(timeout=60)
         except (SessionClosed, subprocess.TimeoutExpired):
