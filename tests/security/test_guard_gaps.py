@@ -75,6 +75,7 @@ READS_OUTSIDE = [
     "wc -c $(ls /etc)",
     "find . -name '*.py' | xargs cat",
     "echo /etc/shadow | xargs cat",
+    "grep -- -x /etc/passwd",
 ]
 ENVIRONMENT = [
     "env",
@@ -181,6 +182,11 @@ DANGEROUS_IN_AUTO = [
     "emacs --eval '(shell-command \"rm -rf d\")'",
     "emacs --batch -l evil.el",
     "less '+!rm -rf d' f",
+    "vim -Nu evil.vim f",
+    "emacsclient -e '(shell-command \"rm -rf d\")'",
+    "echo 'rm -rf d' | at now",
+    "git checkout-index -a -f",
+    "git rm -rf .",
     "git checkout -- f",
     "git checkout .",
     "git checkout HEAD~1 -- src",
@@ -274,6 +280,8 @@ AUTO_STILL_RUNS = [
     "kill -9 12345",
     "crontab -l",
     "vim f",
+    "vim -R -d a b",
+    "git rm --cached -r build",
     "rsync -a src/ build/",
     "tar -czf out.tgz src",
     "zip -r out.zip src",

@@ -164,6 +164,10 @@ def git_danger(args: list[str]) -> str | None:
         or len([a for a in rest if not a.startswith("-")]) > 1 + _creates_branch(rest)
     ):
         return "git checkout that discards uncommitted changes"
+    if sub == "checkout-index" and has_option(rest, "f", ("--force",)):
+        return "git checkout-index -f"
+    if sub == "rm" and has_option(rest, "rf", ("--force",)) and "--cached" not in rest:
+        return "git rm -r/-f deletes files"
     if sub == "switch" and has_option(rest, "f", ("--discard-changes", "--force")):
         return "git switch that discards uncommitted changes"
     if sub == "restore" and (

@@ -115,22 +115,32 @@ _ASSIGNING_BUILTINS = frozenset(
 )
 
 
-_VIM = frozenset({"vi", "vim", "nvim", "view", "vimdiff", "gvim", "rvim", "evim", "nvi", "vis"})
-_VIM_CODE = ("-c", "--cmd", "-S", "-s", "-u", "-l", "-e", "-E", "-es", "-Es", "--headless")
+_VIM = frozenset(
+    {"vi", "vim", "nvim", "view", "vimdiff", "gvim", "rvim", "rview", "evim", "nvi", "vis"}
+)
+_VIM_CODE = ("--cmd", "--headless", "--startuptime")
+_VIM_CODE_LETTERS = frozenset("cSsuleEwW")
+"""-c/-S/-s/-u/-l/-e/-E/-w: commands, scripts, keys, config, Lua, ex mode (read from input)."""
 _EMACS_CODE = (
-    "--eval", "-eval", "--execute", "-l", "--load", "-f", "--funcall", "--script", "-x",
+    "--eval", "-eval", "-e", "--execute", "-l", "--load", "-f", "--funcall", "--script", "-x",
     "-batch", "--batch",
 )  # fmt: skip
 
 
 def editor_code(program: str, args: list[str | None]) -> str | None:
     """Editors and pagers fed commands: vim -c/+cmd/--cmd/-S, ex and ed, emacs --eval, less +."""
-    if program in ("ex", "ed", "red", "edit"):
-        return f"{program} reads editor commands (which may run a shell) from its input"
+    if program in ("ex", "ed", "red", "edit", "at", "batch"):
+        return f"{program} reads commands (which may run a shell) from its input"
     if program in _VIM or program.startswith("emacs"):
         code = _VIM_CODE if program in _VIM else _EMACS_CODE
         for arg in args:
-            if arg is None or arg.startswith("+") or arg.split("=", 1)[0] in code:
+            letters = set(arg[1:]) if arg and arg[:1] == "-" and arg[1:2] != "-" else set()
+            if (
+                arg is None
+                or arg.startswith("+")
+                or arg.split("=", 1)[0] in code
+                or (program in _VIM and letters & _VIM_CODE_LETTERS)
+            ):
                 return f"{program} {arg or '$?'} runs editor commands"
     if program in ("less", "more", "most") and any(a is None or a.startswith("+") for a in args):
         return f"{program} + runs pager commands"

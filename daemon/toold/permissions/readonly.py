@@ -117,9 +117,9 @@ class Spec:
         for i, arg in enumerate(args):
             if skip:
                 skip = False
-            elif arg is None or arg == "--" or not arg.startswith("-") or arg == "-":
-                if arg == "--":
-                    continue
+            elif arg == "--":
+                return i + 1 if i + 1 < len(args) else None
+            elif arg is None or not arg.startswith("-") or arg == "-":
                 return i
             elif not arg.startswith("--") and arg[-1] in takes_value:
                 skip = True
