@@ -359,6 +359,10 @@ PROGRAMS: dict[str, Spec] = {
     "git": Spec(check=_git),
     "cd": Spec(check=_cd),
     "ps": Spec(check=_ps, paths=False),
+    # Only the version: parsed and printed before the interpreter imports anything.
+    **dict.fromkeys(
+        ("python", "python3"), Spec(check=lambda a: a in (["--version"], ["-V"]), paths=False)
+    ),
     "hostname": Spec(short="Fb", long=("--file", "--boot"), check=_no_operands, paths=False),
     "command": Spec(check=lambda args: bool(args) and args[0] in ("-v", "-V"), paths=False),
 }
