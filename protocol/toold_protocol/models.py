@@ -37,6 +37,26 @@ class JsonSchemaObject(BaseModel):
     required: list[str] = Field(default_factory=list)
 
 
+class ToolAnnotations(WireModel):
+    """What a tool does (MCP's ToolAnnotations hints) and how toold's guard treats it."""
+
+    read_only_hint: bool = False
+    """It changes nothing in its environment."""
+    destructive_hint: bool = True
+    """It may delete or overwrite (when not read-only)."""
+    idempotent_hint: bool = False
+    """Repeating a call with the same arguments changes nothing more."""
+    open_world_hint: bool = True
+    """It reaches beyond the workspace (the network, other processes)."""
+    confirm: Literal["never", "ask", "always"] = "ask"
+    """When an agent's call asks the user: never (plan mode included), as the permission
+    mode and rules say, or always (even with an allow rule; bypass mode runs it)."""
+    writes_path: bool = False
+    """Its ``file_path``/``path`` argument names a file it writes."""
+    runs_code: bool = False
+    """Its arguments are code it runs."""
+
+
 class NativeTool(WireModel):
     """A tool in toold's native format."""
 
@@ -54,6 +74,8 @@ class NativeTool(WireModel):
     """Whether calls may run concurrently with other calls in one turn."""
     effect_tags: list[str] = Field(default_factory=list)
     """Side-effect labels such as ``filesystem:write``."""
+    annotations: ToolAnnotations = Field(default_factory=ToolAnnotations)
+    """Behaviour and risk: MCP's hints (``readOnlyHint`` ...) and the guard's treatment."""
 
 
 class AnthropicTool(BaseModel):

@@ -27,7 +27,10 @@ def test_tools_list_native_by_default(client: WireClient) -> None:
         "aliases",
         "parallelSafe",
         "effectTags",
+        "annotations",
     }
+    assert read["annotations"]["readOnlyHint"] is True
+    assert read["annotations"]["confirm"] == "never"
     assert read["parameters"]["type"] == "object"
     assert read["parameters"]["required"] == ["file_path"]
     assert "file_read" in read["aliases"]
@@ -37,6 +40,8 @@ def test_tools_list_native_by_default(client: WireClient) -> None:
     edit = next(t for t in tools if t["name"] == "edit_file")
     assert edit["effectTags"] == ["filesystem:write"]
     assert edit["parallelSafe"] is False
+    assert edit["annotations"]["confirm"] == "always"
+    assert edit["annotations"]["writesPath"] is True
 
 
 def test_tools_list_anthropic_and_openai(client: WireClient) -> None:

@@ -71,6 +71,10 @@ def test_lists_every_tool_with_its_schema(workspace: Path) -> None:
     assert read_file["properties"]["file_path"]["type"] == "string"
     assert "pattern" in tools["grep"].input_schema["properties"]
     assert all(t.description for t in listed.tools)
+    read_hints, bash_hints = tools["read_file"].annotations, tools["bash"].annotations
+    assert read_hints is not None and bash_hints is not None
+    assert (read_hints.read_only_hint, read_hints.open_world_hint) == (True, False)
+    assert (bash_hints.read_only_hint, bash_hints.destructive_hint) == (False, True)
 
 
 def test_read_only_tools_run_and_failures_are_is_error(workspace: Path) -> None:

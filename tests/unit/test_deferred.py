@@ -6,14 +6,7 @@ from typing import Any
 
 import pytest
 
-from toold.tools import DEFERRED_TOOLS, BuiltinToolProvider
-
 from .conftest import Call
-
-
-def test_deferred_flags() -> None:
-    for name, cls in BuiltinToolProvider.tool_classes().items():
-        assert cls.deferred is (name in DEFERRED_TOOLS), name
 
 
 @pytest.mark.parametrize(

@@ -33,6 +33,15 @@ def test_native() -> None:
         "aliases": ["file_write"],
         "parallelSafe": True,
         "effectTags": ["filesystem:write"],
+        "annotations": {
+            "readOnlyHint": False,
+            "destructiveHint": True,
+            "idempotentHint": True,
+            "openWorldHint": False,
+            "confirm": "always",
+            "writesPath": True,
+            "runsCode": False,
+        },
     }
 
 

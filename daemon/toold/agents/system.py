@@ -12,7 +12,7 @@ from typing import Any
 
 from toold.agents.loop import AgentContext, agent_loop
 from toold.gateway import ToolGateway
-from toold.permissions.guard import SAFE_TOOLS, PermissionGuard
+from toold.permissions.guard import PermissionGuard
 from toold.tools.context import failed
 from toold.tools.toolset import ToolSet
 
@@ -22,7 +22,6 @@ DEFAULT_TYPE = "general-purpose"
 MAIN_LOOP_ONLY = frozenset({"team_spawn", "team_send", "team_register"})
 TEAMMATE_TOOLS = frozenset({"team_send"})
 """Main-loop tools a teammate also gets: it may message main and other teammates."""
-READ_ONLY_TOOLS = SAFE_TOOLS - {"todo_write"}
 
 
 @dataclass(frozen=True)
@@ -98,7 +97,10 @@ class AgentSystem:
         """The tools a subagent of this type may see."""
         kind = AGENT_TYPES[agent_type]
         if kind.read_only:
-            return ToolSet(t for t in self.toolset if t.name in READ_ONLY_TOOLS)
+            # Read-only types run in plan mode, where only tools that never ask run.
+            return ToolSet(
+                t for t in self.toolset if t.annotations.read_only and t.annotations.safe
+            )
         return ToolSet(t for t in self.toolset if t.name not in MAIN_LOOP_ONLY)
 
     def toolset_for_teammate(self) -> ToolSet:

@@ -27,7 +27,7 @@ from mcp.shared.exceptions import MCPError
 
 from toold import __version__
 from toold.binding import WorkspaceState, bind
-from toold.permissions.guard import ALWAYS_CONFIRM, DENIED
+from toold.permissions.guard import DENIED
 from toold.tools.context import CallContext
 from toold.tools.toolset import ToolOutcome, UnknownToolError
 
@@ -38,9 +38,19 @@ EXIT_CODE_META = "toold/exitCode"
 
 
 def tool_definitions(state: WorkspaceState) -> list[types.Tool]:
-    """Every tool, its JSON Schema as ``inputSchema``."""
+    """Every tool, its JSON Schema as ``inputSchema`` and its hints as ``annotations``."""
     return [
-        types.Tool(name=t.name, description=t.description, input_schema=t.parameters())
+        types.Tool(
+            name=t.name,
+            description=t.description,
+            input_schema=t.parameters(),
+            annotations=types.ToolAnnotations(
+                read_only_hint=t.annotations.read_only,
+                destructive_hint=t.annotations.destructive,
+                idempotent_hint=t.annotations.idempotent,
+                open_world_hint=t.annotations.open_world,
+            ),
+        )
         for t in state.toolset
     ]
 
@@ -50,7 +60,7 @@ def refusal(state: WorkspaceState, tool: str, args: Any) -> str:
     decision = state.guard.decide(tool, args)
     if not decision.approvable and decision.reason.startswith("deny rule"):
         how = "remove that rule from [permissions] deny in toold.toml to allow it"
-    elif tool in ALWAYS_CONFIRM or not decision.approvable:
+    elif state.toolset.require(tool).annotations.confirm == "always" or not decision.approvable:
         how = 'only [permissions] mode = "bypass" in toold.toml lets it run'
     else:
         example = "bash(prefix:npm test*)" if tool in ("bash", "background_run") else tool

@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ValidationError
 
+from toold.tools.annotations import ToolAnnotations
+
 if TYPE_CHECKING:
     from toold.tools.runtime import ToolRuntime
 
@@ -103,7 +105,11 @@ class Tool(ABC):
     }
     parallel_safe: ClassVar[bool] = True
     effect_tags: ClassVar[tuple[str, ...]] = ()
+    annotations: ClassVar[ToolAnnotations] = ToolAnnotations()
+    """Behaviour and risk (MCP's hints) and how the guard treats the tool; the defaults
+    (a tool that says nothing) may change things, and the guard asks about them."""
     deferred: ClassVar[bool] = False
+    """One of BareAgent's deferred tools (schema listed at once, runtime bound late)."""
     sandboxable: ClassVar[bool] = True
     """False for tools that need the daemon's own state; they ignore the runner."""
     Arguments: ClassVar[type[BaseModel] | None] = None

@@ -9,6 +9,7 @@ from typing import Any, get_type_hints
 
 from pydantic import ConfigDict, create_model
 
+from toold.tools.annotations import ToolAnnotations
 from toold.tools.base import Tool, schema_from_model
 
 
@@ -23,6 +24,7 @@ class FunctionTool(Tool):
         description: str | None = None,
         parallel_safe: bool = True,
         effect_tags: tuple[str, ...] = (),
+        annotations: ToolAnnotations | None = None,
     ) -> None:
         super().__init__()
         self.func = func
@@ -33,6 +35,8 @@ class FunctionTool(Tool):
         )
         self.parallel_safe = parallel_safe  # type: ignore[misc]
         self.effect_tags = tuple(effect_tags)  # type: ignore[misc]
+        if annotations is not None:
+            self.annotations = annotations  # type: ignore[misc]
         self.Arguments = _arguments_model(func, self.name)  # type: ignore[misc]
         self.input_schema = schema_from_model(self.Arguments)  # type: ignore[misc]
         self._is_async = inspect.iscoroutinefunction(func)
@@ -63,8 +67,13 @@ def tool(
     description: str | None = None,
     parallel_safe: bool = True,
     effect_tags: tuple[str, ...] = (),
+    annotations: ToolAnnotations | None = None,
 ) -> Any:
-    """Turn a function into a FunctionTool; usable bare or with arguments."""
+    """Turn a function into a FunctionTool; usable bare or with arguments.
+
+    Without ``annotations`` the tool gets the defaults: it may change things, and the
+    guard asks before an agent's call runs it.
+    """
 
     def wrap(f: Callable[..., Any]) -> FunctionTool:
         return FunctionTool(
@@ -73,6 +82,7 @@ def tool(
             description=description,
             parallel_safe=parallel_safe,
             effect_tags=effect_tags,
+            annotations=annotations,
         )
 
     return wrap(func) if func is not None else wrap

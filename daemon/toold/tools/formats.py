@@ -18,6 +18,7 @@ def native(t: Tool) -> dict[str, Any]:
         "aliases": BuiltinToolProvider.aliases_of(t.name),
         "parallelSafe": t.parallel_safe,
         "effectTags": list(t.effect_tags),
+        "annotations": t.annotations.wire(),
     }
 
 

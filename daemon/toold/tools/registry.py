@@ -2,7 +2,8 @@
 
 get_tools() exposes every schema (deferred ones from the start); get_handlers()
 binds the runtime objects and returns name -> callable. The module-level
-TOOL_HANDLERS are unbound stubs that say how to bind them.
+TOOL_HANDLERS are unbound stubs that say how to bind them; DEFERRED_TOOLS names the
+tools whose class says ``deferred`` (both computed on first use).
 """
 
 from __future__ import annotations
@@ -16,21 +17,6 @@ from toold.tools.provider import BuiltinToolProvider
 from toold.tools.runtime import ToolRuntime
 
 BASE_TOOLS: tuple[str, ...] = ("bash", "read_file", "write_file", "edit_file", "glob", "grep")
-DEFERRED_TOOLS: tuple[str, ...] = (
-    "todo_write",
-    "todo_read",
-    "subagent",
-    "load_skill",
-    "task_create",
-    "task_list",
-    "task_get",
-    "task_update",
-    "background_run",
-    "team_spawn",
-    "team_send",
-    "team_list",
-)
-
 Handler = Callable[..., Awaitable[Any]]
 
 
@@ -66,4 +52,15 @@ def _unbound(name: str) -> Handler:
     return stub
 
 
-TOOL_HANDLERS: dict[str, Handler] = {name: _unbound(name) for name in BASE_TOOLS + DEFERRED_TOOLS}
+def deferred_tools() -> tuple[str, ...]:
+    """BareAgent's deferred tools: those whose class says ``deferred``, in registry order."""
+    return tuple(n for n, cls in BuiltinToolProvider.tool_classes().items() if cls.deferred)
+
+
+def __getattr__(name: str) -> Any:
+    # Computed on first use: importing toold.tools must not import every builtin.
+    if name == "DEFERRED_TOOLS":
+        return deferred_tools()
+    if name == "TOOL_HANDLERS":
+        return {n: _unbound(n) for n in BASE_TOOLS + deferred_tools()}
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable
 from typing import Any, ClassVar
 
+from toold.tools.annotations import READS
 from toold.tools.base import Tool
 from toold.tools.context import failed
 
@@ -107,6 +108,7 @@ def calculate(expression: str, time_limit: float = TIME_LIMIT) -> Number:
 
 class CalculatorTool(Tool):
     name = "calculator"
+    annotations = READS
     description = (
         "Performs basic math calculations: numbers, + - * / // % **, and parentheses, "
         "e.g. '(2+3)*4' or '2**10'. Use python_repl for anything else."

@@ -24,6 +24,7 @@ from toold.search.grep import GrepQuery, grep_lines, literal_pattern
 from toold.search.patterns import compile_glob
 from toold.search.walk import Tree, lstat_in_workspace
 from toold.storage import path_lock
+from toold.tools.annotations import READS, WRITES_FILE
 from toold.tools.builtin._workspace import WorkspaceTool
 from toold.tools.builtin.files import decode_text
 
@@ -94,6 +95,7 @@ INLINE_FOLDER_BYTES = 16 * 1024
 
 class ListDirTool(WorkspaceTool):
     name = "list_dir"
+    annotations = READS
     description = (
         "List a folder: one line per entry, sorted by name, as 'TYPE  SIZE  NAME' where TYPE "
         "is FILE or DIR and SIZE is in B, KB or MB ('-' for folders). At most 1000 entries."
@@ -145,6 +147,7 @@ class ListDirTool(WorkspaceTool):
 
 class GlobSearchTool(WorkspaceTool):
     name = "glob_search"
+    annotations = READS
     description = (
         "Find files by glob pattern; returns sorted workspace-relative paths, one per line, "
         "or 'No files matched.' Hidden files are skipped unless include_hidden. Past limit, "
@@ -175,6 +178,7 @@ class GlobSearchTool(WorkspaceTool):
 
 class GrepSearchTool(WorkspaceTool):
     name = "grep_search"
+    annotations = READS
     description = (
         "Search file contents for query (plain text, or a Python regex if regex); returns "
         "'path:line:text' lines in file order, or 'No matches found.' Lines are cut at 500 "
@@ -219,6 +223,7 @@ class GrepSearchTool(WorkspaceTool):
 
 class FileInfoTool(WorkspaceTool):
     name = "file_info"
+    annotations = READS
     description = (
         "Metadata of a file or folder: an object {path, type ('file' or 'directory'), size "
         "(bytes), modified (ISO 8601, UTC), extension ('.py', or '' for none)}."
@@ -253,6 +258,7 @@ def _tree(tool: WorkspaceTool, path: str) -> Tree:
 
 class StrReplaceTool(WorkspaceTool):
     name = "str_replace"
+    annotations = WRITES_FILE
     description = (
         "Replace text in a file: every occurrence of old (count=0) or the first count, "
         "literally or as a Python regex (regex=true; new may use \\1). The file is rewritten "

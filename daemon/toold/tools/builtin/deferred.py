@@ -11,6 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from toold.tools.annotations import READS, ToolAnnotations
 from toold.tools.base import Tool
 from toold.tools.builtin.shell import ShellCommand
 from toold.tools.context import failed
@@ -47,6 +48,7 @@ class TodoWriteArguments(_Args):
 
 class TodoWriteTool(DeferredTool):
     name = "todo_write"
+    annotations = ToolAnnotations(destructive=False, open_world=False, confirm="never")
     description = "Add or update an item of this session's TODO list."
     Arguments = TodoWriteArguments
     manager = "todos"
@@ -60,6 +62,7 @@ class TodoWriteTool(DeferredTool):
 
 class TodoReadTool(DeferredTool):
     name = "todo_read"
+    annotations = READS
     description = "List this session's TODO items."
     Arguments = _Args
     manager = "todos"
@@ -81,6 +84,7 @@ class SubagentArguments(_Args):
 
 class SubagentTool(DeferredTool):
     name = "subagent"
+    annotations = ToolAnnotations()
     description = (
         "Delegate a self-contained task to a subagent with a fresh context and a "
         "tool set filtered by its type; returns its final text."
@@ -104,6 +108,7 @@ class LoadSkillArguments(_Args):
 
 class LoadSkillTool(DeferredTool):
     name = "load_skill"
+    annotations = READS
     description = "Load a skill's SKILL.md by name."
     Arguments = LoadSkillArguments
     manager = "skills"
@@ -154,6 +159,7 @@ class _TaskTool(DeferredTool):
 
 class TaskCreateTool(_TaskTool):
     name = "task_create"
+    annotations = ToolAnnotations(destructive=False, open_world=False, confirm="always")
     description = "Create a persistent task in .tasks.json; returns the task."
     Arguments = TaskCreateArguments
     method = "create"
@@ -163,6 +169,7 @@ class TaskCreateTool(_TaskTool):
 
 class TaskListTool(_TaskTool):
     name = "task_list"
+    annotations = READS
     description = "List persistent tasks, optionally only those with one status."
     Arguments = TaskListArguments
     method = "list"
@@ -170,6 +177,7 @@ class TaskListTool(_TaskTool):
 
 class TaskGetTool(_TaskTool):
     name = "task_get"
+    annotations = READS
     description = "Read one persistent task by id."
     Arguments = TaskGetArguments
     method = "get"
@@ -177,6 +185,9 @@ class TaskGetTool(_TaskTool):
 
 class TaskUpdateTool(_TaskTool):
     name = "task_update"
+    annotations = ToolAnnotations(
+        destructive=False, idempotent=True, open_world=False, confirm="always"
+    )
     description = "Update a persistent task's status and/or title."
     Arguments = TaskUpdateArguments
     method = "update"
@@ -192,6 +203,7 @@ class BackgroundRunArguments(_Args):
 
 class BackgroundRunTool(DeferredTool):
     name = "background_run"
+    annotations = ToolAnnotations()
     description = (
         "Run a shell command in the background; its result arrives later as a notification."
     )
@@ -219,6 +231,7 @@ class TeamSendArguments(_Args):
 
 class TeamSpawnTool(DeferredTool):
     name = "team_spawn"
+    annotations = ToolAnnotations(destructive=False)
     description = "Start a registered teammate as a background agent."
     Arguments = TeamSpawnArguments
     manager = "team"
@@ -232,6 +245,7 @@ class TeamSpawnTool(DeferredTool):
 
 class TeamSendTool(DeferredTool):
     name = "team_send"
+    annotations = ToolAnnotations(destructive=False, open_world=False)
     description = "Send a message to a teammate's mailbox and wait for the reply."
     Arguments = TeamSendArguments
     manager = "team"
@@ -247,6 +261,7 @@ class TeamSendTool(DeferredTool):
 
 class TeamListTool(DeferredTool):
     name = "team_list"
+    annotations = READS
     description = "List registered teammates and whether each is running."
     Arguments = _Args
     manager = "team"
@@ -266,6 +281,7 @@ class TeamRegisterArguments(_Args):
 
 class TeamRegisterTool(DeferredTool):
     name = "team_register"
+    annotations = ToolAnnotations(destructive=False, idempotent=True, open_world=False)
     description = "Register (or replace) a teammate in .team.json so team_spawn can start it."
     Arguments = TeamRegisterArguments
     deferred = False  # toold's own addition, not one of BareAgent's twelve

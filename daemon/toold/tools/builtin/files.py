@@ -15,6 +15,7 @@ from pydantic.json_schema import SkipJsonSchema
 
 from toold.search.grep import split_lines
 from toold.storage import path_lock
+from toold.tools.annotations import READS, WRITES_FILE, ToolAnnotations
 from toold.tools.builtin._alternatives import validate_with_alternatives
 from toold.tools.builtin._workspace import WorkspaceTool
 
@@ -86,6 +87,7 @@ class FileTool(WorkspaceTool):
 
 class ReadFileTool(FileTool):
     name = "read_file"
+    annotations = READS
     description = (
         "Read a UTF-8 text file with line numbers ('N: line', from 1). "
         "offset is the 0-based first line, limit the number of lines. "
@@ -117,6 +119,9 @@ class ReadFileTool(FileTool):
 
 class WriteFileTool(FileTool):
     name = "write_file"
+    annotations = ToolAnnotations(
+        idempotent=True, open_world=False, confirm="always", writes_path=True
+    )
     description = (
         "Write a text file (creating parent folders), replacing it atomically; "
         "append=true adds to the end instead. "
@@ -147,6 +152,7 @@ class WriteFileTool(FileTool):
 
 class EditFileTool(WorkspaceTool):
     name = "edit_file"
+    annotations = WRITES_FILE
     description = "Replace the first occurrence of old_text with new_text in a file."
     Arguments = EditFileArguments
     inline = True

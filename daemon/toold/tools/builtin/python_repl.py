@@ -26,6 +26,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from toold.sandbox.process import kill_group
+from toold.tools.annotations import ToolAnnotations
 from toold.tools.builtin._workspace import WorkspaceTool
 from toold.tools.context import failed
 
@@ -248,6 +249,7 @@ def _reap(proc: subprocess.Popen[bytes]) -> None:
 
 class PythonReplTool(WorkspaceTool):
     name = "python_repl"
+    annotations = ToolAnnotations(runs_code=True)
     description = (
         "Execute Python code and return the output. An expression returns its value; "
         "statements return what they print (stderr after '[stderr]'). Names persist "

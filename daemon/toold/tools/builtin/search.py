@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from toold.search.grep import GrepQuery, grep_lines
 from toold.search.patterns import compile_glob
 from toold.search.walk import Tree
+from toold.tools.annotations import READS
 from toold.tools.builtin._workspace import WorkspaceTool
 
 
@@ -39,6 +40,7 @@ class GrepArguments(BaseModel):
 
 class GlobTool(WorkspaceTool):
     name = "glob"
+    annotations = READS
     description = (
         "Find files by glob pattern; returns sorted workspace-relative paths. "
         "Skips .git, .venv, node_modules and caches unless path points inside one."
@@ -58,6 +60,7 @@ class GlobTool(WorkspaceTool):
 
 class GrepTool(WorkspaceTool):
     name = "grep"
+    annotations = READS
     description = (
         "Search file contents with a Python regular expression; returns 'path:line:text' "
         "entries (at most 1000). Skips files over 1 MB and non-UTF-8 files."

@@ -15,6 +15,7 @@ from pydantic import (
 )
 
 from toold.sandbox.process import Clipped, join_clipped, run_command
+from toold.tools.annotations import ToolAnnotations
 from toold.tools.builtin._alternatives import validate_with_alternatives
 from toold.tools.builtin._workspace import WorkspaceTool
 from toold.tools.context import report_progress, set_exit_code
@@ -77,6 +78,7 @@ def shell_argv(command: str, *, login: bool = False) -> list[str]:
 
 class BashTool(WorkspaceTool):
     name = "bash"
+    annotations = ToolAnnotations()
     description = (
         "Run a shell command in the workspace and return its merged stdout/stderr. "
         "Long output keeps its head and tail."

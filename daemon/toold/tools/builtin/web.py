@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from toold.tools.annotations import ToolAnnotations
 from toold.tools.builtin._http_policy import (
     HostPolicy,
     Lookup,
@@ -81,6 +82,7 @@ class _Retry(Exception):
 
 class HttpRequestTool(WorkspaceTool):
     name = "http_request"
+    annotations = ToolAnnotations()
     description = (
         "Make HTTP requests to APIs. Supports GET, POST, PUT, DELETE methods with headers "
         "and a JSON body. Returns '[HTTP status]' then the body (JSON pretty-printed, long "
@@ -298,6 +300,7 @@ def format_results(results: list[dict[str, Any]]) -> str:
 
 class DuckDuckGoSearchTool(WorkspaceTool):
     name = "duckduckgo_search"
+    annotations = ToolAnnotations(read_only=True, destructive=False)
     description = (
         "Search the web for real-time information (DuckDuckGo, no API key). Useful for "
         "current events, news, and general knowledge. Returns numbered results with "

@@ -108,6 +108,8 @@ export interface JsonSchemaObject {
 export interface NativeTool {
   /** Other names that resolve to this tool. */
   aliases?: string[];
+  /** Behaviour and risk: MCP's hints (`readOnlyHint` ...) and the guard's treatment. */
+  annotations?: ToolAnnotations;
   /** True for BareAgent's deferred tools (schema visible at once, runtime bound lazily). */
   deferred?: boolean;
   /** What the tool does, written for a model. */
@@ -248,6 +250,27 @@ export interface TodosChanged {
 /** Result of `todos/list`. */
 export interface TodosListResult {
   todos: TodoItem[];
+}
+
+/** What a tool does (MCP's ToolAnnotations hints) and how toold's guard treats it. */
+export interface ToolAnnotations {
+  /**
+   * When an agent's call asks the user: never (plan mode included), as the permission
+   * mode and rules say, or always (even with an allow rule; bypass mode runs it).
+   */
+  confirm?: "never" | "ask" | "always";
+  /** It may delete or overwrite (when not read-only). */
+  destructiveHint?: boolean;
+  /** Repeating a call with the same arguments changes nothing more. */
+  idempotentHint?: boolean;
+  /** It reaches beyond the workspace (the network, other processes). */
+  openWorldHint?: boolean;
+  /** It changes nothing in its environment. */
+  readOnlyHint?: boolean;
+  /** Its arguments are code it runs. */
+  runsCode?: boolean;
+  /** Its `file_path`/`path` argument names a file it writes. */
+  writesPath?: boolean;
 }
 
 /** Params of `tools/call`. */
