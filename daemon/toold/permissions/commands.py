@@ -33,7 +33,7 @@ from toold.permissions.interpreters import (
     git_arguments,
     skip_options,
 )
-from toold.permissions.paths import LOOP_WORD, escapes, loop_paths
+from toold.permissions.paths import LOOP_WORD, escapes, loop_paths, names_outside
 from toold.permissions.readonly import PROGRAMS, has_option, is_read_only, operands
 from toold.permissions.shell import Script, SimpleCommand, parse
 
@@ -339,6 +339,8 @@ def _layer_read_only(layer: Layer, last: bool) -> bool:
     if not last:
         if layer.program == "time" and has_option(layer.args, "oa", ("--output", "--append")):
             return False
+        if any(a is not None and names_outside(a) for a in layer.args):
+            return False  # xargs -a FILE reads its arguments from a file
         return layer.program in _READ_ONLY_WRAPPERS or layer.program == "xargs"
     if layer.stdin_args:
         spec = PROGRAMS.get(layer.program)  # arguments read at run time may name any file

@@ -20,11 +20,22 @@ from toold.permissions.paths import names_outside
 from toold.permissions.readonly import has_option, operands
 
 _CHMOD_OPEN = frozenset({"777", "0777", "a+rwx", "ugo+rwx", "a=rwx", "ugo=rwx"})
+_DISK_TOOLS = (
+    "mke2fs", "mkdosfs", "mkntfs", "tune2fs", "losetup", "cryptsetup", "mdadm", "lvremove",
+    "vgremove", "pvremove", "mount", "umount", "swapoff", "swapon", "chattr", "kexec",
+)  # fmt: skip
+_ADMIN_TOOLS = (
+    "iptables", "ip6tables", "nft", "useradd", "userdel", "usermod", "groupadd", "groupdel",
+    "passwd", "chpasswd", "visudo", "hostnamectl", "timedatectl", "hwclock", "modprobe",
+    "insmod", "rmmod",
+)  # fmt: skip
 _ALWAYS = {
     **dict.fromkeys(("pkill", "killall", "killall5", "skill", "slay"), "killing processes by name"),
     **dict.fromkeys(("shutdown", "reboot", "halt", "poweroff", "init", "telinit"), "power"),
     **dict.fromkeys(("shred", "wipefs", "mkswap", "blkdiscard", "truncate"), "wiping data"),
     **dict.fromkeys(("fdisk", "sfdisk", "cfdisk", "gdisk", "sgdisk", "parted"), "partitioning"),
+    **dict.fromkeys(_DISK_TOOLS, "disks and file systems"),
+    **dict.fromkeys(_ADMIN_TOOLS, "system administration"),
 }
 _SYSTEMCTL_STOPS = frozenset(
     {"stop", "disable", "mask", "kill", "poweroff", "reboot", "isolate", "halt", "restart"}
@@ -48,6 +59,7 @@ _UNRESOLVED_DANGER = frozenset(
 DANGER_PROGRAMS = (
     frozenset({"rm", "git", "chmod", "chown", "chgrp", "dd", "find", "mkfs", "kill"})
     | frozenset({"systemctl", "service", "rsync", "tar", "zip", "crontab", "cp", "install"})
+    | frozenset({"ip", "sysctl", "setfacl", "pip", "pip3", "npm", "pnpm", "yarn"})
     | frozenset(_ALWAYS)
     | _WRITES_OPERANDS
 )
@@ -115,7 +127,19 @@ def _stops(prog: str, args: list[str]) -> str | None:
             return f"systemctl {sub}"
     if prog == "service" and len(args) >= 2 and args[1] in ("stop", "restart", "force-reload"):
         return f"service {args[1]}"
+    if prog == "ip" and {"set", "add", "del", "delete", "flush", "change", "replace"} & set(args):
+        return "ip changes the network"
+    if prog == "sysctl" and (has_option(args, "wp", ("--write", "--load")) or _assigns(args)):
+        return "sysctl changes the kernel"
+    if prog == "date" and has_option(args, "s", ("--set",)):
+        return "date --set changes the clock"
+    if prog == "setfacl" and has_option(args, "R", ("--recursive",)):
+        return "recursive setfacl"
     return None
+
+
+def _assigns(args: list[str]) -> bool:
+    return any("=" in a and not a.startswith("-") for a in args)
 
 
 def _outputs(prog: str, args: list[str]) -> list[str]:
@@ -130,6 +154,12 @@ def _outputs(prog: str, args: list[str]) -> list[str]:
         return targets + (found[-1:] if not remote else [])
     if prog == "dd":
         return [a for a in args if a.startswith("of=")]
+    if prog in ("pip", "pip3") and has_option(args, "t", ("--target", "--prefix", "--root")):
+        return args  # the directory is an option's value: every word is checked
+    if prog in ("pip", "pip3") and "--user" in args:
+        return ["~/.local"]
+    if prog in ("npm", "pnpm", "yarn") and has_option(args, "g", ("--global",)):
+        return ["~/global packages"]
     if prog == "sed" and has_option(args, "i", ("--in-place",)):
         given = has_option(args, "ef", ("--expression", "--file"))
         found = [o for o in operands(args, takes_value="efl") if o is not None]
@@ -164,6 +194,10 @@ def git_danger(args: list[str]) -> str | None:
         or len([a for a in rest if not a.startswith("-")]) > 1 + _creates_branch(rest)
     ):
         return "git checkout that discards uncommitted changes"
+    if sub == "clone":
+        found = [o for o in operands(rest, "objuc", ("--origin", "--branch", "--depth")) if o]
+        if len(found) > 1 and names_outside(found[1]):
+            return f"git clone outside the workspace ({found[1]})"
     if sub == "checkout-index" and has_option(rest, "f", ("--force",)):
         return "git checkout-index -f"
     if sub == "rm" and has_option(rest, "rf", ("--force",)) and "--cached" not in rest:

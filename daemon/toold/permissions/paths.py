@@ -63,10 +63,10 @@ def runtime_word_inside(text: str, paths: bool) -> bool:
     """
     if _PROCESS_SUBSTITUTION.match(text):
         return True
-    if not paths:
+    if not paths:  # a glob such as ~/.ssh/* still lists names outside
         return all(
             (braced or plain) in _PUBLIC_VARIABLES for braced, plain in _EXPANSION.findall(text)
-        )
+        ) and (bool(_RUNTIME.search(text)) or not names_outside(_QUOTES.sub("", text)))
     return not _RUNTIME.search(text) and not names_outside(_QUOTES.sub("", text))
 
 

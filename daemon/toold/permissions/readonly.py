@@ -352,7 +352,8 @@ PROGRAMS: dict[str, Spec] = {
     "sed": Spec(short="i", long=("--in-place",), check=_sed, script=("l", "ef", _SED_SCRIPT)),
     **dict.fromkeys(("awk", "gawk", "mawk"), Spec(check=_awk, script=("vF", "f", ("--file",)))),
     "rg": Spec(
-        long=("--pre", "--hostname-bin"), script=("ABCEMmjgtTf", "ef", ("--regexp", "--file"))
+        long=("--pre", "--hostname-bin"),
+        script=("ABCEMmjgtTf", "ef", ("--regexp", "--file", "--files")),
     ),
     "jq": Spec(check=_jq, script=("L", "f", ("--from-file",))),
     "ruff": Spec(check=_ruff),
