@@ -9,10 +9,12 @@ name computed at run time, code handed to a shell or an interpreter (interpreter
 ``sh -c``, ``| sh``, here-strings, ``eval``, ``source``, ``python -c``, ``perl -e``...),
 assignments to variables that make programs run code (``BASH_ENV``, ``GIT_PAGER``...).
 
-The dangerous-command detector works on the same layers and fails closed: an
-incomplete parse or anything unresolvable is dangerous. Read-only needs the
-opposite: a complete parse, nothing unresolvable, every layer read-only
-(readonly.py's tables) and no redirection that writes except to /dev/null.
+The danger detector works on the same layers (danger.py, and redirections writing
+outside the workspace) and fails closed: an incomplete parse or anything unresolvable
+is dangerous. Read-only needs the opposite: a complete parse, nothing unresolvable,
+every layer read-only (readonly.py) reading only inside the workspace (paths.py), no
+redirection writing except to /dev/null. ``Analysis.touches``: whether a command may
+write toold.toml or .toold/, counting words only known at run time.
 """
 
 from __future__ import annotations
