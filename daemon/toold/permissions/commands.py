@@ -19,7 +19,6 @@ write toold.toml or .toold/, counting words only known at run time.
 
 from __future__ import annotations
 
-import fnmatch
 import posixpath
 import re
 import shlex
@@ -35,7 +34,7 @@ from toold.permissions.interpreters import (
     git_arguments,
     skip_options,
 )
-from toold.permissions.paths import LOOP_WORD, escapes, loop_paths, names_outside
+from toold.permissions.paths import LOOP_WORD, escapes, loop_paths, names_any, names_outside
 from toold.permissions.readonly import PROGRAMS, has_option, is_read_only, operands
 from toold.permissions.shell import Script, SimpleCommand, parse
 
@@ -140,7 +139,7 @@ class Analysis:
             for w in r.command.words
         ]
         values += [v for r in self.commands for layer in r.layers for v in layer.args if v]
-        if any(v is not None and _names_any(v, names) for v in values):
+        if any(v is not None and names_any(v, names) for v in values):
             return True
         return any(_may_name_anything(r, names) for r in self.commands)
 
@@ -160,18 +159,8 @@ def _may_name_anything(r: Resolved, names: tuple[str, ...]) -> bool:
         if word.value is None:
             if _RUNTIME_TEXT.search(word.text):
                 return True
-            if _names_any(_QUOTES.sub("", word.text), names):
+            if names_any(_QUOTES.sub("", word.text), names):
                 return True
-    return False
-
-
-def _names_any(value: str, names: tuple[str, ...]) -> bool:
-    """Whether a path component of ``value`` is, or as a glob matches, one of ``names``."""
-    for part in (p for p in value.split("/") if p):
-        if part in names or (
-            _GLOB.search(part) and any(fnmatch.fnmatchcase(n, part) for n in names)
-        ):
-            return True
     return False
 
 

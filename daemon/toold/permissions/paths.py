@@ -11,6 +11,7 @@ inside; for programs that read no paths, only when it reads no secret variable.
 
 from __future__ import annotations
 
+import fnmatch
 import posixpath
 import re
 
@@ -26,6 +27,7 @@ _PUBLIC_VARIABLES = frozenset(
 """Variables that hold no secret; any other ``$NAME`` may print the daemon's API keys."""
 _RUNTIME = re.compile(r"[$`{(]")
 _QUOTES = re.compile(r"[\'\"\\]")
+_GLOB_CHAR = re.compile(r"[*?\[]")
 _PROCESS_SUBSTITUTION = re.compile(r"^[<>]\(.*\)$", re.DOTALL)
 
 
@@ -88,3 +90,13 @@ def loop_paths(script: Script) -> frozenset[str]:
             for w in items
         )
     )
+
+
+def names_any(value: str, names: tuple[str, ...]) -> bool:
+    """Whether a path component of ``value`` is, or as a glob matches, one of ``names``."""
+    for part in (p for p in value.split("/") if p):
+        if part in names or (
+            _GLOB_CHAR.search(part) and any(fnmatch.fnmatchcase(n, part) for n in names)
+        ):
+            return True
+    return False
