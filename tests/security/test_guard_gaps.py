@@ -77,6 +77,8 @@ READS_OUTSIDE = [
     "echo /etc/shadow | xargs cat",
     "grep -- -x /etc/passwd",
     "rg --files /root",
+    "git config --list",
+    "git config --get-regexp .",
     "echo ~/.ssh/*",
     "xargs -a /etc/shadow echo",
 ]

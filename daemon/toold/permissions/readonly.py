@@ -293,7 +293,8 @@ def _git_listing(sub: str, rest: list[str]) -> bool:
     if sub == "stash":
         return rest[:1] in (["list"], ["show"])
     if sub == "config":
-        return bool(rest) and rest[0] in ("--get", "--get-all", "--list", "-l", "--get-regexp")
+        # One named key; listing would print the global configuration (tokens in URLs).
+        return len(rest) == 2 and rest[0] in ("--get", "--get-all")
     return False
 
 
