@@ -18,12 +18,18 @@ import secrets
 import stat
 import threading
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 from toold.sandbox.paths import DIR_FLAGS, open_in_workspace
 
 _ROOT = Path("/")
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
+
+
+def now() -> str:
+    """UTC ISO-8601 timestamp, as state files (tasks, job records) store it."""
+    return datetime.now(UTC).isoformat()
 
 
 def check_name(kind: str, name: object) -> str:

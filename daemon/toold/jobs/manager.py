@@ -31,13 +31,13 @@ from pathlib import Path
 from typing import Any
 
 from toold.permissions.redaction import redact_text
-from toold.planning.tasks import now
 from toold.sandbox.paths import DIR_FLAGS
 from toold.sandbox.process import CappedText
 from toold.storage import (
     atomic_write_text,
     check_name,
     file_lock,
+    now,
     open_state,
     read_state,
     refuse_symlink_at,

@@ -19,7 +19,6 @@ import secrets
 import string
 import threading
 from collections.abc import Callable
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +26,7 @@ from toold.sandbox.paths import DIR_FLAGS
 from toold.storage import (
     atomic_write_bytes,
     file_lock,
+    now,
     open_state,
     read_state,
     refuse_symlink_at,
@@ -50,11 +50,6 @@ Change = Callable[[Tasks], tuple[dict[str, Any], bool]]
 
 class TaskStoreError(ValueError):
     """``.tasks.json`` cannot be used as it is; the message says how to fix it."""
-
-
-def now() -> str:
-    """UTC ISO-8601 timestamp."""
-    return datetime.now(UTC).isoformat()
 
 
 def _status_error(status: str) -> ValueError:
