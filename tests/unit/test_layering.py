@@ -1,0 +1,284 @@
+"""Dependencies point one way (CONVENTIONS.md, Layout): read from the source, never imported.
+
+The modules of ``toold`` and ``toold_protocol`` are parsed with ``ast``; nothing is
+imported, so a module with side effects or a missing optional dependency cannot hide
+an edge. Four rules:
+
+- the protocol imports nothing of ``toold`` and nothing outside the standard library
+  and pydantic;
+- stores and subsystems never import the wire stack (pygls, lsprotocol, the server,
+  handlers, rpc, transport, cli), not even for type checking;
+- only the server imports the handlers (handlers → services, never the reverse), and a
+  store imports another subsystem only along an edge listed in ``STORE_DEPENDENCIES``;
+- no import cycles among modules, counting the imports that run at import time (module
+  level, outside ``if TYPE_CHECKING``): a function-level import is how a cycle is
+  deliberately broken, so it is not an edge.
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+PACKAGES = {
+    "toold": REPO / "daemon" / "toold",
+    "toold_protocol": REPO / "protocol" / "toold_protocol",
+}
+
+WIRE = (
+    "pygls",
+    "lsprotocol",
+    "toold.server",
+    "toold.handlers",
+    "toold.rpc",
+    "toold.transport",
+    "toold.cli",
+)
+"""The LSP-framed front end: only it may know about pygls and JSON-RPC plumbing."""
+
+STORES = (
+    "planning",
+    "team",
+    "jobs",
+    "search",
+    "sandbox",
+    "tools",
+    "permissions",
+    "storage",
+    "config",
+)
+SERVICES = ("agents", "binding", "gateway", "watch")
+"""Below the wire too: they hold the workspace and the agents, whatever front end drives them."""
+
+STORE_DEPENDENCIES: dict[str, set[str]] = {
+    # Every area may import the protocol, ``toold`` itself (the version) and toold.errors
+    # (the domain exceptions every front end maps); the rest is listed.
+    "storage": {"sandbox"},  # sandbox.paths: the O_NOFOLLOW walk every state file goes through
+    "config": {"sandbox"},  # sandbox.paths.filesystem_type, to warn about network workspaces
+    "search": {"sandbox"},  # sandbox.paths: workspace-relative walking
+    "permissions": {"config", "storage"},
+    "planning": {"sandbox", "storage"},
+    "jobs": {"permissions", "sandbox", "storage"},  # permissions.redaction for job output
+    "tools": {"config", "sandbox", "search", "storage"},
+    # Known, not wanted: the sandbox's worker and channel run tools (tools.provider,
+    # tools.context), while tools reach the sandbox's paths and runner. Issue 14's gateway
+    # (the sandbox calls a public tool.call()) is meant to remove this; no module-level
+    # cycle results today.
+    "sandbox": {"config", "tools"},
+    "team": {"agents", "permissions", "storage", "tools"},
+}
+
+
+@dataclass(frozen=True)
+class Edge:
+    """``source`` imports ``target`` (both dotted module names) at ``line``."""
+
+    source: str
+    target: str
+    line: int
+    runtime: bool
+    """Executed when ``source`` is imported: module level, outside ``if TYPE_CHECKING``."""
+
+    def __str__(self) -> str:
+        return f"{self.source} imports {self.target} (line {self.line})"
+
+
+def find_modules(packages: dict[str, Path]) -> dict[str, Path]:
+    """Every module's dotted name → its file (a package is named by its __init__.py)."""
+    found = {}
+    for top, root in packages.items():
+        for path in sorted(root.rglob("*.py")):
+            parts = [top, *path.relative_to(root).with_suffix("").parts]
+            if parts[-1] == "__init__":
+                parts.pop()
+            found[".".join(parts)] = path
+    return found
+
+
+def _type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def _statements(body: Iterable[ast.stmt], runtime: bool) -> Iterator[tuple[ast.stmt, bool]]:
+    """Every statement with whether it runs at import time (function bodies never do)."""
+    for node in body:
+        yield node, runtime
+        if isinstance(node, ast.If):
+            yield from _statements(node.body, runtime and not _type_checking(node.test))
+            yield from _statements(node.orelse, runtime)
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            inner = runtime and isinstance(node, ast.ClassDef)
+            yield from _statements(node.body, inner)
+        else:
+            for field in ("body", "orelse", "finalbody", "handlers"):
+                for child in getattr(node, field, []):
+                    if isinstance(child, ast.ExceptHandler):
+                        yield from _statements(child.body, runtime)
+                    elif isinstance(child, ast.stmt):
+                        yield from _statements([child], runtime)
+
+
+def find_edges(modules: dict[str, Path]) -> list[Edge]:
+    """Every import in every module; ``from pkg import sub`` names the submodule."""
+    edges = []
+    for name, path in modules.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        for node, runtime in _statements(tree.body, True):
+            if isinstance(node, ast.Import):
+                edges += [Edge(name, alias.name, node.lineno, runtime) for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    parts = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    base = ".".join([*parts, *([node.module] if node.module else [])])
+                for alias in node.names:
+                    full = f"{base}.{alias.name}"
+                    edges.append(
+                        Edge(name, full if full in modules else base, node.lineno, runtime)
+                    )
+    return edges
+
+
+def find_cycles(modules: Iterable[str], edges: Iterable[Edge]) -> list[list[str]]:
+    """Strongly connected components of more than one module (or a self-import), Tarjan's."""
+    graph: dict[str, set[str]] = {module: set() for module in modules}
+    for edge in edges:
+        if edge.runtime and edge.target in graph:
+            graph[edge.source].add(edge.target)
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    cycles = []
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 10 * len(graph)))
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for target in graph[node]:
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while (member := stack.pop()) != node:
+                component.append(member)
+            component.append(node)
+            if len(component) > 1 or node in graph[node]:
+                cycles.append(sorted(component))
+
+    for node in graph:
+        if node not in index:
+            visit(node)
+    return cycles
+
+
+def area(module: str) -> str:
+    """The subsystem a module belongs to: ``toold.jobs.manager`` → ``jobs``, ``toold.storage``
+    → ``storage``, anything in toold_protocol → ``protocol``."""
+    parts = module.split(".")
+    if parts[0] == "toold_protocol":
+        return "protocol"
+    return parts[1] if parts[0] == "toold" and len(parts) > 1 else parts[0]
+
+
+def within(module: str, prefixes: Iterable[str]) -> bool:
+    return any(module == prefix or module.startswith(prefix + ".") for prefix in prefixes)
+
+
+MODULES = find_modules(PACKAGES)
+EDGES = find_edges(MODULES)
+
+
+def test_the_walk_sees_the_daemon() -> None:
+    assert {"toold.server", "toold.jobs.manager", "toold_protocol.models"} <= set(MODULES)
+    assert any(e.source == "toold.server" and within(e.target, ["pygls"]) for e in EDGES)
+
+
+def test_protocol_imports_only_stdlib_and_pydantic() -> None:
+    allowed = set(sys.stdlib_module_names) | {
+        "pydantic",
+        "pydantic_core",
+        "toold_protocol",
+        "__future__",
+    }
+    wrong = [
+        str(e)
+        for e in EDGES
+        if area(e.source) == "protocol" and e.target.split(".")[0] not in allowed
+    ]
+    assert not wrong, "the wire contract must stay importable by any client:\n" + "\n".join(wrong)
+
+
+def test_stores_and_services_never_import_the_wire_stack() -> None:
+    wrong = [
+        str(e) for e in EDGES if area(e.source) in STORES + SERVICES and within(e.target, WIRE)
+    ]
+    assert not wrong, "move the wire-facing part to handlers/ or server.py:\n" + "\n".join(wrong)
+
+
+def test_only_the_server_imports_handlers() -> None:
+    wrong = [
+        str(e)
+        for e in EDGES
+        if within(e.target, ["toold.handlers"])
+        and not within(e.source, ["toold.handlers", "toold.server"])
+    ]
+    assert not wrong, "handlers depend on services, never the reverse:\n" + "\n".join(wrong)
+
+
+def test_stores_import_other_subsystems_only_along_listed_edges() -> None:
+    everyone = {"protocol", "toold", "errors"}
+    wrong = [
+        f"{e} ({area(e.source)} → {area(e.target)})"
+        for e in EDGES
+        if area(e.source) in STORES
+        and within(e.target, ["toold", "toold_protocol"])
+        and area(e.target)
+        not in everyone | {area(e.source)} | STORE_DEPENDENCIES.get(area(e.source), set())
+    ]
+    assert not wrong, (
+        "a store reaches into another subsystem; move the shared piece down (storage.py, "
+        "sandbox/paths.py) or, if the dependency is meant, add it to STORE_DEPENDENCIES "
+        "with the reason:\n" + "\n".join(wrong)
+    )
+
+
+def test_no_import_cycles() -> None:
+    cycles = find_cycles(MODULES, EDGES)
+    assert not cycles, "import cycles (module level, outside TYPE_CHECKING):\n" + "\n".join(
+        " ↔ ".join(cycle) for cycle in cycles
+    )
+
+
+@pytest.mark.parametrize("guarded", [False, True])
+def test_the_checks_can_fail(tmp_path: Path, guarded: bool) -> None:
+    """A made-up package with a cycle and a sideways store import is caught."""
+    root = tmp_path / "toold"
+    (root / "jobs").mkdir(parents=True)
+    (root / "planning").mkdir()
+    for init in (root, root / "jobs", root / "planning"):
+        (init / "__init__.py").write_text("")
+    back = "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    " if guarded else ""
+    (root / "jobs" / "manager.py").write_text("from toold.planning.tasks import now\n")
+    (root / "planning" / "tasks.py").write_text(f"{back}from ..jobs import manager\n")
+    modules = find_modules({"toold": root})
+    edges = find_edges(modules)
+    assert {(e.source, e.target, e.runtime) for e in edges if within(e.target, ["toold"])} == {
+        ("toold.jobs.manager", "toold.planning.tasks", True),
+        ("toold.planning.tasks", "toold.jobs.manager", not guarded),
+    }
+    assert find_cycles(modules, edges) == (
+        [] if guarded else [["toold.jobs.manager", "toold.planning.tasks"]]
+    )
+    assert "planning" not in STORE_DEPENDENCIES["jobs"]
