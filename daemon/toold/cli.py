@@ -12,12 +12,12 @@ from pathlib import Path
 from typing import Any
 
 from toold import __version__
+from toold_protocol.errors import INVALID_PARAMS
 
 EXIT_TOOL_FAILED = 1
 EXIT_USAGE = 2
 EXIT_BROKEN_PIPE = 128 + signal.SIGPIPE
 """What a shell reports for a command killed by SIGPIPE (``toold tools | head``)."""
-INVALID_PARAMS = -32602
 
 
 def _parser() -> argparse.ArgumentParser:

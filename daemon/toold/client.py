@@ -14,6 +14,8 @@ import sys
 from pathlib import Path
 from typing import IO, Any
 
+from toold_protocol import errors
+
 
 class RpcError(Exception):
     """A JSON-RPC error response."""
@@ -46,7 +48,7 @@ def read_frame(stream: IO[bytes]) -> dict[str, Any] | None:
         if name.strip().lower() == "content-length":
             length = int(value.strip())
     if length is None:
-        raise RpcError(-32700, "frame without Content-Length from the daemon")
+        raise RpcError(errors.PARSE_ERROR, "frame without Content-Length from the daemon")
     result: dict[str, Any] = json.loads(stream.read(length))
     return result
 
@@ -114,7 +116,7 @@ class DaemonClient:
         while True:
             reply = read_frame(self._proc.stdout)
             if reply is None:
-                raise RpcError(-32099, "the daemon exited before answering")
+                raise RpcError(errors.DAEMON_EXITED, "the daemon exited before answering")
             if "method" in reply:
                 if "id" in reply:  # a request from the daemon: we have no UI to offer
                     write_frame(

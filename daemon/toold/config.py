@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
+from toold.errors import field_problems
 from toold_protocol.errors import MAX_MESSAGE_BYTES
 
 CONFIG_FILE = "toold.toml"
@@ -202,7 +203,5 @@ def load_config(workspace: Path, overrides: dict[str, Any] | None = None) -> Too
     try:
         return TooldConfig.model_validate(data)
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()
-        )
+        problems = "; ".join(field_problems(exc, "", show_input=False))
         raise ConfigError(f"invalid configuration ({path.name}): {problems}") from None

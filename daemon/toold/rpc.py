@@ -3,8 +3,11 @@
 pygls hands our custom methods' params over as raw JSON values (see
 TooldProtocol.structure_message); here they become pydantic models, results go
 back as camelCase JSON, and a ValidationError becomes InvalidParams naming each
-field. Every custom method is registered through ``register_methods``, driven by
-toold_protocol's method table; models and handlers load on a method's first call.
+field. Handlers raise toold's domain errors (toold.errors); here, and only here for
+this front end, they become pygls's JsonRpcException through toold.errors' one
+table (code, message, data). Every custom method is registered through
+``register_methods``, driven by toold_protocol's method table; models and handlers
+load on a method's first call.
 """
 
 from __future__ import annotations
@@ -14,8 +17,9 @@ from collections.abc import Awaitable, Callable, Mapping
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
-from pygls.exceptions import JsonRpcInvalidParams
+from pygls.exceptions import JsonRpcException
 
+from toold.errors import InvalidParams, TooldError, field_problems, wire_error
 from toold_protocol.names import CLIENT_REQUESTS
 
 if TYPE_CHECKING:
@@ -39,17 +43,18 @@ def parse_params(spec: MethodSpec, raw: Any) -> BaseModel:
     if raw is None:
         raw = {}
     if not isinstance(raw, dict):
-        raise JsonRpcInvalidParams(
-            f"{spec.name}: params must be an object, got {type(raw).__name__}"
-        )
+        raise InvalidParams(f"{spec.name}: params must be an object, got {type(raw).__name__}")
     try:
         return spec.params.model_validate(raw)
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc']) or 'params'}: {e['msg']}"
-            for e in exc.errors(include_url=False)
-        )
-        raise JsonRpcInvalidParams(f"{spec.name}: invalid params: {problems}") from None
+        problems = "; ".join(field_problems(exc, "params", show_input=False))
+        raise InvalidParams(f"{spec.name}: invalid params: {problems}") from None
+
+
+def as_jsonrpc(exc: TooldError) -> JsonRpcException:
+    """A domain error as the exception pygls answers a request with."""
+    error = wire_error(exc)
+    return JsonRpcException(error.message, code=error.code, data=error.data)
 
 
 @cache
@@ -72,7 +77,10 @@ def _adapt(server: TooldServer, method: str, target: str) -> Any:
     async def feature(params: Any) -> Any:
         await server.ready()
         spec, handler = _resolve(method, target)
-        result = await handler(server, parse_params(spec, params))
+        try:
+            result = await handler(server, parse_params(spec, params))
+        except TooldError as exc:
+            raise as_jsonrpc(exc) from None
         return None if result is None else dump(result)
 
     feature.__name__ = method.replace("/", "_")

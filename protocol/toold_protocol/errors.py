@@ -27,6 +27,12 @@ MESSAGE_TOO_LARGE = -33001
 NOT_FOUND = -33002
 """A job, task or other named object does not exist."""
 
+DAEMON_EXITED = -32099
+"""Client side only, never sent by the daemon: toold's own client (``toold call``, ``toold run``)
+reports this when the daemon's output ended before the answer came (the daemon exited or
+crashed). It lies in JSON-RPC's range for implementation-defined errors (-32099..-32000), so it
+cannot collide with a code the daemon sends; it is left out of ERROR_NAMES (and schema.json)."""
+
 ERROR_NAMES: dict[int, str] = {
     PARSE_ERROR: "ParseError",
     INVALID_REQUEST: "InvalidRequest",

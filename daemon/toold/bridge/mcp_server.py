@@ -27,9 +27,10 @@ from mcp.shared.exceptions import MCPError
 
 from toold import __version__
 from toold.binding import WorkspaceState, bind
+from toold.errors import TooldError, wire_error
 from toold.permissions.guard import DENIED
 from toold.tools.context import CallContext
-from toold.tools.toolset import ToolOutcome, UnknownToolError
+from toold.tools.toolset import ToolOutcome
 
 log = logging.getLogger(__name__)
 
@@ -95,6 +96,12 @@ def call_result(
     )
 
 
+def as_mcp(exc: TooldError) -> MCPError:
+    """A domain error as an MCP error: MCP is JSON-RPC, so toold.errors' table holds."""
+    error = wire_error(exc)
+    return MCPError(error.code, error.message, error.data)
+
+
 class ProgressRelay:
     """Sends a call's progress (reported from any thread) as MCP progress, in order.
 
@@ -144,13 +151,16 @@ def build_server(state: WorkspaceState) -> Server[Any]:
         args = params.arguments if params.arguments is not None else {}
         try:
             name = state.toolset.require(params.name).name
-        except UnknownToolError as exc:
-            raise MCPError(types.INVALID_PARAMS, str(exc)) from None
+        except TooldError as exc:
+            raise as_mcp(exc) from None
         relay = ProgressRelay(ctx)
         try:
             outcome = await state.gateway.call(
                 name, args, CallContext(origin="agent", progress=relay.report)
             )
+        except TooldError as exc:
+            relay.cancel()
+            raise as_mcp(exc) from None
         except BaseException:
             relay.cancel()
             raise

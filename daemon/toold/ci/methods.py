@@ -21,6 +21,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from toold.ci.script import Script, references, walk
+from toold.errors import describe
 from toold_protocol import METHODS
 from toold_protocol.names import CLIENT_REQUESTS, SERVER_NOTIFICATIONS
 
@@ -73,15 +74,13 @@ def model_problems(
             loc = list(err["loc"])
             if holds_reference(value, loc):
                 continue
-            message = err["msg"]
+            fix = None
             if err["type"] == "extra_forbidden":
                 fields = wire_fields(model)
                 close = difflib.get_close_matches(str(loc[-1]), fields, n=1)
                 hint = f"did you mean {close[0]!r}? " if close else ""
-                message = f"{unexpected}; {hint}expected one of: {', '.join(fields)}"
-            elif err["type"] != "missing" and "input" in err:
-                message = f"{message} (got {err['input']!r:.80})"
-            problems.append(f"{where}{location_suffix(loc)}: {message}")
+                fix = f"{unexpected}; {hint}expected one of: {', '.join(fields)}"
+            problems.append(f"{where}{location_suffix(loc)}: {describe(err, unexpected=fix)}")
         return problems
     return []
 

@@ -18,6 +18,8 @@ from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from toold.errors import describe
+
 ID_PATTERN = r"^[A-Za-z0-9_][A-Za-z0-9_-]*$"
 REFERENCE_FORM = "${steps.<id>.content} or ${steps.<id>.result}"
 _REFERENCE = re.compile(r"\$(\$?)\{steps\.([^{}]*)\}")
@@ -255,7 +257,7 @@ def location(loc: tuple[int | str, ...] | list[int | str]) -> str:
 
 def _describe(err: Any) -> str:
     loc = tuple(err["loc"])
-    where, kind, msg = location(loc), err["type"], err["msg"]
+    where, kind = location(loc), err["type"]
     field = loc[-1] if loc else ""
     if kind == "missing":
         return f"{where}: required; add it, {_EXAMPLES.get(str(field), 'see the script format')}"
@@ -271,8 +273,7 @@ def _describe(err: Any) -> str:
         return f"{where}: must be an object (a table in TOML) (got {err['input']!r:.80})"
     if kind == "too_short" and field == "steps":
         return f"{where}: a script needs at least one step; {_EXAMPLES['steps']}"
-    got = f" (got {err['input']!r:.80})" if "input" in err else ""
-    return f"{where}: {msg}{got}"
+    return f"{where}: {describe(err)}"
 
 
 # -- references -----------------------------------------------------------------------------

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from pygls.exceptions import JsonRpcException
-
-from toold_protocol import errors
+from toold.errors import AgentUnavailable
 from toold_protocol.models import (
     AgentRunParams,
     AgentRunResult,
@@ -30,14 +28,7 @@ async def agent_run(server: TooldServer, params: AgentRunParams) -> AgentRunResu
     """Run the agent on a prompt; with a token each tool call is a $/progress report."""
     agents = server.state.agents
     if agents is None:
-        variable = server.state.config.agent.api_key_env
-        raise JsonRpcException(
-            f"Agent unavailable: provider is not configured: no API key in ${variable}. "
-            "Set it in the environment the editor starts toold with, or name the variable "
-            "holding your key in toold.toml ([agent] api_key_env), then restart toold.",
-            code=errors.INVALID_REQUEST,
-            data={"apiKeyEnv": variable},
-        )
+        raise AgentUnavailable(server.state.config.agent.api_key_env)
     with server.work_done(params.work_done_token, "agent") as progress:
         on_tool = None
         if progress.reporting:

@@ -6,10 +6,6 @@ import asyncio
 import contextlib
 from typing import TYPE_CHECKING
 
-from pygls.exceptions import JsonRpcException
-
-from toold.planning.tasks import TaskStoreError
-from toold_protocol import errors
 from toold_protocol.models import (
     EmptyParams,
     SkillsListResult,
@@ -41,10 +37,7 @@ async def tasks_list(server: TooldServer, params: TasksListParams) -> TasksListR
     """Persistent tasks with their ready flag; a corrupt file is an error naming the fix."""
     tasks = server.state.tasks
     await _watched(server.state)
-    try:
-        await asyncio.to_thread(tasks.list)
-    except TaskStoreError as exc:
-        raise JsonRpcException(str(exc), code=errors.INTERNAL_ERROR) from None
+    await asyncio.to_thread(tasks.list)  # TaskStoreError for a corrupt file
     wanted = [t for t in tasks.snapshot() if params.status is None or t["status"] == params.status]
     return TasksListResult.model_validate({"tasks": wanted})
 

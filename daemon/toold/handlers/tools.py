@@ -4,11 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pygls.exceptions import JsonRpcInvalidParams
-
 from toold.tools import formats
 from toold.tools.context import CallContext
-from toold.tools.toolset import UnknownToolError
 from toold_protocol import ToolsCallParams, ToolsCallResult, ToolsListParams, ToolsListResult
 
 if TYPE_CHECKING:
@@ -22,12 +19,9 @@ async def tools_list(server: TooldServer, params: ToolsListParams) -> ToolsListR
 
 
 async def tools_call(server: TooldServer, params: ToolsCallParams) -> ToolsCallResult:
-    """Run one tool; tool failures are isError results, an unknown name is -32602."""
+    """Run one tool; tool failures are isError results, an unknown name is UnknownTool."""
     gateway = server.state.gateway
-    try:
-        name = gateway.toolset.require(params.name).name  # before any $/progress
-    except UnknownToolError as exc:
-        raise JsonRpcInvalidParams(str(exc)) from None
+    name = gateway.toolset.require(params.name).name  # UnknownTool before any $/progress
     context = CallContext(origin=params.origin)
     with server.work_done(params.work_done_token, name) as progress:
         if progress.reporting:

@@ -30,6 +30,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from toold.errors import ForeignJob, UnknownJob
 from toold.permissions.redaction import redact_text
 from toold.sandbox.paths import DIR_FLAGS
 from toold.sandbox.process import CappedText
@@ -91,10 +92,6 @@ class JobRecord:
         data.pop("timeout")
         data.pop("owner")
         return data
-
-
-class ForeignJobError(RuntimeError):
-    """The job runs in another daemon on this workspace."""
 
 
 def process_identity(pid: int) -> str | None:
@@ -366,7 +363,7 @@ class BackgroundManager:
         """One job with its output so far."""
         record = self._records.get(job_id)
         if record is None:
-            raise KeyError(job_id)
+            raise UnknownJob(job_id)
         record = self._current(record)
         sink = self._output.get(job_id)
         if sink is not None:
@@ -385,11 +382,11 @@ class BackgroundManager:
         """Cancel a running job (its process group dies); a finished one is returned as is."""
         record = self._records.get(job_id)
         if record is None:
-            raise KeyError(job_id)
+            raise UnknownJob(job_id)
         task = self._tasks.get(job_id)
         if task is None and record.status == "running" and owner_alive(record.owner):
             pid = (record.owner or "").split(":", 1)[0]
-            raise ForeignJobError(
+            raise ForeignJob(
                 f"Job {job_id} runs in another toold on this workspace (pid {pid}): "
                 "cancel it through that daemon"
             )

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from toold.errors import TaskStoreError
 from toold.sandbox.paths import DIR_FLAGS
 from toold.storage import (
     atomic_write_bytes,
@@ -46,10 +47,6 @@ Tasks = dict[str, dict[str, Any]]
 Listener = Callable[[list[dict[str, Any]]], None]
 Change = Callable[[Tasks], tuple[dict[str, Any], bool]]
 """Edits the tasks in place; returns the task to answer with and whether anything changed."""
-
-
-class TaskStoreError(ValueError):
-    """``.tasks.json`` cannot be used as it is; the message says how to fix it."""
 
 
 def _status_error(status: str) -> ValueError:

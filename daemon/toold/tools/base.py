@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ValidationError
 
+from toold.errors import field_problems
 from toold.tools.annotations import ToolAnnotations
 
 if TYPE_CHECKING:
@@ -61,15 +62,7 @@ def schema_from_model(model: type[BaseModel]) -> dict[str, Any]:
 
 def format_validation_error(tool_name: str, exc: ValidationError) -> str:
     """One line per bad field, each saying what was wrong, for a model to correct itself."""
-    problems = []
-    for err in exc.errors(include_url=False):
-        where = ".".join(str(p) for p in err["loc"]) or "arguments"
-        msg = err["msg"]
-        if err["type"] == "extra_forbidden":
-            msg = "unexpected argument; remove it"
-        elif err["type"] != "missing" and "input" in err:
-            msg = f"{msg} (got {err['input']!r:.80})"
-        problems.append(f"{where}: {msg}")
+    problems = field_problems(exc, "arguments", unexpected="unexpected argument; remove it")
     return f"invalid arguments for {tool_name}: " + "; ".join(problems)
 
 

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic_core import to_jsonable_python
 
+from toold.errors import UnknownTool
 from toold.tools.base import Tool, ToolArgumentError
 from toold.tools.context import CallContext, current_call
 from toold.tools.provider import BuiltinToolProvider
@@ -18,11 +19,8 @@ if TYPE_CHECKING:
     from toold.tools.runtime import ToolRuntime
 
 
-class UnknownToolError(KeyError):
-    """No tool (nor alias) of that name."""
-
-    def __str__(self) -> str:
-        return f"Unknown tool: {self.args[0]}"
+UnknownToolError = UnknownTool
+"""No tool (nor alias) of that name (toold.errors.UnknownTool)."""
 
 
 @dataclass
