@@ -1,12 +1,35 @@
-"""Process checks shared by the unit and end-to-end tests."""
+"""Process checks shared by every test tier: is a pid still running, wait for pids to exit."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 
-def process_gone(pid: int) -> bool:
-    """True once ``pid`` has exited: a zombie counts as gone (its parent may never reap it)."""
+from tests.waiting import WAIT_S, wait_until
+
+
+def process_alive(pid: int) -> bool:
+    """True while ``pid`` runs. A zombie (exited, not reaped: its parent may never reap it)
+    and a dead entry count as gone; ``kill(pid, 0)`` would call both alive."""
     try:
         with open(f"/proc/{pid}/stat", encoding="ascii") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] == "Z"
-    except FileNotFoundError:
-        return True
+            state = fh.read().rpartition(")")[2].split()[0]
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return False
+    return state not in ("Z", "X")
+
+
+def process_gone(pid: int) -> bool:
+    """True once ``pid`` has exited (see ``process_alive``)."""
+    return not process_alive(pid)
+
+
+def wait_gone(pids: int | Iterable[int], what: str = "", timeout: float = WAIT_S) -> None:
+    """Wait until every pid has exited; the failure names the survivors and ``what`` they are."""
+    pending = [pids] if isinstance(pids, int) else list(pids)
+
+    def survivors() -> list[int]:
+        return [pid for pid in pending if process_alive(pid)]
+
+    wait_until(
+        lambda: not survivors(), lambda: f"{what or 'pids'} to exit ({survivors()} run)", timeout
+    )

@@ -17,7 +17,8 @@ from typing import Any
 import pytest
 
 from tests.agents.conftest import API_KEY, ModelServer, tool_names, tool_results
-from tests.e2e.wire import WireClient, wait_until
+from tests.e2e.wire import WireClient
+from tests.waiting import wait_until
 
 ASK = "window/showMessageRequest"
 ACTIONS = [{"title": "Allow"}, {"title": "Always allow"}, {"title": "Deny"}]
@@ -96,7 +97,7 @@ def audit(workspace: Path, count: int) -> list[dict[str, Any]]:
     def lines() -> list[str]:
         return path.read_text(encoding="utf-8").splitlines() if path.exists() else []
 
-    assert wait_until(lambda: len(lines()) >= count), lines()
+    wait_until(lambda: len(lines()) >= count, lambda: f"{count} lines, not {lines()}")
     return [json.loads(line) for line in lines()]
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.ci.test_run_script import step_lines, toold_run
+from tests.ci.support import step_lines, toold_run
 from toold.ci.methods import matches
 
 

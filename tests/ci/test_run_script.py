@@ -7,9 +7,10 @@ import subprocess
 import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
-from typing import Any
 
 import pytest
+
+from tests.ci.support import step_lines, toold_run
 
 
 @pytest.fixture
@@ -18,26 +19,6 @@ def workspace(tmp_path: Path) -> Path:
     (ws / "src").mkdir(parents=True)
     (ws / "src" / "main.py").write_text("print('needle')\n", encoding="utf-8")
     return ws
-
-
-def toold_run(
-    workspace: Path, script: dict[str, Any] | str, *extra: str, name: str = "script.json"
-) -> subprocess.CompletedProcess[str]:
-    """Write ``script`` next to the workspace (so grep never sees it) and run it."""
-    path = workspace.parent / name
-    path.write_text(script if isinstance(script, str) else json.dumps(script), encoding="utf-8")
-    return subprocess.run(
-        [sys.executable, "-m", "toold", "run", str(path), "--workspace", str(workspace), *extra],
-        cwd=workspace.parent,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-
-
-def step_lines(done: subprocess.CompletedProcess[str]) -> list[str]:
-    """The per-step lines (without the summary)."""
-    return done.stdout.splitlines()[:-1]
 
 
 def test_steps_run_in_sequence_with_one_line_each(workspace: Path) -> None:

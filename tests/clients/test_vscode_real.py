@@ -30,9 +30,8 @@ from tests.agents.conftest import API_KEY, ModelServer, tool_results
 from tests.clients import code_server
 from tests.clients.toolchain import CLIENTS, ROOT, apt_install, run
 from tests.clients.vscode_ui import CHROMIUM_FLAGS, WAIT_MS, Screens, Workbench
-from tests.e2e.wire import wait_until
 from tests.environment import in_ci, unavailable
-from tests.processes import process_gone
+from tests.processes import wait_gone
 
 ARTIFACTS = ROOT / "tests" / "clients" / ".artifacts" / "vscode-real"
 VSCODE = CLIENTS / "vscode"
@@ -327,7 +326,7 @@ def test_cancel_kills_a_slow_bash_command(session: Session, screens: Screens) ->
     expect(ui.notification("toold: bash was cancelled.")).to_be_visible()
     screens.shot("cancelled")
     # The shell is gone, so it can never reach `touch slow.done`.
-    assert wait_until(lambda: process_gone(pid), 20), f"the bash process {pid} still runs"
+    wait_gone(pid, "the bash process", 20)
     assert not marker.exists()
 
 

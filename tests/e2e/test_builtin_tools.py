@@ -16,8 +16,9 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.test_tools_wire import _pid_alive
-from tests.e2e.wire import WireClient, wait_until
+from tests.e2e.wire import WireClient
+from tests.processes import wait_gone
+from tests.waiting import wait_until
 
 JIANMU = [
     "calculator",
@@ -130,10 +131,10 @@ def test_python_repl_cancel_kills_the_worker(client: WireClient, workspace: Path
     pid = int(_call(client, "python_repl", {"code": "import os; print(os.getpid())"})["content"])
     code = "open('started', 'w').close()\nimport time\nwhile True: time.sleep(0.01)"
     msg_id = client.request("tools/call", _params("python_repl", {"code": code}))
-    assert wait_until(lambda: (workspace / "started").exists())
+    wait_until(lambda: (workspace / "started").exists(), "the code to start")
     client.notify("$/cancelRequest", {"id": msg_id})
     assert client.response(msg_id)["error"]["code"] == -32800
-    assert wait_until(lambda: not _pid_alive(pid)), f"worker {pid} survived the cancel"
+    wait_gone(pid, "the cancelled worker")
     after = _call(client, "python_repl", {"code": "1+1"})["content"]
     assert after.endswith("names defined before are lost]\n2")
 

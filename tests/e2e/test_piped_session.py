@@ -15,7 +15,9 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.wire import WireClient, wait_until
+from tests.e2e.wire import WireClient
+from tests.processes import wait_gone
+from tests.waiting import wait_until
 
 PRODUCER = Path(__file__).parents[1] / "ci" / "examples" / "session.py"
 TIMEOUT = 60
@@ -143,16 +145,7 @@ def test_end_of_input_without_shutdown_still_answers_and_exits_1(
 
 
 def assert_sleeper_killed(workspace: Path) -> None:
-    pid = int((workspace / "sleeper.pid").read_text())
-
-    def gone() -> bool:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return True
-        return False
-
-    assert wait_until(gone), f"the cancelled command (pid {pid}) is still running"
+    wait_gone(int((workspace / "sleeper.pid").read_text()), "the cancelled command")
 
 
 SLEEPER = {
@@ -172,7 +165,7 @@ def test_the_grace_limit_cancels_what_is_left_and_reports_it(workspace: Path, en
         c.request("tools/call", SLEEPER, msg_id="long")
         assert c.tool("read_file", file_path="a.txt")["content"] == "1: hello"
         # The grace starts once the command runs: nothing here depends on how fast it starts.
-        assert wait_until(lambda: (workspace / "sleeper.pid").is_file(), timeout=20)
+        wait_until(lambda: (workspace / "sleeper.pid").is_file(), "the command to start", 20)
         if ending == "shutdown":
             c.request("shutdown", msg_id="bye")
             c.request("tools/list", {}, msg_id="late")
@@ -190,7 +183,7 @@ def test_the_grace_limit_cancels_what_is_left_and_reports_it(workspace: Path, en
             "shutdown grace of 0.2s (limits.shutdown_grace) ran out; cancelling 1 request(s): "
             "'long' (tools/call)"
         )
-        assert wait_until(lambda: report in c.stderr()), c.stderr()
+        wait_until(lambda: report in c.stderr(), lambda: f"the report in stderr: {c.stderr()}")
         assert_sleeper_killed(workspace)
     finally:
         c.close()
@@ -204,7 +197,7 @@ def test_a_dead_client_process_cancels_at_once(workspace: Path) -> None:
     try:
         c.initialize(processId=editor.pid)
         msg_id = c.request("tools/call", SLEEPER)
-        assert wait_until(lambda: (workspace / "sleeper.pid").is_file(), timeout=20)
+        wait_until(lambda: (workspace / "sleeper.pid").is_file(), "the command to start", 20)
         editor.kill()
         editor.wait()
         assert c.proc.wait(timeout=30) == 0

@@ -6,24 +6,15 @@ import json
 import os
 import re
 import subprocess
-import time
 from pathlib import Path
 from typing import Any
 
 from tests.e2e.wire import WireClient
-from tests.processes import process_gone
+from tests.processes import process_alive, wait_gone
+from tests.waiting import wait_until
 
 WAIT_S = 10.0
 EDIT_NOTICE_S = 2.0  # an outside edit must reach the editor within this
-
-
-def wait_until(check: Any, what: str, timeout: float = WAIT_S) -> Any:
-    """Poll ``check()`` (a cheap request or /proc read) until it returns something truthy."""
-    deadline = time.monotonic() + timeout
-    while not (value := check()):
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.01)
-    return value
 
 
 def wire_task(task: dict[str, Any], ready: bool) -> dict[str, Any]:
@@ -149,16 +140,16 @@ def test_jobs_finished_wire_shape(client: WireClient) -> None:
 def test_jobs_get_output_so_far_and_cancel_kills_the_group(client: WireClient) -> None:
     job = job_id_of(client.tool("background_run", command="sleep 300 & echo child=$!; wait"))
 
-    def output() -> str | None:
+    def output() -> str:
         detail = client.call("jobs/get", {"jobId": job})
-        return detail["output"] if "child=" in detail["output"] else None
+        return detail["output"] if "child=" in detail["output"] else ""
 
     text = wait_until(output, "the job's first output")
     child = int(text.split("child=")[1].split()[0])
     detail = client.call("jobs/get", {"jobId": job})
     assert detail["status"] == "running"
     assert "finishedAt" not in detail and "exitCode" not in detail
-    assert not process_gone(child)
+    assert process_alive(child)
     again = client.tool("background_run", command="true", task_id=job)
     assert again == {
         "content": f"Error: ValueError: Background task already running: {job}",
@@ -169,7 +160,7 @@ def test_jobs_get_output_so_far_and_cancel_kills_the_group(client: WireClient) -
     assert (cancelled["jobId"], cancelled["status"]) == (job, "cancelled")
     pushed = finished(client, job)
     assert (pushed["status"], pushed["error"]) == ("cancelled", "Cancelled.")
-    wait_until(lambda: process_gone(child), f"the background child {child} to die")
+    wait_gone(child, "the background child")
     assert client.call("jobs/cancel", {"jobId": job})["status"] == "cancelled"
 
 

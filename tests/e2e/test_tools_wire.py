@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 
 import pytest
 
-from tests.e2e.wire import WireClient, wait_until
+from tests.e2e.wire import WireClient
+from tests.processes import process_alive, wait_gone
 
 BASE = ["bash", "read_file", "write_file", "edit_file", "glob", "grep"]
 
@@ -110,19 +110,6 @@ def test_params_must_be_an_object(client: WireClient) -> None:
     assert "name" in missing["error"]["message"]
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # A zombie still answers kill(0); it is gone for our purposes.
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().split(") ")[1][0] != "Z"
-    except FileNotFoundError:
-        return False
-
-
 def test_progress_streams_bash_output(client: WireClient) -> None:
     msg_id = client.request(
         "tools/call",
@@ -164,7 +151,7 @@ def test_cancel_kills_the_whole_process_group(client: WireClient, how: str) -> N
         note = client.notification("$/progress")
         found = re.search(r"child=(\d+)", note["params"]["value"].get("message", ""))
         child = int(found.group(1)) if found else None
-    assert _pid_alive(child)
+    assert process_alive(child)
     if how == "$/cancelRequest":
         client.notify(how, {"id": msg_id})
     else:  # the cancel button of the editor's progress notification
@@ -173,7 +160,7 @@ def test_cancel_kills_the_whole_process_group(client: WireClient, how: str) -> N
     assert reply["error"]["code"] == -32800
     end = client.notification("$/progress")["params"]
     assert end == {"token": "cancel-me", "value": {"kind": "end", "message": "cancelled"}}
-    assert wait_until(lambda: not _pid_alive(child), 20.0), f"background child {child} survived"
+    wait_gone(child, "the background child", 20.0)
 
 
 def test_event_loop_stays_free_during_a_long_call(client: WireClient) -> None:

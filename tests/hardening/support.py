@@ -10,11 +10,10 @@ from __future__ import annotations
 import contextlib
 import os
 import queue
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from tests.e2e.wire import WireClient, wait_until
+from tests.e2e.wire import WireClient
 
 FULL = os.environ.get("TOOLD_FULL_HARDENING") == "1"
 
@@ -96,9 +95,3 @@ def children(pid: int) -> dict[int, str]:
 def zombies(pid: int) -> list[int]:
     """Children of ``pid`` that exited and were never reaped."""
     return [child for child, state in children(pid).items() if state == "Z"]
-
-
-def wait_for(predicate: Callable[[], bool], timeout: float, what: str) -> None:
-    """Poll ``predicate`` (state owned by another process has no event to wait on)."""
-    if not wait_until(predicate, timeout):
-        raise AssertionError(f"timed out after {timeout}s waiting for {what}")

@@ -32,8 +32,9 @@ from typing import Any
 import pytest
 
 from tests.e2e.wire import WireClient
-from tests.hardening.support import FULL, next_raw, scale, start_daemon, wait_for
+from tests.hardening.support import FULL, next_raw, scale, start_daemon
 from tests.sandbox.conftest import bwrap_ready, docker_ready  # noqa: F401 (fixtures)
+from tests.waiting import wait_until
 from toold.config import TooldConfig
 from toold.sandbox.paths import open_in_workspace, safe_path
 from toold.sandbox.runners import make_runner
@@ -451,7 +452,7 @@ def test_a_racing_swapper_never_gets_a_read_outside(tmp_path: Path) -> None:
     swapper.start()
     counts = {"read": 0, "refused": 0, "missing": 0}
     try:
-        wait_for(lambda: swaps.value > 0, 30, "the swapper to start")
+        wait_until(lambda: swaps.value > 0, "the swapper to start", 30)
         opens = 0
         # At least MIN_OPENS opens, and on until the swapper has swapped enough times too.
         while opens < scale(50_000, 1_000_000) or (swaps.value < 1000 and opens < 2_000_000):

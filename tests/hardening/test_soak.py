@@ -28,9 +28,9 @@ from tests.hardening.support import (
     rss_kib,
     scale,
     start_daemon,
-    wait_for,
     zombies,
 )
+from tests.waiting import wait_until
 
 CALLS = scale(5_000, 100_000)
 WARMUP = CALLS * 2 // 5
@@ -160,7 +160,7 @@ def test_soak_keeps_memory_descriptors_and_children_flat(
         pid = soak.client.proc.pid
         # A job's log closes just after its jobs/finished went out: let it.
         try:
-            wait_for(lambda: fd_count(pid) <= before["fds"], 10, "transient descriptors")
+            wait_until(lambda: fd_count(pid) <= before["fds"], "transient descriptors to close")
         except AssertionError:
             raise AssertionError(f"descriptor leak: {fds_before} -> {fd_targets(pid)}") from None
         after = soak.measure()

@@ -25,8 +25,9 @@ from typing import Any
 
 import pytest
 
-from tests.hardening.support import scale, wait_for
+from tests.hardening.support import scale
 from tests.sandbox.conftest import bwrap_ready  # noqa: F401 (fixture)
+from tests.waiting import wait_until
 from toold.config import TooldConfig
 from toold.sandbox.runners import make_runner
 from toold.tools.provider import BuiltinToolProvider
@@ -184,7 +185,7 @@ def run_races(race: Race, runner_name: str) -> Counter[str]:
 
     racer.start()
     try:
-        wait_for(lambda: swaps.value > 0, 60, "the racer to start")
+        wait_until(lambda: swaps.value > 0, "the racer to start", 60)
         asyncio.run(calls())
     finally:
         stop.set()

@@ -19,17 +19,9 @@ import pytest
 
 from tests.e2e.wire import WireClient
 from tests.environment import unavailable
+from tests.processes import process_alive
 
 Daemon = Callable[..., WireClient]
-
-
-def pid_alive(pid: int) -> bool:
-    """True while ``pid`` runs (a zombie counts as gone)."""
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().rpartition(")")[2].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 def processes_matching(marker: str) -> list[int]:
@@ -39,7 +31,9 @@ def processes_matching(marker: str) -> list[int]:
         if entry.isdigit():
             try:
                 with open(f"/proc/{entry}/cmdline", "rb") as f:
-                    if marker.encode() in f.read().replace(b"\0", b" ") and pid_alive(int(entry)):
+                    if marker.encode() in f.read().replace(b"\0", b" ") and process_alive(
+                        int(entry)
+                    ):
                         found.append(int(entry))
             except OSError:
                 continue

@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.wire import wait_until
 from tests.sandbox.conftest import (
     Daemon,
     processes_matching,
     progress_until,
     start_call,
 )
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.usefixtures("bwrap_ready")
 
@@ -76,14 +76,14 @@ def test_cancel_kills_what_the_call_started(daemon: Daemon) -> None:
     assert processes_matching(f"sleep 3{marker}")
     client.notify("$/cancelRequest", {"id": msg_id})
     assert client.response(msg_id)["error"]["code"] == -32800
-    assert wait_until(lambda: not processes_matching(f"sleep 3{marker}")), "the call survived"
+    wait_until(lambda: not processes_matching(f"sleep 3{marker}"), "the call's processes to exit")
 
 
 def test_nothing_a_call_started_outlives_it(daemon: Daemon) -> None:
     client = daemon("bwrap")
     marker = f"sleep 2{os.getpid() % 1000}.{os.getpid() // 1000 % 1000}"
     client.tool("bash", command=f"setsid {marker} >/dev/null 2>&1 & echo started")
-    assert wait_until(lambda: not processes_matching(marker)), "a daemonised process survived"
+    wait_until(lambda: not processes_matching(marker), "the daemonised process to exit")
 
 
 def test_a_fork_bomb_stops_at_the_pids_limit_and_leaves_nothing(daemon: Daemon) -> None:
@@ -101,7 +101,7 @@ def test_a_fork_bomb_stops_at_the_pids_limit_and_leaves_nothing(daemon: Daemon) 
     sampler.start()
     msg_id = start_call(client, "bash", "bomb", command=command, timeout=4)
     try:
-        assert wait_until(lambda: max(counts, default=0) >= 32), "the bomb never spread"
+        wait_until(lambda: max(counts, default=0) >= 32, "the bomb to spread to 32 processes")
         # The daemon answers other calls while the bomb runs.
         assert client.tool("read_file", file_path="toold.toml")["isError"] is False
         result = client.response(msg_id)["result"]
@@ -110,7 +110,7 @@ def test_a_fork_bomb_stops_at_the_pids_limit_and_leaves_nothing(daemon: Daemon) 
         sampler.join()
     assert max(counts) <= 64, f"{max(counts)} bomb processes: the pids limit did not hold"
     assert "Resource temporarily unavailable" in result["content"] or result["isError"], result
-    assert wait_until(lambda: not processes_matching(name)), "bomb processes survived the call"
+    wait_until(lambda: not processes_matching(name), "the bomb's processes to exit")
 
 
 def test_the_view_binds_chosen_paths_only(tmp_path: Path) -> None:

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.wire import wait_until
 from tests.sandbox.conftest import Daemon, progress_until, start_call
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.usefixtures("docker_ready")
 
@@ -46,7 +46,7 @@ def test_tools_run_in_a_container_that_sees_only_the_workspace(
     assert (tmp_path / "ws" / "shell.txt").stat().st_uid == os.getuid()
     assert not os.path.exists(probe)
     assert not outside.exists()
-    assert wait_until(lambda: not _containers(client.proc.pid)), "a container outlived its call"
+    wait_until(lambda: not _containers(client.proc.pid), "the call's container to go")
 
 
 def _bridge_gateway() -> str:
@@ -76,7 +76,7 @@ def test_the_network_is_off_unless_allowed(daemon: Daemon, tcp_server: socket.so
     # Shutting down releases the warm container each daemon kept.
     for client in (offline, online):
         client.close()
-        assert wait_until(lambda c=client: not _containers(c.proc.pid)), "a warm container leaked"
+        wait_until(lambda c=client: not _containers(c.proc.pid), "the warm containers to go")
 
 
 def test_cancel_kills_the_container(daemon: Daemon) -> None:
@@ -86,4 +86,4 @@ def test_cancel_kills_the_container(daemon: Daemon) -> None:
     assert len(_containers(client.proc.pid)) == 1
     client.notify("$/cancelRequest", {"id": msg_id})
     assert client.response(msg_id)["error"]["code"] == -32800
-    assert wait_until(lambda: not _containers(client.proc.pid)), "the container survived"
+    wait_until(lambda: not _containers(client.proc.pid), "the container to go")

@@ -9,8 +9,10 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.wire import WireClient, wait_until
-from tests.sandbox.conftest import Daemon, pid_alive, progress_until, start_call
+from tests.e2e.wire import WireClient
+from tests.processes import process_alive, wait_gone
+from tests.sandbox.conftest import Daemon, progress_until, start_call
+from tests.waiting import wait_until
 from toold.binding import bind
 from toold.sandbox.channel import SandboxUnavailable
 
@@ -68,7 +70,7 @@ def test_a_reload_closes_the_replaced_runner_once_its_calls_finish(
     [server] = fork_servers(client.proc.pid)
     assert worker in children(server)
     # During a call the pool is not refilled: the call's worker and one idle worker.
-    assert wait_until(lambda: len(children(server)) == 2), children(server)
+    wait_until(lambda: len(children(server)) == 2, lambda: f"two children, not {children(server)}")
     [idle] = children(server) - {worker}
 
     reconfigure(client, tool_runner="local")
@@ -77,16 +79,16 @@ def test_a_reload_closes_the_replaced_runner_once_its_calls_finish(
         local = client.tool("bash", command="echo parent=$PPID")
         return bool(local["content"] == f"parent={client.proc.pid}")
 
-    assert wait_until(runs_in_the_daemon), "new calls do not run in the daemon"
+    wait_until(runs_in_the_daemon, "new calls to run in the daemon")
     # The running call keeps its sandbox: the fork server stays until the call is over.
-    assert all(pid_alive(pid) for pid in (server, worker, idle))
+    assert all(process_alive(pid) for pid in (server, worker, idle))
 
     (workspace / "release").touch()
     reply = client.response(msg_id)
     assert reply["result"]["isError"] is False, reply
     assert reply["result"]["content"].splitlines()[-1] == "finished"
     for pid, what in ((server, "fork server"), (idle, "idle worker"), (worker, "worker")):
-        assert wait_until(lambda pid=pid: not pid_alive(pid)), f"the old {what} survived"
+        wait_gone(pid, f"the old {what}")
     assert children(client.proc.pid) == set(), "the replaced runner left processes behind"
 
 
@@ -113,13 +115,13 @@ def test_a_reload_keeps_the_bwrap_sandbox_until_its_calls_finish(
             fork_servers(client.proc.pid)
         )
 
-    assert wait_until(runs_elsewhere), "the subprocess runner was not installed"
-    assert all(pid_alive(pid) for pid in sandbox), "the sandbox died under a running call"
+    wait_until(runs_elsewhere, "the subprocess runner to be installed")
+    assert all(process_alive(pid) for pid in sandbox), "the sandbox died under a running call"
 
     (workspace / "release").touch()
     reply = client.response(msg_id)
     assert "finished" in reply["result"]["content"].splitlines(), reply  # a login shell
-    assert wait_until(lambda: not any(pid_alive(pid) for pid in sandbox)), "bwrap survived"
+    wait_gone(sandbox, "bwrap")
 
 
 def test_a_runner_that_cannot_work_is_shown_at_bind_time_and_after_a_reload(
@@ -153,7 +155,7 @@ def test_a_runner_that_cannot_work_is_shown_at_bind_time_and_after_a_reload(
             result = client.tool("read_file", file_path="notes.txt")
             return result == {"content": "1: alpha\n2: beta", "isError": False}
 
-        assert wait_until(read), "the local runner was not installed"
+        wait_until(read, "the local runner to be installed")
         reconfigure(client, tool_runner="docker", docker_image="toold-sandbox:third")
         shown = client.notification("window/showMessage")["params"]
         assert shown["type"] == WARNING
@@ -177,17 +179,17 @@ def test_reloading_in_a_thread_swaps_the_sandbox_under_the_same_runner(
             [ready] = list(old._pool._ready)
             idle = (await asyncio.wrap_future(ready)).pid
             old_server = old.server.pid
-            assert warnings == [] and pid_alive(idle) and pid_alive(old_server)
+            assert warnings == [] and process_alive(idle) and process_alive(old_server)
 
             overrides["execution"]["warm_workers"] = 2
             assert await asyncio.to_thread(state.reload_config, overrides) is None
             assert state.runner is runner and runner.sandbox is not old
             assert state.config.execution.warm_workers == 2
-            assert wait_until(lambda: not pid_alive(old_server) and not pid_alive(idle))
+            wait_gone([old_server, idle], "the old fork server and its idle worker")
             outcome = await state.toolset.invoke("bash", {"command": "echo new"}, runner=runner)
             assert outcome.content == "new"
             new: Any = runner.sandbox
-            assert new.server.pid != old_server and pid_alive(new.server.pid)
+            assert new.server.pid != old_server and process_alive(new.server.pid)
 
             # A runner that cannot work here is a warning, and calls name the fix.
             monkeypatch.setenv("PATH", str(tmp_path))  # no bwrap on it
@@ -199,7 +201,7 @@ def test_reloading_in_a_thread_swaps_the_sandbox_under_the_same_runner(
             with pytest.raises(SandboxUnavailable, match="apt-get install bubblewrap"):
                 await runner.sandbox.run_tool(state.toolset.require("read_file"), None)
             new_server = new.server.pid
-            assert wait_until(lambda: not pid_alive(new_server)), "the replaced server survived"
+            wait_gone(new_server, "the replaced server")
         finally:
             await state.jobs.close()
             await runner.close()

@@ -11,8 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.wire import wait_until
-from tests.sandbox.conftest import pid_alive
+from tests.processes import process_alive, wait_gone
 from toold.config import TooldConfig
 from toold.sandbox.channel import RemoteError, WorkerLost, rebuild_exception
 from toold.sandbox.runners import make_runner
@@ -146,12 +145,12 @@ def test_close_releases_the_fork_server_and_idle_workers(workspace: Path) -> Non
         idle = [await asyncio.wrap_future(f) for f in list(sandbox._pool._ready)]
         server = sandbox.server.pid
         pids = [server, *(w.pid for w in idle)]
-        assert all(pid_alive(pid) for pid in pids)
+        assert all(process_alive(pid) for pid in pids)
         await runner.close()
         return pids
 
     pids = asyncio.run(run())
-    assert wait_until(lambda: not any(pid_alive(pid) for pid in pids)), pids
+    wait_gone(pids, "the call's processes")
 
 
 def test_close_lets_running_calls_finish_then_stops_the_fork_server(workspace: Path) -> None:
@@ -171,4 +170,4 @@ def test_close_lets_running_calls_finish_then_stops_the_fork_server(workspace: P
 
     result, server = asyncio.run(run())
     assert result.splitlines()[-1] == "finished"
-    assert wait_until(lambda: not pid_alive(server)), "the fork server outlived the runner"
+    wait_gone(server, "the fork server, with its runner closed")

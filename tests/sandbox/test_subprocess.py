@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from tests.e2e.wire import wait_until
-from tests.sandbox.conftest import Daemon, pid_alive, progress_until, start_call
+from tests.processes import process_alive, wait_gone
+from tests.sandbox.conftest import Daemon, progress_until, start_call
 
 
 def test_bash_and_read_file_run_in_a_worker_process(daemon: Daemon) -> None:
@@ -22,7 +22,7 @@ def test_bash_and_read_file_run_in_a_worker_process(daemon: Daemon) -> None:
     assert "oops" in lines
     worker = int(next(line for line in lines if line.startswith("worker=")).partition("=")[2])
     assert worker != client.proc.pid, "bash ran in the daemon itself"
-    assert wait_until(lambda: not pid_alive(worker)), "the worker outlived its call"
+    wait_gone(worker, "the worker, its call done")
 
 
 def test_tool_exceptions_keep_their_class_and_message(daemon: Daemon) -> None:
@@ -55,11 +55,11 @@ def test_cancel_kills_the_worker_and_everything_it_started(daemon: Daemon) -> No
     )
     found = progress_until(client, r"child=(\d+) worker=(\d+)")
     child, worker = int(found.group(1)), int(found.group(2))
-    assert pid_alive(child) and pid_alive(worker)
+    assert process_alive(child) and process_alive(worker)
     client.notify("$/cancelRequest", {"id": msg_id})
     assert client.response(msg_id)["error"]["code"] == -32800
-    assert wait_until(lambda: not pid_alive(child)), f"background child {child} survived"
-    assert wait_until(lambda: not pid_alive(worker)), f"worker {worker} survived"
+    wait_gone(child, "the background child")
+    wait_gone(worker, "the worker")
     assert client.tool("read_file", file_path="notes.txt")["content"] == "1: alpha\n2: beta"
 
 
@@ -117,7 +117,7 @@ def test_processes_that_left_the_group_die_with_the_call(daemon: Daemon) -> None
     client = daemon("subprocess")
     result = client.tool("bash", command="setsid sleep 300 >/dev/null 2>&1 & echo escaped=$!")
     escaped = int(result["content"].rpartition("escaped=")[2].split()[0])
-    assert wait_until(lambda: not pid_alive(escaped)), f"daemonised {escaped} survived the call"
+    wait_gone(escaped, "the daemonised process, its call done")
 
 
 def test_a_megabyte_goes_through_the_pipes_both_ways(daemon: Daemon, workspace: Path) -> None:

@@ -15,7 +15,8 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.wire import WireClient, wait_until
+from tests.e2e.wire import WireClient
+from tests.waiting import wait_until
 from toold.config import TooldConfig
 from toold.permissions.loosening import chosen_keys, hold_back
 
@@ -155,7 +156,9 @@ def test_one_save_seen_twice_asks_once_and_its_answer_applies(
     toml.write_text('[permissions]\nmode = "bypass"\n', encoding="utf-8")
     question = config_question(client)
     toml.write_text('[permissions]\nmode = "bypass"\n', encoding="utf-8")  # the same content
-    assert wait_until(lambda: client.stderr().count("held until the user confirms") >= 2)
+    wait_until(
+        lambda: client.stderr().count("held until the user confirms") >= 2, "the second hold"
+    )
     answer(client, question, "Apply")
     assert warning(client).endswith("Applied, as you confirmed")
     result = client.tool("bash", origin="agent", command="touch made")
@@ -168,8 +171,9 @@ def test_tightening_applies_at_once_and_a_mixed_change_holds_only_its_loosening(
     client = start('[permissions]\nmode = "bypass"\n')
     # bypass → plan: no question, plan refuses an agent's shell command without asking.
     (workspace / "toold.toml").write_text('[permissions]\nmode = "plan"\n', encoding="utf-8")
-    assert wait_until(
-        lambda: "Plan mode" in client.tool("bash", origin="agent", command="true")["content"]
+    wait_until(
+        lambda: "Plan mode" in client.tool("bash", origin="agent", command="true")["content"],
+        "plan mode to apply",
     )
     refused = client.tool("bash", origin="agent", command="touch canary")
     assert "Plan mode" in refused["content"] and not (workspace / "canary").exists()

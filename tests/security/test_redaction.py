@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.wire import WireClient, wait_until
+from tests.e2e.wire import WireClient
+from tests.waiting import wait_until
 from toold.permissions.audit import AuditLog
 from toold.permissions.redaction import REDACTED, redact, redact_text
 
@@ -199,11 +200,12 @@ def test_no_secret_reaches_the_audit_log_or_a_job_record(
     for text in READABLE:
         client.tool("bash", command=f"true {json.dumps(text)}")
     audit = workspace / ".toold" / "audit.jsonl"
-    assert wait_until(
+    wait_until(
         lambda: (
             audit.is_file()
             and len(audit.read_text().splitlines()) >= 2 * (2 * len(SECRETS) + len(READABLE))
-        )
+        ),
+        "every call in the audit log",
     )
     logged = audit.read_text(encoding="utf-8")
     records = "\n".join(

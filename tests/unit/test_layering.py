@@ -282,3 +282,15 @@ def test_the_checks_can_fail(tmp_path: Path, guarded: bool) -> None:
         [] if guarded else [["toold.jobs.manager", "toold.planning.tasks"]]
     )
     assert "planning" not in STORE_DEPENDENCIES["jobs"]
+
+
+def test_no_test_module_imports_another() -> None:
+    """Shared test helpers live in conftest.py or a helper module (tests/processes.py,
+    tests/waiting.py, tests/*/support.py), never in a test module another one imports."""
+    tests = REPO / "tests"
+    wrong = [
+        str(edge)
+        for edge in find_edges(find_modules({"tests": tests}))
+        if edge.target.rpartition(".")[2].startswith("test_")
+    ]
+    assert not wrong, "\n".join(wrong)

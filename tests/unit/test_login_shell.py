@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.wire import wait_until
-from tests.processes import process_gone
+from tests.processes import wait_gone
 from toold.tools.builtin._login_shell import (
     LoginEnvironment,
     LoginShellError,
@@ -57,4 +56,4 @@ def test_a_hanging_profile_is_killed_with_its_children(home: Path, tmp_path: Pat
     child = int(pid_file.read_text())
     # The whole process group got SIGKILL; its delivery is asynchronous, so wait for the
     # child to die (gone, or a zombie awaiting init).
-    assert wait_until(lambda: process_gone(child)), f"child {child} survived"
+    wait_gone(child, "the profile's child")

@@ -10,11 +10,10 @@ from typing import Any
 
 import pytest
 
+from tests.processes import process_alive, wait_gone
 from toold.config import TooldConfig
 from toold.tools import ToolArgumentError, ToolRuntime, ToolSet
 from toold.tools.builtin.python_repl import PythonReplTool
-
-from .test_shell import _alive, wait_gone
 
 Run = Callable[[str], str]
 
@@ -238,7 +237,7 @@ def test_cancel_before_the_snippet_starts_keeps_the_interpreter(repl: PythonRepl
 def test_close_stops_the_worker(repl: PythonReplTool, run: Run) -> None:
     run("1")
     pid = repl.worker.pid
-    assert pid is not None and _alive(pid)
+    assert pid is not None and process_alive(pid)
     repl.close()
     wait_gone([pid])
 

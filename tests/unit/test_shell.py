@@ -5,11 +5,11 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import time
 from pathlib import Path
 
 import pytest
 
+from tests.processes import wait_gone
 from toold.config import LimitsConfig, TooldConfig
 from toold.tools import ToolArgumentError, ToolRuntime, ToolSet, get_handlers
 from toold.tools.context import CallContext
@@ -18,28 +18,6 @@ from toold.tools.toolset import ToolOutcome
 from .conftest import Call
 
 LIMIT = 30_000
-
-
-def _alive(pid: int) -> bool:
-    """True while ``pid`` runs; a zombie (killed, not yet reaped by init) counts as gone."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
-
-
-def wait_gone(pids: list[int], timeout: float = 10.0) -> None:
-    """Poll until every pid has died; fail after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while any(_alive(pid) for pid in pids):
-        if time.monotonic() > deadline:
-            pytest.fail(f"still running after {timeout}s: {[p for p in pids if _alive(p)]}")
-        time.sleep(0.01)
 
 
 def _pids(text: str) -> list[int]:
