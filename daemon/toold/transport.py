@@ -95,14 +95,20 @@ class PipeWriter:
             await asyncio.sleep(0.01)
 
 
-async def _stdin_reader(stdin: BinaryIO) -> asyncio.StreamReader:
+async def _stdin_reader(
+    stdin: BinaryIO,
+) -> tuple[asyncio.StreamReader, asyncio.BaseTransport | None]:
+    """The input stream, and the loop's transport over it when there is one (to close)."""
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=HEADER_LIMIT)
     mode = os.fstat(stdin.fileno()).st_mode
     # Pipes, sockets and terminals can be watched by the loop; regular files and other
     # devices (/dev/null: epoll refuses it, and the loop would wait forever) cannot.
+    transport: asyncio.BaseTransport | None = None
     if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or os.isatty(stdin.fileno()):
-        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), stdin)
+        transport, _ = await loop.connect_read_pipe(
+            lambda: asyncio.StreamReaderProtocol(reader), stdin
+        )
     else:
         # Fed from a thread instead.
         def pump() -> None:
@@ -111,7 +117,7 @@ async def _stdin_reader(stdin: BinaryIO) -> asyncio.StreamReader:
             loop.call_soon_threadsafe(reader.feed_eof)
 
         threading.Thread(target=pump, name="toold-stdin", daemon=True).start()
-    return reader
+    return reader, transport
 
 
 async def _stdout_writer(stdout: BinaryIO) -> PipeWriter:
@@ -279,7 +285,7 @@ def _invalid_message(data: Any) -> str | None:
 async def serve_stdio(server: TooldServer, stdin: BinaryIO, stdout: BinaryIO) -> int:
     """Serve until exit, end of input or the client process dying; returns the exit code:
     0 after shutdown and exit, 1 otherwise or when the shutdown grace cancelled requests."""
-    reader = await _stdin_reader(stdin)
+    reader, read_transport = await _stdin_reader(stdin)
     writer = await _stdout_writer(stdout)
     server.protocol.set_writer(writer)
     if server.client_process_id:
@@ -294,6 +300,8 @@ async def serve_stdio(server: TooldServer, stdin: BinaryIO, stdout: BinaryIO) ->
     await server.cancel_inflight()
     await server.close()
     await writer.drain()
+    if read_transport is not None:
+        read_transport.close()  # an embedding process (the in-process tests) keeps running
     # Requests the shutdown grace cancelled: the script did not get all it asked for.
     return 1 if server.ending.abandoned else server.exit_code
 

@@ -72,13 +72,6 @@ def test_invalid_request_shapes(client: WireClient, message: object) -> None:
     still_serving(client)
 
 
-def test_unknown_method_and_notification(client: WireClient) -> None:
-    reply = client.response(client.request("tools/frobnicate", {}))
-    assert reply["error"]["code"] == -32601
-    client.notify("tools/frobnicated", {})  # unknown notifications are ignored
-    still_serving(client)
-
-
 def test_response_to_nothing_is_ignored(client: WireClient) -> None:
     client.send({"jsonrpc": "2.0", "id": "never-sent", "result": {"x": 1}})
     client.send({"jsonrpc": "2.0", "id": 999, "error": {"code": 1, "message": "x"}})

@@ -37,19 +37,6 @@ def finished(client: WireClient, job_id: str) -> dict[str, Any]:
     )["params"]
 
 
-def test_todo_write_pushes_todos_changed(client: WireClient) -> None:
-    added = client.tool("todo_write", action="add", task="Create planner")
-    assert added == {"content": "Added TODO t1 [normal]: Create planner", "isError": False}
-    assert client.notification("todos/changed")["params"] == {
-        "todos": [{"id": "t1", "task": "Create planner", "status": "pending", "priority": "normal"}]
-    }
-    bad = client.tool("todo_write", action="update", task_id="t7", status="done")
-    assert bad == {"content": "Error: ValueError: Unknown TODO id: t7", "isError": True}
-    client.tool("todo_write", action="update", task_id="t1", status="done")
-    assert client.notification("todos/changed")["params"]["todos"][0]["status"] == "done"
-    assert client.call("todos/list", {})["todos"][0]["status"] == "done"
-
-
 def test_a_second_daemon_leaves_a_live_daemons_jobs_running(workspace: Path) -> None:
     first, second = WireClient(workspace), WireClient(workspace)
     try:
