@@ -22,15 +22,6 @@ def test_bash_reports_exit_code(client: WireClient) -> None:
     assert client.tool("bash", command="true") == {"content": "", "isError": False, "exitCode": 0}
 
 
-def test_params_must_be_an_object(client: WireClient) -> None:
-    reply = client.response(client.request("tools/call", ["read_file"]))
-    assert reply["error"]["code"] == -32602
-    assert "object" in reply["error"]["message"]
-    missing = client.response(client.request("tools/call", {"arguments": {}}))
-    assert missing["error"]["code"] == -32602
-    assert "name" in missing["error"]["message"]
-
-
 def test_progress_streams_bash_output(client: WireClient) -> None:
     msg_id = client.request(
         "tools/call",

@@ -114,3 +114,12 @@ def test_unknown_method_and_notification(client: InProcessClient) -> None:
     assert reply["error"]["code"] == -32601
     client.notify("tools/frobnicated", {})  # unknown notifications are ignored
     still_serving(client)
+
+
+def test_params_must_be_an_object(client: InProcessClient) -> None:
+    reply = client.response(client.request("tools/call", ["read_file"]))
+    assert reply["error"]["code"] == -32602
+    assert "object" in reply["error"]["message"]
+    missing = client.response(client.request("tools/call", {"arguments": {}}))
+    assert missing["error"]["code"] == -32602
+    assert "name" in missing["error"]["message"]
