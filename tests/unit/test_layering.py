@@ -60,7 +60,6 @@ STORE_DEPENDENCIES: dict[str, set[str]] = {
     # Every area may import the protocol, ``toold`` itself (the version) and toold.errors
     # (the domain exceptions every front end maps); the rest is listed.
     "storage": {"sandbox"},  # sandbox.paths: the O_NOFOLLOW walk every state file goes through
-    "config": {"sandbox"},  # sandbox.paths.filesystem_type, to warn about network workspaces
     "search": {"sandbox"},  # sandbox.paths: workspace-relative walking
     "permissions": {"config", "storage"},
     "planning": {"sandbox", "storage"},
@@ -252,6 +251,14 @@ def test_stores_import_other_subsystems_only_along_listed_edges() -> None:
         "sandbox/paths.py) or, if the dependency is meant, add it to STORE_DEPENDENCIES "
         "with the reason:\n" + "\n".join(wrong)
     )
+
+
+def test_every_listed_store_edge_is_still_used() -> None:
+    """STORE_DEPENDENCIES stays true: an edge nothing uses any more is struck off."""
+    used = {(area(e.source), area(e.target)) for e in EDGES if within(e.target, ["toold"])}
+    stale = [f"{s} → {t}" for s, targets in STORE_DEPENDENCIES.items() for t in targets]
+    stale = [edge for edge in stale if tuple(edge.split(" → ")) not in used]
+    assert not stale, "remove from STORE_DEPENDENCIES: " + ", ".join(stale)
 
 
 def test_no_import_cycles() -> None:
