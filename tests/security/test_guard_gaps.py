@@ -140,6 +140,17 @@ def test_reads_inside_and_words_that_are_not_paths_stay_read_only(command: str) 
 
 
 DANGEROUS_IN_AUTO = [
+    # Programs the guard has no table for may write wherever an argument points.
+    "pytest --basetemp=/etc",
+    "pytest --basetemp /etc",
+    "python -m pytest --basetemp=../other",
+    "pytest --junitxml=/outside/x.xml",
+    "mypy --junit-xml=/tmp/x src",
+    "ruff check --output-file=/etc/x",
+    "docker run -v /:/h alpine true",
+    "tar -C / -xf x.tar",
+    "make -C ~/other install",
+    "python3 tool.py --out=~/.bashrc",
     "kill -9 -1",
     "kill -1",
     "kill -KILL -1",

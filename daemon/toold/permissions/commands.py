@@ -256,7 +256,8 @@ def _layer_danger(layer: Layer) -> str | None:
         return f"xargs passes the arguments it reads to {prog}"
     if prog == "env" and operands(args, "uCPS"):
         return "an env prefix"
-    return program_danger(prog, args, layer.stdin_args, layer.texts)
+    wrapper = prog != "find" and _inner(prog, args) is not None  # find's own words count
+    return program_danger(prog, args, layer.stdin_args, layer.texts, wrapper)
 
 
 _GIT_RUNNERS = frozenset(

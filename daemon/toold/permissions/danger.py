@@ -17,7 +17,7 @@ import re
 
 from toold.permissions.interpreters import git_arguments
 from toold.permissions.paths import names_outside
-from toold.permissions.readonly import has_option, operands
+from toold.permissions.readonly import PROGRAMS, has_option, operands
 
 _CHMOD_OPEN = frozenset({"777", "0777", "a+rwx", "ugo+rwx", "a=rwx", "ugo=rwx"})
 _DISK_TOOLS = (
@@ -67,9 +67,17 @@ DANGER_PROGRAMS = (
 
 
 def program_danger(
-    prog: str, args: list[str | None], stdin_args: bool = False, texts: list[str] | None = None
+    prog: str,
+    args: list[str | None],
+    stdin_args: bool = False,
+    texts: list[str] | None = None,
+    wrapper: bool = False,
 ) -> str | None:
-    """Why ``prog`` with ``args`` (written as ``texts``) is dangerous, or None."""
+    """Why ``prog`` with ``args`` (written as ``texts``) is dangerous, or None.
+
+    A ``wrapper`` (sudo, timeout, xargs...) runs a command of its arguments, which is
+    judged as a command of its own: its words are not its outputs.
+    """
     if stdin_args and prog in DANGER_PROGRAMS:
         return f"xargs passes the arguments it reads to {prog}"
     if prog in _UNRESOLVED_DANGER and any(a is None for a in args):
@@ -86,7 +94,11 @@ def program_danger(
         return "mkfs"
     if prog in _ALWAYS:
         return f"{prog} ({_ALWAYS[prog]})"
-    return _deletes(prog, known) or _stops(prog, known) or _writes_outside(prog, known)
+    return (
+        _deletes(prog, known)
+        or _stops(prog, known)
+        or _writes_outside(prog, [] if wrapper else known)
+    )
 
 
 def _deletes(prog: str, args: list[str]) -> str | None:
@@ -164,13 +176,18 @@ def _outputs(prog: str, args: list[str]) -> list[str]:
         given = has_option(args, "ef", ("--expression", "--file"))
         found = [o for o in operands(args, takes_value="efl") if o is not None]
         return found if given else found[1:]
-    return []
+    spec = PROGRAMS.get(prog)
+    if spec is not None and spec.allows(args):
+        return []  # only reads (a read outside the workspace asks as not read-only)
+    # Any other program may write where any argument or option value points
+    # (pytest --basetemp=DIR wipes DIR, --junitxml=F writes F): nothing outside passes.
+    return args
 
 
 def _writes_outside(prog: str, args: list[str]) -> str | None:
     outside = next((w for w in _outputs(prog, args) if names_outside(w)), None)
     if outside is not None:
-        return f"{prog} writes or links outside the workspace ({outside})"
+        return f"{prog} may write or link outside the workspace ({outside})"
     return None
 
 
