@@ -61,7 +61,8 @@ class ToolGateway:
         seen = (
             to_jsonable_python(checked, fallback=str) if isinstance(checked, Mapping) else arguments
         )
-        verdict = await self.guard.check(tool.name, seen, context.origin)
+        # The guard judges the tool by its own annotations (a user's tool included).
+        verdict = await self.guard.check(tool.name, seen, context.origin, tool.annotations)
         if not verdict.allowed:
             return ToolOutcome(verdict.message or DENIED, is_error=True)
         started = time.perf_counter()

@@ -11,7 +11,10 @@ from typing import Any
 import pytest
 
 from toold.permissions.audit import AuditLog
-from toold.permissions.guard import DENIED, MODES, SAFE_TOOLS, PermissionGuard, Verdict
+from toold.permissions.guard import DENIED, MODES, PermissionGuard, Verdict
+from toold.tools.provider import BuiltinToolProvider
+
+SAFE_TOOLS = [n for n, c in BuiltinToolProvider.tool_classes().items() if c.annotations.safe]
 
 CALLS: dict[str, tuple[str, dict[str, Any]]] = {
     "always-confirm": ("write_file", {"file_path": "a.txt", "content": "x"}),

@@ -61,7 +61,9 @@ STORE_DEPENDENCIES: dict[str, set[str]] = {
     # (the domain exceptions every front end maps); the rest is listed.
     "storage": {"sandbox"},  # sandbox.paths: the O_NOFOLLOW walk every state file goes through
     "search": {"sandbox"},  # sandbox.paths: workspace-relative walking
-    "permissions": {"config", "storage"},
+    # tools.annotations: the guard judges a tool by its own annotations (tools.provider,
+    # imported in a function: a builtin's, when a caller passes none).
+    "permissions": {"config", "storage", "tools"},
     "planning": {"sandbox", "storage"},
     "jobs": {"permissions", "sandbox", "storage"},  # permissions.redaction for job output
     "tools": {"config", "sandbox", "search", "storage"},

@@ -58,10 +58,11 @@ def tool_definitions(state: WorkspaceState) -> list[types.Tool]:
 
 def refusal(state: WorkspaceState, tool: str, args: Any) -> str:
     """Why the guard refused a call it would have asked about, and how to allow it."""
-    decision = state.guard.decide(tool, args)
+    annotations = state.toolset.require(tool).annotations
+    decision = state.guard.decide(tool, args, annotations)
     if not decision.approvable and decision.reason.startswith("deny rule"):
         how = "remove that rule from [permissions] deny in toold.toml to allow it"
-    elif state.toolset.require(tool).annotations.confirm == "always" or not decision.approvable:
+    elif annotations.confirm == "always" or not decision.approvable:
         how = 'only [permissions] mode = "bypass" in toold.toml lets it run'
     else:
         example = "bash(prefix:npm test*)" if tool in ("bash", "background_run") else tool

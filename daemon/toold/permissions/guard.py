@@ -13,6 +13,9 @@
    Asks for a deny rule, an empty command, a self-escalation or a dangerous command are
    not approvable: "Always allow" never answers them.
 
+What a tool is (safe, always-confirm, writing a path, running code) comes from its own
+annotations (toold.tools.annotations); a tool the guard does not know is none of these.
+
 Then, for an "ask": plan mode refuses; a session approval ("Always allow", stored for
 the exact command line shown) lets it run when approvable; fail-closed guards and
 guards without an asker refuse; otherwise the user is asked.
@@ -36,6 +39,7 @@ from toold.permissions.rules import (
     parse_rules,
     session_allows,
 )
+from toold.tools.annotations import ToolAnnotations
 
 log = logging.getLogger(__name__)
 
@@ -43,14 +47,6 @@ Mode = Literal["default", "auto", "plan", "bypass"]
 MODES: tuple[str, ...] = ("default", "auto", "plan", "bypass")
 Answer = Literal["allow", "always", "deny"]
 
-ALWAYS_CONFIRM = frozenset({"edit_file", "write_file", "task_create", "task_update", "str_replace"})
-SAFE_TOOLS = frozenset(
-    {"read_file", "glob", "grep", "todo_read", "todo_write", "load_skill", "task_list"}
-    | {"task_get", "team_list", "list_dir", "glob_search", "grep_search", "file_info"}
-    | {"calculator"}
-)
-PATH_WRITE_TOOLS = frozenset({"write_file", "edit_file", "str_replace"})
-CODE_TOOLS = frozenset({"python_repl"})
 DENIED = "User denied."
 SELF_ESCALATION = "it could change toold's own configuration (toold.toml, .toold/)"
 
@@ -116,14 +112,19 @@ class PermissionGuard:
             session_rules=self.session_rules,
         )
 
-    def decide(self, tool: str, args: Any) -> Decision:
-        """The rules' answer for an agent's call."""
+    def decide(self, tool: str, args: Any, annotations: ToolAnnotations | None = None) -> Decision:
+        """The rules' answer for an agent's call.
+
+        ``annotations`` are the called tool's own (the gateway passes them); without
+        them a builtin's of that name count, and a tool the guard does not know gets the
+        defaults: it is not safe, so it asks.
+        """
         if self.mode == "bypass":
             return Decision("allow", "bypass mode")
         subject = Subject.of(tool, args)  # parse and classify, once
-        return self._decide(subject)
+        return self._decide(subject, annotations or annotations_of(subject.tool))
 
-    def _decide(self, subject: Subject) -> Decision:
+    def _decide(self, subject: Subject, annotations: ToolAnnotations) -> Decision:
         tool = subject.tool
         denied = deny_rule(self.deny, subject)
         if denied:
@@ -131,11 +132,11 @@ class PermissionGuard:
             return Decision("ask", f"deny rule {denied.source}", approvable=False)
         if subject.ambiguous or subject.blank_command:
             return Decision("ask", "empty or ambiguous arguments", approvable=False)
-        if loosens_guard(subject):
+        if loosens_guard(subject, annotations):
             return Decision("ask", SELF_ESCALATION, approvable=False)
-        if tool in ALWAYS_CONFIRM:
+        if annotations.confirm == "always":
             return Decision("ask", f"{tool} always asks")
-        if self.mode == "plan" and tool not in SAFE_TOOLS:
+        if self.mode == "plan" and not annotations.safe:
             return Decision("ask", "plan mode is read-only")
         allowed = allow_rule(self.allow, subject)
         if subject.shell is not None:
@@ -151,7 +152,7 @@ class PermissionGuard:
             return Decision("ask", "shell command")
         if allowed:
             return Decision("allow", f"allow rule {allowed.source}")
-        if tool in SAFE_TOOLS:
+        if annotations.safe:
             return Decision("allow", "safe tool")
         return Decision("ask", "tool needs confirmation")
 
@@ -169,9 +170,15 @@ class PermissionGuard:
             self.session_rules.append(rule)
         return rule
 
-    async def check(self, tool: str, args: Any, origin: str = "agent") -> Verdict:
-        """Decide, ask when needed, and record the decision."""
-        verdict = await self._check(tool, args, origin)
+    async def check(
+        self,
+        tool: str,
+        args: Any,
+        origin: str = "agent",
+        annotations: ToolAnnotations | None = None,
+    ) -> Verdict:
+        """Decide, ask when needed, and record the decision (``annotations``: see decide)."""
+        verdict = await self._check(tool, args, origin, annotations)
         if self.audit is not None:
             self.audit.record(
                 event="decision",
@@ -183,13 +190,15 @@ class PermissionGuard:
             )
         return verdict
 
-    async def _check(self, tool: str, args: Any, origin: str) -> Verdict:
+    async def _check(
+        self, tool: str, args: Any, origin: str, annotations: ToolAnnotations | None
+    ) -> Verdict:
         if origin == "user":
             denied = deny_rule(self.deny, tool, args)
             if denied:
                 return Verdict(False, "denied", f"deny rule {denied.source}", DENIED)
             return Verdict(True, "allowed", "the user asked for it")
-        decision = self.decide(tool, args)
+        decision = self.decide(tool, args, annotations)
         if decision.action == "allow":
             return Verdict(True, "allowed", decision.reason)
         if self.mode == "plan":
@@ -211,13 +220,22 @@ class PermissionGuard:
         return Verdict(False, "denied", f"{why} ({decision.reason})", DENIED)
 
 
-def loosens_guard(subject: Subject) -> bool:
+def annotations_of(tool: str) -> ToolAnnotations:
+    """The annotations of the builtin named ``tool`` (canonical name); the defaults (not
+    safe: asks) for any other name."""
+    from toold.tools.provider import BuiltinToolProvider
+
+    found = BuiltinToolProvider.tool_classes().get(tool)
+    return found.annotations if found is not None else ToolAnnotations()
+
+
+def loosens_guard(subject: Subject, annotations: ToolAnnotations) -> bool:
     """Whether an agent's call could write toold.toml or .toold/ (and so loosen the guard)."""
     if subject.shell is not None:
         return not subject.shell.read_only and subject.shell.touches()
-    if subject.tool in PATH_WRITE_TOOLS:
+    if annotations.writes_path:
         path = subject.value.lower()
         return path in PROTECTED or path.startswith(".toold/")
-    if subject.tool in CODE_TOOLS:
+    if annotations.runs_code:
         return any(name in subject.value for name in PROTECTED)
     return False
