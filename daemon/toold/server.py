@@ -475,13 +475,7 @@ class TooldServer(LanguageServer):
         for task in list(self._background):
             task.cancel()
         if self._binding is not None and self._binding.done() and hasattr(self, "state"):
-            self.state.drop_held()
-            await self.state.jobs.close()
-            if self.state.team is not None:
-                await self.state.team.close()
-            await self.state.runner.close()
-            if self.state.guard.audit is not None:
-                self.state.guard.audit.close()
+            await self.state.aclose()
 
     def request_stop(self, exit_code: int = 0) -> None:
         """Ask the serve loop to finish (the first reason given sets the exit code)."""
