@@ -168,7 +168,7 @@ class Tool(ABC):
     ) -> Any:
         """Merge injected arguments, validate, then run here (exceptions propagate).
 
-        Where a call runs (here or in a sandbox) is ToolSet.invoke's choice, and whether
+        Where a call runs (here or in a sandbox) is ToolSet.run's choice, and whether
         it may run is the gateway's (toold.gateway): this only validates and runs.
         """
         return await self.call(
