@@ -1,10 +1,24 @@
-"""Suite-wide settings."""
+"""Suite-wide settings and the default workspace fixture."""
 
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
-# The bash tool runs `bash -lc`; on machines whose login profile runs `pyenv rehash`, a
-# shell killed mid-rehash (as the timeout and cancel tests do) leaves a lock that makes
-# every later login shell wait up to 60 s. Fail that wait fast instead.
+import pytest
+
+# bash captures the login environment with `bash -l` (and runs `bash -lc` with
+# execution.login_shell); on machines whose login profile runs `pyenv rehash`, a shell
+# killed mid-rehash leaves a lock that makes every later login shell wait up to 60 s.
+# Fail that wait fast instead.
 os.environ.setdefault("PYENV_REHASH_TIMEOUT", "1")
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    """A small workspace with two files holding ``needle`` (folders may override it)."""
+    ws = tmp_path / "ws"
+    (ws / "src").mkdir(parents=True)
+    (ws / "src" / "main.py").write_text("print('needle')\n", encoding="utf-8")
+    (ws / "src" / "helper.txt").write_text("needle line\n", encoding="utf-8")
+    return ws

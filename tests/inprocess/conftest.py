@@ -11,15 +11,6 @@ from tests.inprocess.client import InProcessClient
 
 
 @pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    ws = tmp_path / "ws"
-    (ws / "src").mkdir(parents=True)
-    (ws / "src" / "main.py").write_text("print('needle')\n", encoding="utf-8")
-    (ws / "src" / "helper.txt").write_text("needle line\n", encoding="utf-8")
-    return ws
-
-
-@pytest.fixture
 def client(workspace: Path) -> Iterator[InProcessClient]:
     """An initialized in-process daemon on ``workspace``; closed cleanly (exit code 0)."""
     c = InProcessClient(workspace)
