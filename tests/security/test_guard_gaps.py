@@ -151,6 +151,10 @@ DANGEROUS_IN_AUTO = [
     "tar -C / -xf x.tar",
     "make -C ~/other install",
     "python3 tool.py --out=~/.bashrc",
+    # A wrapper's own words: the directory it runs its command in.
+    "env -C / rm -f etc/x",
+    "env --chdir=/etc rm -f x",
+    "sudo -D /etc rm -f x",
     "kill -9 -1",
     "kill -1",
     "kill -KILL -1",

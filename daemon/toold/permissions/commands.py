@@ -256,8 +256,13 @@ def _layer_danger(layer: Layer) -> str | None:
         return f"xargs passes the arguments it reads to {prog}"
     if prog == "env" and operands(args, "uCPS"):
         return "an env prefix"
-    wrapper = prog != "find" and _inner(prog, args) is not None  # find's own words count
-    return program_danger(prog, args, layer.stdin_args, layer.texts, wrapper)
+    inner = None if prog == "find" else _inner(prog, args)  # find's own words all count
+    if inner is None:
+        return program_danger(prog, args, layer.stdin_args, layer.texts)
+    # A wrapper's own words (env -C DIR, sudo --chdir=DIR, timeout 5) are judged here;
+    # the command it runs is a layer of its own.
+    own = len(args) - max((len(words) for words in inner), default=0)
+    return program_danger(prog, args[: max(own, 0)], layer.stdin_args)
 
 
 _GIT_RUNNERS = frozenset(

@@ -67,17 +67,9 @@ DANGER_PROGRAMS = (
 
 
 def program_danger(
-    prog: str,
-    args: list[str | None],
-    stdin_args: bool = False,
-    texts: list[str] | None = None,
-    wrapper: bool = False,
+    prog: str, args: list[str | None], stdin_args: bool = False, texts: list[str] | None = None
 ) -> str | None:
-    """Why ``prog`` with ``args`` (written as ``texts``) is dangerous, or None.
-
-    A ``wrapper`` (sudo, timeout, xargs...) runs a command of its arguments, which is
-    judged as a command of its own: its words are not its outputs.
-    """
+    """Why ``prog`` with ``args`` (written as ``texts``) is dangerous, or None."""
     if stdin_args and prog in DANGER_PROGRAMS:
         return f"xargs passes the arguments it reads to {prog}"
     if prog in _UNRESOLVED_DANGER and any(a is None for a in args):
@@ -94,11 +86,7 @@ def program_danger(
         return "mkfs"
     if prog in _ALWAYS:
         return f"{prog} ({_ALWAYS[prog]})"
-    return (
-        _deletes(prog, known)
-        or _stops(prog, known)
-        or _writes_outside(prog, [] if wrapper else known)
-    )
+    return _deletes(prog, known) or _stops(prog, known) or _writes_outside(prog, known)
 
 
 def _deletes(prog: str, args: list[str]) -> str | None:
