@@ -26,8 +26,8 @@ from toold.lifecycle import SessionEnd
 from toold_protocol import ALL_METHODS, PROTOCOL_VERSION, errors
 
 if TYPE_CHECKING:
-    from toold.binding import WorkspaceState
     from toold.tools.toolset import ToolSet
+    from toold.workspace import WorkspaceState
 
 log = logging.getLogger(__name__)
 
@@ -328,7 +328,7 @@ class TooldServer(LanguageServer):
         self, root: Path, overrides: dict[str, Any] | None = None, execution_events: bool = False
     ) -> None:
         """Load the configuration and bind stores, runner and tools to ``root``."""
-        from toold.binding import bind
+        from toold.workspace import bind
 
         # Capabilities are known by now (binding follows initialize) and never change:
         # a client that cannot show message requests makes the guard non-interactive.

@@ -15,10 +15,10 @@ from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, 
 from pathlib import Path
 from typing import Any
 
-from toold.binding import WorkspaceState
 from toold.config import CONFIG_FILE
 from toold.planning.skills import is_skill_dir
 from toold.planning.tasks import TASKS_FILE, TaskStoreError
+from toold.workspace import WorkspaceState
 from toold_protocol import names
 
 log = logging.getLogger(__name__)

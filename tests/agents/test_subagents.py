@@ -17,7 +17,7 @@ from toold.agents.system import AGENT_TYPES, AgentSystem
 from toold.gateway import ToolGateway
 from toold.jobs.manager import BackgroundManager, Outcome
 from toold.permissions.guard import PermissionGuard
-from toold.tools.provider import BuiltinToolProvider
+from toold.tools.registry import BuiltinToolProvider
 from toold.tools.runtime import ToolRuntime
 from toold.tools.toolset import ToolSet
 
@@ -72,7 +72,7 @@ def run_system(
             drain=jobs.drain_notifications if jobs else None,
             **options,
         )
-        runtime.provider = system
+        runtime.agents = system
         runtime.background = jobs
         try:
             return await body(system)

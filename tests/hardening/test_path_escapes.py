@@ -38,7 +38,7 @@ from tests.waiting import wait_until
 from toold.config import TooldConfig
 from toold.sandbox.paths import open_in_workspace, safe_path
 from toold.sandbox.runners import make_runner
-from toold.tools.provider import BuiltinToolProvider
+from toold.tools.registry import BuiltinToolProvider
 from toold.tools.runtime import ToolRuntime
 from toold.tools.toolset import ToolSet
 

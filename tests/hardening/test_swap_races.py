@@ -30,7 +30,7 @@ from tests.sandbox.conftest import bwrap_ready  # noqa: F401 (fixture)
 from tests.waiting import wait_until
 from toold.config import TooldConfig
 from toold.sandbox.runners import make_runner
-from toold.tools.provider import BuiltinToolProvider
+from toold.tools.registry import BuiltinToolProvider
 from toold.tools.runtime import ToolRuntime
 from toold.tools.toolset import ToolSet
 

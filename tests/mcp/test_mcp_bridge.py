@@ -180,7 +180,7 @@ def test_bypass_mode_runs_writes_with_exit_codes_and_progress(workspace: Path) -
 
 def test_the_daemon_never_imports_the_mcp_sdk() -> None:
     probe = (
-        "import sys, toold.cli, toold.server, toold.handlers, toold.binding\n"
+        "import sys, toold.cli, toold.server, toold.handlers, toold.workspace\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('mcp', 'mcp_types')))"
     )
     done = subprocess.run(

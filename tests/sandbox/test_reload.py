@@ -13,8 +13,8 @@ from tests.e2e.wire import WireClient
 from tests.processes import process_alive, wait_gone
 from tests.sandbox.conftest import Daemon, progress_until, start_call
 from tests.waiting import wait_until
-from toold.binding import bind
 from toold.sandbox.channel import SandboxUnavailable
+from toold.workspace import bind
 
 WARNING = 2  # window/showMessage's MessageType.Warning
 DOCKER_WARNING = "the docker runner (execution.tool_runner) cannot run tools here: "

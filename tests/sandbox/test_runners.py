@@ -17,7 +17,7 @@ from toold.sandbox.channel import RemoteError, WorkerLost, rebuild_exception
 from toold.sandbox.runners import make_runner
 from toold.tools import tool
 from toold.tools.context import CallContext
-from toold.tools.provider import BuiltinToolProvider
+from toold.tools.registry import BuiltinToolProvider
 from toold.tools.runtime import ToolRuntime
 from toold.tools.toolset import ToolSet
 

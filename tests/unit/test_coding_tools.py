@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from toold.tools import BASE_TOOLS, DEFERRED_TOOLS, ToolArgumentError, get_tools
-from toold.tools.provider import BuiltinToolProvider
+from toold.tools.registry import BuiltinToolProvider
 
 from .conftest import Call, Put
 

@@ -14,7 +14,7 @@ from toold.config import TooldConfig
 from toold.sandbox.runners import make_runner
 from toold.tools import ToolOutcome, ToolRuntime, ToolSet
 from toold.tools.context import CallContext
-from toold.tools.provider import BuiltinToolProvider
+from toold.tools.registry import BuiltinToolProvider
 
 
 def _invoke(workspace: Path, name: str, args: Any, runner_name: str = "local") -> ToolOutcome:

@@ -12,7 +12,7 @@ import pytest
 
 from toold.permissions.audit import AuditLog
 from toold.permissions.guard import DENIED, MODES, PermissionGuard, Verdict
-from toold.tools.provider import BuiltinToolProvider
+from toold.tools.registry import BuiltinToolProvider
 
 SAFE_TOOLS = [n for n, c in BuiltinToolProvider.tool_classes().items() if c.annotations.safe]
 

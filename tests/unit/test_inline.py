@@ -10,7 +10,7 @@ import pytest
 
 from toold.config import FilesConfig, LimitsConfig, TooldConfig
 from toold.sandbox.paths import LOCAL_FILESYSTEMS, filesystem_type
-from toold.tools.provider import BuiltinToolProvider
+from toold.tools.registry import BuiltinToolProvider
 from toold.tools.runtime import ToolRuntime
 from toold.tools.toolset import ToolSet
 

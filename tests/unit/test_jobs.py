@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 from tests.processes import process_gone
-from toold.binding import WorkspaceState, bind
 from toold.config import ConfigError, load_config
 from toold.jobs.manager import BackgroundManager, Outcome
+from toold.workspace import WorkspaceState, bind
 from toold_protocol import METHODS, names
 
 SUBMITTED = re.compile(r"^Submitted background task (\S+)$")

@@ -18,8 +18,9 @@ from toold.tools import (
     canonical_tool_name,
     get_handlers,
     get_tools,
+    registry,
 )
-from toold.tools.registry import TOOL_HANDLERS
+from toold.tools.bareagent import TOOL_HANDLERS
 
 from .conftest import Call
 
@@ -207,9 +208,7 @@ def test_get_tool_class() -> None:
 @pytest.fixture
 def isolated_provider(monkeypatch: pytest.MonkeyPatch) -> None:
     """Let a test register tools without leaking them into other tests."""
-    BuiltinToolProvider.tool_classes()
-    monkeypatch.setattr(BuiltinToolProvider, "_builtins", dict(BuiltinToolProvider._builtins))
-    monkeypatch.setattr(BuiltinToolProvider, "_aliases", dict(BuiltinToolProvider._aliases))
+    monkeypatch.setattr(registry, "BUILTINS", registry.BUILTINS.copy())
 
 
 @pytest.mark.usefixtures("isolated_provider")
@@ -232,3 +231,21 @@ def test_register_tool_with_aliases() -> None:
 def test_registration_did_not_leak() -> None:
     assert BuiltinToolProvider.get_tool_class("shout") is None
     assert canonical_tool_name("yell") == "yell"
+
+
+def test_a_registry_of_its_own(workspace: Path) -> None:
+    class Shout(Tool):
+        name: ClassVar[str] = "shout"
+        description: ClassVar[str] = "Upper-case the input."
+
+        def run(self, value: Any) -> Any:
+            return str(value).upper()
+
+    own = registry.ToolRegistry(aliases={"yell": "shout"})
+    own.register("shout", Shout)
+    assert list(own.classes()) == ["shout"]
+    tools = ToolSet.resolve(["yell"], ToolRuntime(workspace=workspace), registry=own)
+    assert asyncio.run(tools.execute("shout", "hi")) == "HI"
+    assert BuiltinToolProvider.get_tool_class("shout") is None
+    with pytest.raises(KeyError, match="Unknown tool: read_file"):
+        ToolSet.resolve(["read_file"], registry=own)

@@ -8,8 +8,8 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from toold.binding import WorkspaceState, bind
 from toold.watch import watch_workspace
+from toold.workspace import WorkspaceState, bind
 from toold_protocol import METHODS, names
 
 WAIT_S = 5.0

@@ -1,7 +1,7 @@
 """``toold mcp``: toold's tools over the Model Context Protocol on stdio.
 
 The same catalogue, runner and guard as ``toold serve``: the workspace is bound by
-``toold.binding.bind`` and every call goes through its gateway (toold.gateway). MCP clients
+``toold.workspace.bind`` and every call goes through its gateway (toold.gateway). MCP clients
 (Claude Desktop, Cursor, Claude Code) call tools because a model decided to, so
 calls have origin "agent". The bridge has no way to ask the user, so whatever the
 guard would ask about is refused; ``[permissions]`` in toold.toml (allow rules, or
@@ -26,11 +26,11 @@ from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 
 from toold import __version__
-from toold.binding import WorkspaceState, bind
 from toold.errors import TooldError, wire_error
 from toold.permissions.guard import DENIED
 from toold.tools.context import CallContext
 from toold.tools.toolset import ToolOutcome
+from toold.workspace import WorkspaceState, bind
 
 log = logging.getLogger(__name__)
 

@@ -18,7 +18,7 @@ from jsonschema.exceptions import ValidationError as SchemaError
 
 from toold.ci.methods import holds_reference, location_suffix, model_problems
 from toold.ci.script import Script, walk
-from toold.tools.provider import BuiltinToolProvider
+from toold.tools.registry import BuiltinToolProvider
 
 
 class Catalogue:

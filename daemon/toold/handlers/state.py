@@ -15,8 +15,8 @@ from toold_protocol.models import (
 )
 
 if TYPE_CHECKING:
-    from toold.binding import WorkspaceState
     from toold.server import TooldServer
+    from toold.workspace import WorkspaceState
 
 WATCH_WAIT_S = 2.0
 

@@ -223,7 +223,7 @@ class PermissionGuard:
 def annotations_of(tool: str) -> ToolAnnotations:
     """The annotations of the builtin named ``tool`` (canonical name); the defaults (not
     safe: asks) for any other name."""
-    from toold.tools.provider import BuiltinToolProvider
+    from toold.tools.registry import BuiltinToolProvider
 
     found = BuiltinToolProvider.tool_classes().get(tool)
     return found.annotations if found is not None else ToolAnnotations()

@@ -57,7 +57,7 @@ _configs = _ConfigCache()
 
 def encode_request(tool: Tool, args: Any, workspace: Path, config: TooldConfig) -> bytes:
     """The request line for ``tool``; the tool's own runtime wins over the sandbox's."""
-    from toold.tools.provider import BuiltinToolProvider
+    from toold.tools.registry import BuiltinToolProvider
 
     if BuiltinToolProvider.get_tool_class(tool.name) is not type(tool):
         raise SandboxError(

@@ -135,7 +135,7 @@ def prepare() -> None:
     import pydantic_core  # noqa: F401
 
     import toold.tools.context  # noqa: F401
-    from toold.tools.provider import BuiltinToolProvider
+    from toold.tools.registry import BuiltinToolProvider
 
     BuiltinToolProvider.tool_classes()
     # The first event loop, to_thread and tool build import and cache a fair amount.
@@ -155,7 +155,7 @@ async def _warm_up() -> None:
 
 def _build_tool(request: dict[str, Any]) -> Any:
     from toold.config import TooldConfig
-    from toold.tools.provider import BuiltinToolProvider
+    from toold.tools.registry import BuiltinToolProvider
     from toold.tools.runtime import ToolRuntime
 
     config = TooldConfig.model_validate(request.get("config") or {})

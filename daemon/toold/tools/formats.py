@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from toold.tools.base import Tool
-from toold.tools.provider import BuiltinToolProvider
+from toold.tools.registry import BuiltinToolProvider
 
 
 def native(t: Tool) -> dict[str, Any]:

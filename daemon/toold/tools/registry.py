@@ -1,66 +1,160 @@
-"""BareAgent's two layers over the one registry: get_tools() and get_handlers().
+"""The tool registry: tool classes by canonical name, with aliases and lazy loading.
 
-get_tools() exposes every schema (deferred ones from the start); get_handlers()
-binds the runtime objects and returns name -> callable. The module-level
-TOOL_HANDLERS are unbound stubs that say how to bind them; DEFERRED_TOOLS names the
-tools whose class says ``deferred`` (both computed on first use).
+A ``ToolRegistry`` is an ordinary object: a test or an embedder may build its own.
+``BUILTINS`` is the process's registry of builtin tools (a sandbox worker rebuilds
+tools by name from it), and ``BuiltinToolProvider`` is Jianmu's face over a registry:
+its class methods read and extend ``BUILTINS``, its instances bind tools to a runtime.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from pathlib import Path
-from typing import Any
+import importlib
+import logging
+import threading
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
 
-from toold.tools import formats
-from toold.tools.provider import BuiltinToolProvider
-from toold.tools.runtime import ToolRuntime
+if TYPE_CHECKING:
+    from toold.tools.base import Tool
+    from toold.tools.runtime import ToolRuntime
 
-BASE_TOOLS: tuple[str, ...] = ("bash", "read_file", "write_file", "edit_file", "glob", "grep")
-Handler = Callable[..., Awaitable[Any]]
+log = logging.getLogger(__name__)
 
+ALIASES: dict[str, str] = {
+    "file_read": "read_file",
+    "file_write": "write_file",
+    "web_search": "duckduckgo_search",
+    "python_eval": "python_repl",
+}
 
-def get_tools() -> list[dict[str, Any]]:
-    """Every tool's internal schema ``{name, description, parameters}``, as fresh copies."""
-    return [formats.internal(t) for t in BuiltinToolProvider().get_tools()]
-
-
-def get_handlers(workspace: str | Path, **runtime: Any) -> dict[str, Handler]:
-    """Bind every tool to ``workspace`` and the given runtime objects.
-
-    Keyword arguments are ToolRuntime fields (config, todos, tasks, skills,
-    background, team, provider, guard). Each handler takes the tool's arguments
-    as keywords and returns an awaitable of its result.
-    """
-    bound = ToolRuntime(workspace=Path(workspace), **runtime)
-    handlers: dict[str, Handler] = {}
-    for t in BuiltinToolProvider(bound).get_tools():
-
-        async def handler(_tool: Any = t, **kwargs: Any) -> Any:
-            return await _tool.execute(kwargs)
-
-        handlers[t.name] = handler
-    return handlers
+# Each module exposes TOOLS, a tuple of Tool classes. One failing import (a missing
+# optional dependency) never blocks the others.
+BUILTIN_MODULES: tuple[str, ...] = (
+    "toold.tools.builtin.shell",
+    "toold.tools.builtin.files",
+    "toold.tools.builtin.search",
+    "toold.tools.builtin.deferred",
+    "toold.tools.builtin.calculator",
+    "toold.tools.builtin.python_repl",
+    "toold.tools.builtin.coding",
+    "toold.tools.builtin.web",
+)
 
 
-def _unbound(name: str) -> Handler:
-    async def stub(**_: Any) -> Any:
-        raise RuntimeError(
-            f"{name} is not bound to a workspace: get its handler from get_handlers(workspace=...)"
-        )
+class ToolRegistry:
+    """Resolves tool names (and aliases) to tool classes, importing ``modules`` on first use."""
 
-    return stub
+    def __init__(
+        self, modules: Iterable[str] = (), aliases: Mapping[str, str] | None = None
+    ) -> None:
+        self._modules = tuple(modules)
+        self._classes: dict[str, type[Tool]] = {}
+        self._aliases: dict[str, str] = dict(aliases or {})
+        self._loaded = not self._modules
+        self._lock = threading.Lock()
+
+    def _load(self) -> None:
+        if self._loaded:
+            return
+        with self._lock:
+            if self._loaded:
+                return
+            for module_name in self._modules:
+                try:
+                    module = importlib.import_module(module_name)
+                except ImportError as exc:
+                    log.warning("builtin tools in %s unavailable: %s", module_name, exc)
+                    continue
+                for tool_cls in module.TOOLS:
+                    self._classes.setdefault(tool_cls.name, tool_cls)
+            self._loaded = True
+
+    def register(self, name: str, tool_cls: type[Tool], *, aliases: Iterable[str] = ()) -> None:
+        """Add (or replace) a tool class under ``name``; ``aliases`` resolve to it."""
+        self._load()  # a registration made before loading stays after the builtins
+        self._classes[name] = tool_cls
+        for alias in aliases:
+            self._aliases[alias] = name
+
+    def copy(self) -> ToolRegistry:
+        """An independent registry with the same tools and aliases."""
+        self._load()
+        clone = ToolRegistry(aliases=self._aliases)
+        clone._classes = dict(self._classes)
+        return clone
+
+    def canonical(self, name: str) -> str:
+        """The canonical name for ``name`` (aliases resolved; unknown names unchanged)."""
+        return self._aliases.get(name, name)
+
+    def aliases_of(self, name: str) -> list[str]:
+        """Every alias that resolves to ``name``."""
+        return sorted(alias for alias, target in self._aliases.items() if target == name)
+
+    def classes(self) -> dict[str, type[Tool]]:
+        """Every registered tool class by canonical name, in registration order."""
+        self._load()
+        return dict(self._classes)
+
+    def get(self, name: str) -> type[Tool] | None:
+        """The class registered for ``name`` or its alias, or None."""
+        self._load()
+        return self._classes.get(self.canonical(name))
 
 
-def deferred_tools() -> tuple[str, ...]:
-    """BareAgent's deferred tools: those whose class says ``deferred``, in registry order."""
-    return tuple(n for n, cls in BuiltinToolProvider.tool_classes().items() if cls.deferred)
+BUILTINS = ToolRegistry(BUILTIN_MODULES, ALIASES)
+"""The builtin tools (and what ``BuiltinToolProvider.register_tool`` adds)."""
 
 
-def __getattr__(name: str) -> Any:
-    # Computed on first use: importing toold.tools must not import every builtin.
-    if name == "DEFERRED_TOOLS":
-        return deferred_tools()
-    if name == "TOOL_HANDLERS":
-        return {n: _unbound(n) for n in BASE_TOOLS + deferred_tools()}
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+class BuiltinToolProvider:
+    """Jianmu's provider: tools of a registry (``BUILTINS`` by default) bound to a runtime."""
+
+    def __init__(
+        self, runtime: ToolRuntime | None = None, registry: ToolRegistry | None = None
+    ) -> None:
+        self.runtime = runtime
+        self.registry = registry or BUILTINS
+
+    @staticmethod
+    def register_tool(name: str, tool_cls: type[Tool], *, aliases: Iterable[str] = ()) -> None:
+        """Add (or replace) a builtin tool class under ``name``; ``aliases`` resolve to it."""
+        BUILTINS.register(name, tool_cls, aliases=aliases)
+
+    @staticmethod
+    def canonical_tool_name(name: str) -> str:
+        """The canonical builtin name for ``name`` (aliases resolved)."""
+        return BUILTINS.canonical(name)
+
+    @staticmethod
+    def aliases_of(name: str) -> list[str]:
+        """Every alias that resolves to the builtin ``name``."""
+        return BUILTINS.aliases_of(name)
+
+    @staticmethod
+    def tool_classes() -> dict[str, type[Tool]]:
+        """Every builtin tool class by canonical name, in registration order."""
+        return BUILTINS.classes()
+
+    @staticmethod
+    def get_tool_class(name: str) -> type[Tool] | None:
+        """The builtin class registered for ``name`` or its alias, or None."""
+        return BUILTINS.get(name)
+
+    def resolve_named_tools(self, names: Iterable[str]) -> list[Tool]:
+        """Instances of the named tools, bound to this provider's runtime."""
+        tools = []
+        for name in names:
+            tool_cls = self.registry.get(name)
+            if tool_cls is None:
+                raise KeyError(f"Unknown tool: {name}")
+            tools.append(tool_cls(self.runtime))
+        return tools
+
+    def get_tools(self) -> list[Tool]:
+        """Instances of every tool in the registry."""
+        return [tool_cls(self.runtime) for tool_cls in self.registry.classes().values()]
+
+
+def canonical_tool_name(name: str) -> str:
+    """The canonical builtin name for ``name`` (aliases resolved; unknown names unchanged)."""
+    return BUILTINS.canonical(name)

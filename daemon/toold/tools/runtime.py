@@ -1,32 +1,41 @@
-"""The runtime objects get_handlers() binds into tools."""
+"""ToolRuntime: the workspace objects a bound tool may use."""
 
 from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from toold.config import TooldConfig
+
+if TYPE_CHECKING:
+    from toold.agents.system import AgentSystem
+    from toold.jobs.manager import BackgroundManager
+    from toold.planning.skills import SkillLoader
+    from toold.planning.tasks import TaskManager
+    from toold.planning.todos import TodoManager
+    from toold.team.manager import TeamManager
+    from toold.tools.builtin._login_shell import LoginEnvironment
 
 
 @dataclass
 class ToolRuntime:
-    """Everything a bound tool may need. Managers left as None make their tools
-    answer with the spec's "unavailable" text."""
+    """Everything a bound tool may need. A manager left as None makes its tools
+    answer with the spec's "unavailable" text (a sandbox worker binds none)."""
 
     workspace: Path
     config: TooldConfig = field(default_factory=TooldConfig)
-    todos: Any = None
-    tasks: Any = None
-    skills: Any = None
-    background: Any = None
-    team: Any = None
-    provider: Any = None
-    guard: Any = None
-    login_environment: Any = None
-    """The local runner's bash environment (a LoginEnvironment); None elsewhere, so a
-    sandbox worker's bash keeps its allow-listed environment."""
+    todos: TodoManager | None = None
+    tasks: TaskManager | None = None
+    skills: SkillLoader | None = None
+    background: BackgroundManager | None = None
+    team: TeamManager | None = None
+    agents: AgentSystem | None = None
+    """Subagents (the ``subagent`` tool); built from the workspace, so bound after it."""
+    login_environment: LoginEnvironment | None = None
+    """The local runner's bash environment; None elsewhere, so a sandbox worker's bash
+    keeps its allow-listed environment."""
 
     def __post_init__(self) -> None:
         self.workspace = Path(self.workspace).resolve()

@@ -12,10 +12,11 @@ from pydantic_core import to_jsonable_python
 from toold.errors import UnknownTool
 from toold.tools.base import Tool, ToolArgumentError
 from toold.tools.context import CallContext, current_call
-from toold.tools.provider import BuiltinToolProvider
+from toold.tools.registry import BuiltinToolProvider
 
 if TYPE_CHECKING:
     from toold.sandbox.runner import ToolRunner
+    from toold.tools.registry import ToolRegistry
     from toold.tools.runtime import ToolRuntime
 
 
@@ -47,9 +48,14 @@ class ToolSet:
             self._tools[t.name] = t
 
     @classmethod
-    def resolve(cls, names: Iterable[str], runtime: ToolRuntime | None = None) -> ToolSet:
-        """Build from names or aliases."""
-        return cls(BuiltinToolProvider(runtime).resolve_named_tools(names))
+    def resolve(
+        cls,
+        names: Iterable[str],
+        runtime: ToolRuntime | None = None,
+        registry: ToolRegistry | None = None,
+    ) -> ToolSet:
+        """Build from names or aliases of ``registry`` (the builtins by default)."""
+        return cls(BuiltinToolProvider(runtime, registry).resolve_named_tools(names))
 
     @classmethod
     def from_tools(cls, tools: Iterable[Tool]) -> ToolSet:

@@ -1,7 +1,7 @@
 """BareAgent's twelve deferred tools.
 
 Their schemas are visible from the start; each handler works once its manager is
-bound into the runtime (todos, tasks, skills, background, team, provider) and
+bound into the runtime (todos, tasks, skills, background, team, agents) and
 otherwise answers with the spec's "unavailable" text.
 """
 
@@ -90,7 +90,7 @@ class SubagentTool(DeferredTool):
         "tool set filtered by its type; returns its final text."
     )
     Arguments = SubagentArguments
-    manager = "provider"
+    manager = "agents"
     unavailable = "Subagent unavailable: provider is not configured."
     parallel_safe = False
 

@@ -30,7 +30,7 @@ from toold.sandbox.runners import make_runner, make_sandbox
 from toold.team.manager import TeamManager
 from toold.tools.builtin._login_shell import LoginEnvironment
 from toold.tools.context import CallContext
-from toold.tools.provider import BuiltinToolProvider
+from toold.tools.registry import BuiltinToolProvider
 from toold.tools.runtime import ToolRuntime
 from toold.tools.toolset import ToolSet
 from toold_protocol import names
@@ -354,18 +354,24 @@ def bind(
         on_change=lambda snapshot: push(names.TASKS_CHANGED, {"tasks": snapshot}),
     )
     skills = SkillLoader(root)
-    runtime = ToolRuntime(workspace=root, config=config, todos=todos, tasks=tasks, skills=skills)
-    if not config.execution.login_shell:
-        runtime.login_environment = LoginEnvironment(root)  # captured on its own thread
-    toolset = ToolSet(BuiltinToolProvider(runtime).get_tools())
-    runner = make_runner(config, root, emit_event)
     jobs = BackgroundManager(
         state_dir / "jobs",
         execute=lambda *a: state.run_job_command(*a),
         on_finished=lambda job: push(names.JOBS_FINISHED, job),
         max_finished=config.limits.max_finished_jobs,
     )
-    runtime.background = jobs
+    runtime = ToolRuntime(
+        workspace=root,
+        config=config,
+        todos=todos,
+        tasks=tasks,
+        skills=skills,
+        background=jobs,
+        # Without a login shell, the environment is captured once, on its own thread.
+        login_environment=None if config.execution.login_shell else LoginEnvironment(root),
+    )
+    toolset = ToolSet(BuiltinToolProvider(runtime).get_tools())
+    runner = make_runner(config, root, emit_event)
     state = WorkspaceState(
         root=root,
         config=config,
@@ -384,7 +390,8 @@ def bind(
         warn=warn,
         confirm=confirm,
     )
-    state.agents = runtime.provider = make_agents(state)
+    # Agents and the team run tools through the state's gateway: they come last.
+    state.agents = runtime.agents = make_agents(state)
     state.team = runtime.team = TeamManager(
         root,
         state_dir,
