@@ -53,31 +53,31 @@ STORES = (
     "storage",
     "config",
 )
-SERVICES = ("agents", "binding", "gateway", "watch")
+SERVICES = ("agents", "workspace", "gateway", "watch")
 """Below the wire too: they hold the workspace and the agents, whatever front end drives them."""
 
+SANDBOX_PRIMITIVES = ("toold.sandbox.paths", "toold.sandbox.process")
+"""The sandbox's two modules of OS primitives (the O_NOFOLLOW walk, process groups): below
+everything, tools included; the rest of sandbox/ (runners, worker, channel) runs tools."""
+
 STORE_DEPENDENCIES: dict[str, set[str]] = {
-    # Every area may import the protocol, ``toold`` itself (the version) and toold.errors
-    # (the domain exceptions every front end maps); the rest is listed.
-    "storage": {"sandbox"},  # sandbox.paths: the O_NOFOLLOW walk every state file goes through
-    "search": {"sandbox"},  # sandbox.paths: workspace-relative walking
+    # Every area may import the protocol, ``toold`` itself (the version), toold.errors (the
+    # domain exceptions every front end maps) and the sandbox's primitives; the rest is listed.
     # tools.annotations: the guard judges a tool by its own annotations (tools.registry,
     # imported in a function: a builtin's, when a caller passes none).
     "permissions": {"config", "storage", "tools"},
-    "planning": {"sandbox", "storage"},
-    "jobs": {"permissions", "sandbox", "storage"},  # permissions.redaction for job output
-    "tools": {"config", "sandbox", "search", "storage"},
-    # Known, not wanted: the sandbox's worker and channel run tools (tools.registry,
-    # tools.context), while tools reach the sandbox's paths and runner. Issue 14's gateway
-    # (the sandbox calls a public tool.call()) is meant to remove this; no module-level
-    # cycle results today.
+    "planning": {"storage"},
+    "jobs": {"permissions", "storage"},  # permissions.redaction for job output
+    "tools": {"config", "search", "storage"},
+    # The runners, the worker and the channel run tools (tools.registry, tools.context);
+    # tools reach only the primitives below them (and the runner as a type).
     "sandbox": {"config", "tools"},
     "team": {"agents", "permissions", "storage", "tools"},
 }
 TYPE_ONLY_DEPENDENCIES: dict[str, set[str]] = {
-    # ToolRuntime names the managers it holds (under TYPE_CHECKING): the managers are
-    # built above the tools and handed down, never imported by them.
-    "tools": {"agents", "jobs", "planning", "team"},
+    # ToolRuntime names the managers it holds and ToolSet.run the runner it is handed
+    # (under TYPE_CHECKING): they are built above the tools, never imported by them.
+    "tools": {"agents", "jobs", "planning", "sandbox", "team"},
 }
 
 
@@ -90,6 +90,8 @@ class Edge:
     line: int
     runtime: bool
     """Executed when ``source`` is imported: module level, outside ``if TYPE_CHECKING``."""
+    typing: bool = False
+    """Only for the type checker: under ``if TYPE_CHECKING``."""
 
     def __str__(self) -> str:
         return f"{self.source} imports {self.target} (line {self.line})"
@@ -113,23 +115,27 @@ def _type_checking(test: ast.expr) -> bool:
     )
 
 
-def _statements(body: Iterable[ast.stmt], runtime: bool) -> Iterator[tuple[ast.stmt, bool]]:
-    """Every statement with whether it runs at import time (function bodies never do)."""
+def _statements(
+    body: Iterable[ast.stmt], runtime: bool, typing: bool = False
+) -> Iterator[tuple[ast.stmt, bool, bool]]:
+    """Every statement with whether it runs at import time (function bodies never do) and
+    whether it is there for the type checker only."""
     for node in body:
-        yield node, runtime
+        yield node, runtime, typing
         if isinstance(node, ast.If):
-            yield from _statements(node.body, runtime and not _type_checking(node.test))
-            yield from _statements(node.orelse, runtime)
+            checking = _type_checking(node.test)
+            yield from _statements(node.body, runtime and not checking, typing or checking)
+            yield from _statements(node.orelse, runtime, typing)
         elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
             inner = runtime and isinstance(node, ast.ClassDef)
-            yield from _statements(node.body, inner)
+            yield from _statements(node.body, inner, typing)
         else:
             for field in ("body", "orelse", "finalbody", "handlers"):
                 for child in getattr(node, field, []):
                     if isinstance(child, ast.ExceptHandler):
-                        yield from _statements(child.body, runtime)
+                        yield from _statements(child.body, runtime, typing)
                     elif isinstance(child, ast.stmt):
-                        yield from _statements([child], runtime)
+                        yield from _statements([child], runtime, typing)
 
 
 def find_edges(modules: dict[str, Path]) -> list[Edge]:
@@ -138,9 +144,11 @@ def find_edges(modules: dict[str, Path]) -> list[Edge]:
     for name, path in modules.items():
         package = name if path.name == "__init__.py" else name.rpartition(".")[0]
         tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-        for node, runtime in _statements(tree.body, True):
+        for node, runtime, typing in _statements(tree.body, True):
             if isinstance(node, ast.Import):
-                edges += [Edge(name, alias.name, node.lineno, runtime) for alias in node.names]
+                edges += [
+                    Edge(name, alias.name, node.lineno, runtime, typing) for alias in node.names
+                ]
             elif isinstance(node, ast.ImportFrom):
                 base = node.module or ""
                 if node.level:
@@ -149,16 +157,19 @@ def find_edges(modules: dict[str, Path]) -> list[Edge]:
                 for alias in node.names:
                     full = f"{base}.{alias.name}"
                     edges.append(
-                        Edge(name, full if full in modules else base, node.lineno, runtime)
+                        Edge(name, full if full in modules else base, node.lineno, runtime, typing)
                     )
     return edges
 
 
-def find_cycles(modules: Iterable[str], edges: Iterable[Edge]) -> list[list[str]]:
-    """Strongly connected components of more than one module (or a self-import), Tarjan's."""
+def find_cycles(
+    modules: Iterable[str], edges: Iterable[Edge], *, deferred: bool = False
+) -> list[list[str]]:
+    """Strongly connected components of more than one module (or a self-import), Tarjan's;
+    counting module-level imports, and with ``deferred`` those inside functions too."""
     graph: dict[str, set[str]] = {module: set() for module in modules}
     for edge in edges:
-        if edge.runtime and edge.target in graph:
+        if (edge.runtime or (deferred and not edge.typing)) and edge.target in graph:
             graph[edge.source].add(edge.target)
     index: dict[str, int] = {}
     low: dict[str, int] = {}
@@ -195,6 +206,8 @@ def area(module: str) -> str:
     parts = module.split(".")
     if parts[0] == "toold_protocol":
         return "protocol"
+    if module in SANDBOX_PRIMITIVES:
+        return "primitives"
     return parts[1] if parts[0] == "toold" and len(parts) > 1 else parts[0]
 
 
@@ -244,7 +257,7 @@ def test_only_the_server_imports_handlers() -> None:
 
 
 def test_stores_import_other_subsystems_only_along_listed_edges() -> None:
-    everyone = {"protocol", "toold", "errors"}
+    everyone = {"protocol", "toold", "errors", "primitives"}
     wrong = [
         f"{e} ({area(e.source)} → {area(e.target)})"
         for e in EDGES
@@ -311,3 +324,23 @@ def test_no_test_module_imports_another() -> None:
         if edge.target.rpartition(".")[2].startswith("test_")
     ]
     assert not wrong, "\n".join(wrong)
+
+
+def test_no_cycles_through_deferred_imports() -> None:
+    """An import inside a function still ties the two modules together: a cycle through
+    one is a layering mistake put off until call time, not a design."""
+    cycles = find_cycles(MODULES, EDGES, deferred=True)
+    assert not cycles, "import cycles (counting imports inside functions):\n" + "\n".join(
+        " ↔ ".join(cycle) for cycle in cycles
+    )
+
+
+def test_the_sandbox_primitives_import_nothing_of_toold() -> None:
+    wrong = [
+        str(e)
+        for e in EDGES
+        if e.source in SANDBOX_PRIMITIVES
+        and within(e.target, ["toold"])
+        and e.target not in SANDBOX_PRIMITIVES
+    ]
+    assert not wrong, "the primitives sit below every subsystem:\n" + "\n".join(wrong)

@@ -16,24 +16,27 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
 
-from toold.ci.script import Script, references, walk
+from toold.ci.references import references
 from toold.errors import describe
 from toold_protocol import METHODS
 from toold_protocol.names import CLIENT_REQUESTS, SERVER_NOTIFICATIONS
+
+if TYPE_CHECKING:
+    from toold.ci.script import Step
 
 LSP_NOTIFICATIONS = ("window/showMessage", "window/logMessage", "$/progress")
 """LSP notifications the daemon sends that a script may also wait for."""
 
 
-def check_methods(script: Script) -> list[str]:
+def check_methods(steps: Iterable[tuple[str, Step]]) -> list[str]:
     """Unknown methods and notifications, params that fail their model, match keys that
-    are no field of the notification; for every step."""
+    are no field of the notification; for every ``(location, step)`` given."""
     problems: list[str] = []
-    for path, step in walk(script.steps):
+    for path, step in steps:
         if step.method is not None:
             problems += method_problems(
                 step.method, step.params, f"{path}.method", f"{path}.params"

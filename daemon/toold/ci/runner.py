@@ -18,15 +18,8 @@ from typing import Any, Literal, Protocol
 
 from toold.ci.catalogue import Catalogue, check_steps
 from toold.ci.methods import matches
-from toold.ci.script import (
-    Expect,
-    Reference,
-    Script,
-    ScriptError,
-    Step,
-    UnresolvedReference,
-    substitute,
-)
+from toold.ci.references import Reference, UnresolvedReference, substitute
+from toold.ci.script import Expect, Script, ScriptError, Step
 from toold.ci.session import DaemonSession, SessionClosed
 
 Status = Literal["passed", "failed", "rescued", "skipped"]

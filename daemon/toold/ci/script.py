@@ -12,18 +12,17 @@ import json
 import re
 import sys
 import tomllib
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Literal, NamedTuple
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from toold.ci.methods import check_methods
+from toold.ci.references import REFERENCE_FORM, references
 from toold.errors import describe
 
 ID_PATTERN = r"^[A-Za-z0-9_][A-Za-z0-9_-]*$"
-REFERENCE_FORM = "${steps.<id>.content} or ${steps.<id>.result}"
-_REFERENCE = re.compile(r"\$(\$?)\{steps\.([^{}]*)\}")
-_REFERENCE_INNER = re.compile(r"^([A-Za-z0-9_][A-Za-z0-9_-]*)\.(content|result)((?:\.[^.]+)*)$")
 KINDS = ("tool", "method", "wait_for")
 """The keys that say what a step does; a step has exactly one."""
 _KIND_KEYS = {"tool": ("arguments",), "method": ("params",), "wait_for": ("match", "timeout")}
@@ -110,10 +109,6 @@ class ScriptError(ValueError):
         super().__init__(f"invalid script {source}:\n{lines}")
 
 
-class UnresolvedReference(LookupError):
-    """A reference to a step that has not produced a result (yet)."""
-
-
 def load_script(source: str) -> Script:
     """Read and check a script: a .json or .toml path, or ``-`` for JSON on stdin."""
     data = _parse(source)
@@ -126,9 +121,7 @@ def load_script(source: str) -> Script:
         # In script order: a step's own problems (what it does first), then its fallback's.
         found.sort(key=lambda item: (_step_of(item[1]), item[0]))
         raise ScriptError(source, [problem for _, _, problem in found])
-    from toold.ci.methods import check_methods
-
-    problems = check_script(script) + check_methods(script)
+    problems = check_script(script) + check_methods(walk(script.steps))
     if problems:
         raise ScriptError(source, sorted(problems, key=_step_order))
     return script
@@ -274,60 +267,6 @@ def _describe(err: Any) -> str:
     if kind == "too_short" and field == "steps":
         return f"{where}: a script needs at least one step; {_EXAMPLES['steps']}"
     return f"{where}: {describe(err)}"
-
-
-# -- references -----------------------------------------------------------------------------
-
-
-class Reference(NamedTuple):
-    """``${steps.<step>.<field>.<path...>}``: a value of an earlier step."""
-
-    text: str
-    step: str
-    field: Literal["content", "result"]
-    path: tuple[str, ...]
-    """Keys (and list indexes) into the value: ``${steps.l.result.tasks.0.id}``."""
-
-
-def _reference(found: re.Match[str]) -> Reference | None:
-    inner = _REFERENCE_INNER.match(found.group(2))
-    if inner is None:
-        return None
-    path = tuple(inner.group(3).split(".")[1:])
-    field: Literal["content", "result"] = "content" if inner.group(2) == "content" else "result"
-    return Reference(found.group(0), inner.group(1), field, path)
-
-
-def references(text: str) -> Iterator[tuple[str, Reference | None]]:
-    """Each ``${steps...}`` in ``text``: its text and what it names (None when malformed)."""
-    for found in _REFERENCE.finditer(text):
-        if found.group(1):  # $${steps...} is an escaped, literal ${steps...}
-            continue
-        yield found.group(0), _reference(found)
-
-
-def substitute(value: Any, lookup: Callable[[Reference], Any]) -> Any:
-    """``value`` with every reference in its strings replaced by ``lookup(reference)``.
-
-    Non-string content is inserted as JSON; ``$${steps...}`` leaves a literal ``${steps...}``.
-    """
-    if isinstance(value, str):
-
-        def replace(found: re.Match[str]) -> str:
-            if found.group(1):
-                return found.group(0)[1:]
-            reference = _reference(found)
-            if reference is None:
-                raise UnresolvedReference(f"malformed reference {found.group(0)}")
-            content = lookup(reference)
-            return content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
-
-        return _REFERENCE.sub(replace, value)
-    if isinstance(value, dict):
-        return {key: substitute(item, lookup) for key, item in value.items()}
-    if isinstance(value, list):
-        return [substitute(item, lookup) for item in value]
-    return value
 
 
 def walk(steps: list[Step], prefix: str = "steps") -> Iterator[tuple[str, Step]]:
