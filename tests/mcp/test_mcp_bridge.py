@@ -17,6 +17,8 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError
 
+from tests.processes import process_alive, wait_gone
+
 T = TypeVar("T")
 
 
@@ -75,6 +77,7 @@ def test_lists_every_tool_with_its_schema(workspace: Path) -> None:
     assert read_hints is not None and bash_hints is not None
     assert (read_hints.read_only_hint, read_hints.open_world_hint) == (True, False)
     assert (bash_hints.read_only_hint, bash_hints.destructive_hint) == (False, True)
+    assert (tools["read_file"].title, read_hints.title) == ("Read file", "Read file")
 
 
 def test_read_only_tools_run_and_failures_are_is_error(workspace: Path) -> None:
@@ -173,9 +176,79 @@ def test_bypass_mode_runs_writes_with_exit_codes_and_progress(workspace: Path) -
     assert not write.is_error and text(write) == "Wrote 2 characters to x.txt"
     assert (workspace / "x.txt").read_text() == "hi"
     assert text(bash) == "Command failed with exit code 3\none\ntwo"
-    assert not bash.is_error
+    assert bash.is_error
     assert bash.meta == {"toold/exitCode": 3}
     assert "\n".join(progress).split() == ["one", "two"]
+
+
+def test_a_cancelled_call_kills_its_command_and_the_session_goes_on(workspace: Path) -> None:
+    """The SDK's client sends notifications/cancelled when its caller gives up; the bridge
+    cancels the call and the runner kills the command's process group."""
+    (workspace / "toold.toml").write_text('[permissions]\nmode = "bypass"\n', encoding="utf-8")
+    pids = workspace / "pids"
+    command = "sleep 300 & echo $! > pids.tmp; echo $$ >> pids.tmp; mv pids.tmp pids; wait"
+
+    async def scenario(s: ClientSession) -> types.CallToolResult:
+        call = asyncio.ensure_future(s.call_tool("bash", {"command": command}))
+        for _ in range(400):  # the command writes its pids once it runs (up to 20 s)
+            if pids.exists() or call.done():
+                break
+            await asyncio.sleep(0.05)
+        assert pids.exists(), "the command never started"
+        assert all(process_alive(int(p)) for p in pids.read_text().split())
+        call.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await call
+        # While the bridge still runs: the cancel, not the end of the session, killed them.
+        pending = [int(p) for p in pids.read_text().split()]
+        await asyncio.to_thread(wait_gone, pending, "the cancelled command and its child")
+        return await s.call_tool("read_file", {"file_path": "src/main.py"})
+
+    after = run(workspace, scenario)
+    assert text(after) == "1: print('needle')"
+
+
+def test_a_background_job_is_a_resource_the_client_reads(workspace: Path) -> None:
+    (workspace / "toold.toml").write_text('[permissions]\nmode = "bypass"\n', encoding="utf-8")
+
+    async def scenario(s: ClientSession) -> dict[str, Any]:
+        started = await s.call_tool("background_run", {"command": "echo from-the-job; exit 4"})
+        link = started.content[1]
+        assert isinstance(link, types.ResourceLink)
+        for _ in range(400):  # until the job has finished (up to 20 s)
+            read = await s.read_resource(link.uri)
+            block = read.contents[0]
+            assert isinstance(block, types.TextResourceContents)
+            job = json.loads(block.text)
+            if job["status"] != "running":
+                break
+            await asyncio.sleep(0.05)
+        unknown: MCPError | None = None
+        try:
+            await s.read_resource("toold://jobs/nope")
+        except MCPError as exc:
+            unknown = exc
+        return {
+            "started": started,
+            "link": link,
+            "job": job,
+            "listed": await s.list_resources(),
+            "templates": await s.list_resource_templates(),
+            "unknown": unknown,
+        }
+
+    got = run(workspace, scenario)
+    first = got["started"].content[0]
+    assert isinstance(first, types.TextContent) and not got["started"].is_error
+    job_id = first.text.removeprefix("Submitted background task ")
+    assert str(got["link"].uri) == f"toold://jobs/{job_id}"
+    assert got["link"].mime_type == "application/json"
+    job = got["job"]
+    assert (job["job_id"], job["status"], job["exit_code"]) == (job_id, "failed", 4)
+    assert "from-the-job" in job["output"]
+    assert [str(r.uri) for r in got["listed"].resources] == [f"toold://jobs/{job_id}"]
+    assert got["templates"].resource_templates[0].uri_template == "toold://jobs/{job_id}"
+    assert got["unknown"] is not None and "nope" in got["unknown"].message
 
 
 def test_the_daemon_never_imports_the_mcp_sdk() -> None:

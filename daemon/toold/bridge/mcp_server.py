@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import re
 import signal
 from pathlib import Path
 from typing import Any
@@ -36,6 +37,14 @@ log = logging.getLogger(__name__)
 
 EXIT_CODE_META = "toold/exitCode"
 """``_meta`` key of a result carrying the exit status of the command a tool ran."""
+JOB_URI = "toold://jobs/{job_id}"
+"""A background job as an MCP resource: its record and output so far, as JSON."""
+_SUBMITTED = re.compile(r"^Submitted background task (\S+)$")
+
+
+def title_of(name: str) -> str:
+    """A display name for clients' tool pickers: ``read_file`` → ``Read file``."""
+    return name.replace("_", " ").strip().capitalize() or name
 
 
 def tool_definitions(state: WorkspaceState) -> list[types.Tool]:
@@ -43,9 +52,11 @@ def tool_definitions(state: WorkspaceState) -> list[types.Tool]:
     return [
         types.Tool(
             name=t.name,
+            title=title_of(t.name),
             description=t.description,
             input_schema=t.parameters(),
             annotations=types.ToolAnnotations(
+                title=title_of(t.name),
                 read_only_hint=t.annotations.read_only,
                 destructive_hint=t.annotations.destructive,
                 idempotent_hint=t.annotations.idempotent,
@@ -79,7 +90,11 @@ def refusal(state: WorkspaceState, tool: str, args: Any) -> str:
 def call_result(
     state: WorkspaceState, tool: str, args: Any, outcome: ToolOutcome
 ) -> types.CallToolResult:
-    """A toold outcome as MCP: text content (JSON pretty-printed), isError, the exit code."""
+    """A toold outcome as MCP: text content (JSON pretty-printed), isError, the exit code.
+
+    A command that ran and exited non-zero (or timed out) is an error to MCP clients, as
+    it is to a model; the exit code stays in ``_meta``.
+    """
     content = outcome.content
     if content is None:
         text = ""
@@ -90,10 +105,42 @@ def call_result(
     if outcome.is_error and content == DENIED:
         text = refusal(state, tool, args)
     meta = {EXIT_CODE_META: outcome.exit_code} if outcome.exit_code is not None else None
+    blocks: list[types.ContentBlock] = [types.TextContent(type="text", text=text)]
+    submitted = _SUBMITTED.match(text) if not outcome.is_error else None
+    if submitted:
+        blocks.append(job_link(submitted.group(1)))
     return types.CallToolResult(
-        content=[types.TextContent(type="text", text=text)],
-        is_error=outcome.is_error,
+        content=blocks,
+        is_error=outcome.is_error or outcome.timed_out or outcome.exit_code not in (None, 0),
         _meta=meta,
+    )
+
+
+def job_link(job_id: str) -> types.ResourceLink:
+    """A link to a background job the client can read (resources/read) while it runs."""
+    return types.ResourceLink(
+        type="resource_link",
+        uri=JOB_URI.format(job_id=job_id),
+        name=f"job {job_id}",
+        description="The job's status, exit code and output so far (JSON).",
+        mime_type="application/json",
+    )
+
+
+def read_job(state: WorkspaceState, uri: str) -> types.ReadResourceResult:
+    """resources/read of ``toold://jobs/<id>``: what jobs/get answers editors."""
+    prefix = JOB_URI.format(job_id="")
+    if not uri.startswith(prefix) or not uri[len(prefix) :]:
+        raise MCPError(
+            types.INVALID_PARAMS, f"unknown resource {uri!r}: toold serves {JOB_URI} only"
+        )
+    try:
+        job = state.jobs.get(uri[len(prefix) :])
+    except TooldError as exc:
+        raise as_mcp(exc) from None
+    text = json.dumps(job, indent=2, ensure_ascii=False)
+    return types.ReadResourceResult(
+        contents=[types.TextResourceContents(uri=uri, mime_type="application/json", text=text)]
     )
 
 
@@ -168,6 +215,38 @@ def build_server(state: WorkspaceState) -> Server[Any]:
         await relay.flush()
         return call_result(state, name, args, outcome)
 
+    async def list_resources(
+        ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListResourcesResult:
+        jobs = state.jobs.list()
+        return types.ListResourcesResult(
+            resources=[
+                types.Resource(
+                    uri=JOB_URI.format(job_id=job["job_id"]),
+                    name=f"job {job['job_id']}",
+                    description=f"{job['status']}: {job['command']}",
+                    mime_type="application/json",
+                )
+                for job in jobs
+            ]
+        )
+
+    async def list_templates(
+        ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListResourceTemplatesResult:
+        template = types.ResourceTemplate(
+            uri_template=JOB_URI,
+            name="background job",
+            description="A background job started by background_run: status and output.",
+            mime_type="application/json",
+        )
+        return types.ListResourceTemplatesResult(resource_templates=[template])
+
+    async def read_resource(
+        ctx: ServerRequestContext[Any, Any], params: types.ReadResourceRequestParams
+    ) -> types.ReadResourceResult:
+        return read_job(state, str(params.uri))
+
     return Server(
         "toold",
         version=__version__,
@@ -177,6 +256,9 @@ def build_server(state: WorkspaceState) -> Server[Any]:
         ),
         on_list_tools=list_tools,
         on_call_tool=call_tool,
+        on_list_resources=list_resources,
+        on_list_resource_templates=list_templates,
+        on_read_resource=read_resource,
     )
 
 
