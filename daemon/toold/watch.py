@@ -1,7 +1,8 @@
 """Watching the workspace for outside changes: .tasks.json, toold.toml and skill folders.
 
-watchfiles (inotify underneath) wakes us on events; there is no polling. Our own
-writes come back as events too; reloading compares content, so they notify nothing.
+inotify read by the event loop (toold.inotify) wakes us on events; there is no
+polling and no watcher thread, so an idle daemon is never woken. Our own writes come
+back as events too; reloading compares content, so they notify nothing.
 A skill folder that does not exist yet is waited for by watching its nearest existing
 parent (not recursively), so ``.toold/skills`` created after start-up is seen.
 """
@@ -11,11 +12,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 from toold.config import CONFIG_FILE
+from toold.inotify import FolderWatch
 from toold.planning.skills import is_skill_dir
 from toold.planning.tasks import TASKS_FILE, TaskStoreError
 from toold.workspace import WorkspaceState
@@ -23,67 +25,11 @@ from toold_protocol import names
 
 log = logging.getLogger(__name__)
 
-DEBOUNCE_MS = 50
-STEP_MS = 10
 
-
-class _Watch:
-    """One awatch over ``paths`` whose watches exist once ``start`` returns."""
-
-    def __init__(self, paths: Sequence[Path], *, recursive: bool) -> None:
-        from watchfiles import awatch
-
-        self._stop = asyncio.Event()
-        self._changes = awatch(
-            *paths,
-            recursive=recursive,
-            debounce=DEBOUNCE_MS,
-            step=STEP_MS,
-            stop_event=self._stop,
-            ignore_permission_denied=True,
-        )
-        self._next: asyncio.Future[Any] | None = None
-
-    def _pull(self) -> asyncio.Future[Any]:
-        self._next = asyncio.ensure_future(anext(self._changes))
-        return self._next
-
-    async def start(self) -> _Watch:
-        """Enter awatch: it installs its watches before its first await."""
-        first = self._pull()
-        await asyncio.sleep(0)
-        error = first.exception() if first.done() else None
-        if error is not None:
-            raise error  # e.g. the folder vanished before the watch was set
-        return self
-
-    async def paths(self) -> AsyncIterator[set[Path]]:
-        """Each debounced batch of changed paths, until ``close``."""
-        while self._next is not None:
-            try:
-                # Shielded: cancelling awatch itself waits for its thread (up to 5 s);
-                # setting the stop event instead ends that thread within STEP_MS.
-                batch = await asyncio.shield(self._next)
-            except asyncio.CancelledError:
-                self._stop.set()
-                raise
-            except StopAsyncIteration:
-                return
-            self._pull()
-            yield {Path(path) for _, path in batch}
-
-    async def close(self) -> None:
-        """Stop watching (the watch thread notices within STEP_MS)."""
-        self._stop.set()
-        if self._next is not None:
-            with contextlib.suppress(StopAsyncIteration, asyncio.CancelledError, TimeoutError):
-                await asyncio.wait_for(self._next, 1.0)
-            self._next = None
-        await self._changes.aclose()
-
-
-async def _watch_root(state: WorkspaceState, watch: _Watch, report: Callable[[str], None]) -> None:
-    async for touched in watch.paths():
+async def _watch_root(
+    state: WorkspaceState, watch: FolderWatch, report: Callable[[str], None]
+) -> None:
+    async for touched in watch.batches():
         names_ = {path.name for path in touched}
         try:
             if TASKS_FILE in names_:
@@ -113,14 +59,14 @@ class _SkillWatch:
         # A folder reached through a symlink counts as missing: nothing outside is watched.
         self.live = [d for d in state.skills.dirs if is_skill_dir(d)]
         self.missing = [d for d in state.skills.dirs if not is_skill_dir(d)]
-        self.watches: list[_Watch] = []
+        self.watches: list[FolderWatch] = []
 
     async def start(self) -> None:
         if self.live:
-            self.watches.append(await _Watch(self.live, recursive=True).start())
+            self.watches.append(await FolderWatch(self.live, recursive=True).start())
         parents = sorted({_nearest_dir(d) for d in self.missing})
         if parents:
-            self.watches.append(await _Watch(parents, recursive=False).start())
+            self.watches.append(await FolderWatch(parents, recursive=False).start())
 
     def covers(self, touched: set[Path]) -> bool:
         """Whether any changed path lies in a watched skill folder."""
@@ -135,8 +81,8 @@ class _SkillWatch:
     async def events(self) -> AsyncGenerator[set[Path], None]:
         queue: asyncio.Queue[set[Path]] = asyncio.Queue()
 
-        async def forward(watch: _Watch) -> None:
-            async for batch in watch.paths():
+        async def forward(watch: FolderWatch) -> None:
+            async for batch in watch.batches():
                 queue.put_nowait(batch)
 
         pumps = [asyncio.ensure_future(forward(w)) for w in self.watches]
@@ -147,9 +93,9 @@ class _SkillWatch:
             for pump in pumps:
                 pump.cancel()
 
-    async def close(self) -> None:
+    def close(self) -> None:
         for watch in self.watches:
-            await watch.close()
+            watch.close()
 
 
 async def _watch_skills(state: WorkspaceState, started: Callable[[], None]) -> None:
@@ -177,20 +123,20 @@ async def _watch_skills(state: WorkspaceState, started: Callable[[], None]) -> N
                     if watch.covers(touched):
                         await rescan()
         finally:
-            await watch.close()
+            watch.close()
 
 
 async def _watch_files(
     state: WorkspaceState, report: Callable[[str], None], started: Callable[[], None]
 ) -> None:
     try:
-        watch = await _Watch([state.root], recursive=False).start()
+        watch = await FolderWatch([state.root], recursive=False).start()
     finally:
         started()
     try:
         await _watch_root(state, watch, report)
     finally:
-        await watch.close()
+        watch.close()
 
 
 async def watch_workspace(state: WorkspaceState, report: Callable[[str], None]) -> None:
