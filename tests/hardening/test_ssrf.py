@@ -240,11 +240,11 @@ def test_redirects_to_loopback_are_refused(
     async def scenario() -> None:
         async with outside_server() as (_, port):
             tool = _tool(tmp_path, **http)
-            assert await tool.run(f"http://{OUT}:{port}/") == "[HTTP 200]\noutside"
+            assert await tool.call({"url": f"http://{OUT}:{port}/"}) == "[HTTP 200]\noutside"
             before = target.hits
             for form in REDIRECTS:
                 to = f"http://{form}:{target.port}/secret"
-                result = await tool.run(f"http://{OUT}:{port}/?to={to}")
+                result = await tool.call({"url": f"http://{OUT}:{port}/?to={to}"})
                 assert result.startswith("Error: redirect to http://"), result
                 assert " refused: Host not allowed: " in result, result
             assert target.hits == before
@@ -273,11 +273,11 @@ def test_the_connection_goes_to_the_address_that_was_checked(
             tool = _tool(tmp_path, allow_hosts=[OUT])
             tool.lookup = rebinding
             before = target.hits
-            assert await tool.run(f"http://rebind.test:{port}/") == "[HTTP 200]\noutside"
+            assert await tool.call({"url": f"http://rebind.test:{port}/"}) == "[HTTP 200]\noutside"
             assert asked == ["rebind.test"]
             assert outside.hosts == [f"rebind.test:{port}"]
             again = f"http://rebind.test:{target.port}/"
-            result = await tool.run(f"http://rebind.test:{port}/?to={again}")
+            result = await tool.call({"url": f"http://rebind.test:{port}/?to={again}"})
             assert result.startswith(f"Error: redirect to {again} refused: "), result
             assert "resolves to 127.0.0.1" in result
             assert target.hits == before
@@ -302,7 +302,7 @@ def test_metadata_and_private_ranges_are_refused_by_default(tmp_path: Path) -> N
             "224.0.0.1",
             "240.0.0.1",
         ]:
-            result = await tool.run(f"http://{host}/latest/meta-data/")
+            result = await tool.call({"url": f"http://{host}/latest/meta-data/"})
             assert "http.block_private" in result, (host, result)
 
     asyncio.run(scenario())
@@ -359,7 +359,7 @@ def test_every_inet_aton_spelling_is_refused(tmp_path: Path, target: Target) -> 
         ):
             tool = _tool(tmp_path, **http)
             for form in forms:
-                result = await tool.run(f"http://{form}:{target.port}/")
+                result = await tool.call({"url": f"http://{form}:{target.port}/"})
                 assert result.startswith("Error: Host not allowed: "), (form, http, result)
                 held.append(form)
         return held

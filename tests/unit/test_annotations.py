@@ -43,6 +43,16 @@ def test_what_the_builtins_declare() -> None:
     assert _names(lambda a: a.confirm == "always") == always
     assert _names(lambda a: a.writes_path) == {"write_file", "edit_file", "str_replace"}
     assert _names(lambda a: a.runs_code) == {"python_repl"}
+    assert _names(lambda a: a.shell) == {"bash", "background_run"}
+    assert _names(lambda a: a.searches_folder) == {
+        "grep",
+        "glob",
+        "list_dir",
+        "glob_search",
+        "grep_search",
+    }
+    assert _names(lambda a: a.agents == "lead") == {"team_spawn", "team_register"}
+    assert _names(lambda a: a.agents == "team") == {"team_send"}
     # Read-only means it changes nothing; a read-only tool is never destructive.
     assert all(not a.destructive for a in (c.annotations for c in CLASSES.values()) if a.read_only)
     assert "duckduckgo_search" in _names(lambda a: a.read_only and a.open_world)
@@ -58,6 +68,8 @@ def test_a_tool_that_declares_nothing_gets_mcps_cautious_defaults() -> None:
     assert (mine.annotations.read_only, mine.annotations.destructive) == (False, True)
     assert mine.annotations.open_world and mine.annotations.confirm == "ask"
     assert not mine.annotations.safe
+    assert not (mine.annotations.shell or mine.annotations.searches_folder)
+    assert mine.annotations.agents == "all"
 
     @tool(annotations=READS)
     def reader(path: str) -> str:
@@ -93,6 +105,26 @@ def test_read_only_agent_types_get_the_read_only_tools_that_never_ask() -> None:
     assert "todo_write" not in explore  # never asks, but writes
     assert "duckduckgo_search" not in explore  # reads, but asks (plan mode refuses it)
     assert "write_file" in system.toolset_for("general-purpose").names()
+
+
+def test_who_gets_the_team_tools_comes_from_their_annotations() -> None:
+    @tool(annotations=ToolAnnotations(agents="lead"))
+    def conduct(text: str) -> str:
+        """Only the main loop."""
+        return text
+
+    @tool(annotations=ToolAnnotations(agents="team"))
+    def huddle(text: str) -> str:
+        """The main loop and its teammates."""
+        return text
+
+    tools = ToolSet([*BuiltinToolProvider().get_tools(), conduct, huddle])
+    system = AgentSystem(None, ToolGateway(tools, PermissionGuard()), system_prompt="")
+    everyone = set(tools.names())
+    lead_only = {"team_spawn", "team_register", "conduct"}
+    team = {"team_send", "huddle"}
+    assert set(system.toolset_for("general-purpose").names()) == everyone - lead_only - team
+    assert set(system.toolset_for_teammate().names()) == everyone - lead_only
 
 
 def test_the_guard_reads_the_tools_own_annotations() -> None:
@@ -143,3 +175,62 @@ def test_through_the_gateway_a_users_tool_is_judged_by_its_own_annotations() -> 
     shadowed, peeked = asyncio.run(both())
     assert (shadowed.content, shadowed.is_error) == (DENIED, True)
     assert (peeked.content, peeked.is_error) == ("peeked", False)
+
+
+def test_a_tool_that_says_it_is_a_shell_is_judged_as_one() -> None:
+    shell = ToolAnnotations(shell=True)
+    default = PermissionGuard(mode="default")
+    # Its command is parsed: a read-only line runs, a dangerous one asks unapprovably.
+    assert default.decide("my_shell", {"command": "ls -la"}, shell).action == "allow"
+    decision = default.decide("my_shell", {"command": "rm -rf build"}, shell)
+    assert (decision.action, decision.approvable) == ("ask", False)
+    assert PermissionGuard(mode="auto").decide("my_shell", {"command": "make"}, shell).action == (
+        "allow"
+    )
+    # Rules match each command of the line, as for bash.
+    denying = PermissionGuard.from_config("auto", [], ["my_shell(git push*)"])
+    decision = denying.decide("my_shell", {"command": "echo hi && git push"}, shell)
+    assert (decision.action, decision.approvable) == ("ask", False)
+    allowing = PermissionGuard.from_config("default", ["my_shell(git status*)"], [])
+    assert allowing.decide("my_shell", {"command": "git status; touch x"}, shell).action == "ask"
+    # The same tool saying nothing asks (no shell allowances), in auto mode too.
+    assert PermissionGuard(mode="auto").decide("my_shell", {"command": "ls"}).action == "ask"
+
+
+def test_a_tool_that_took_a_shells_name_gets_a_shells_checks_not_its_allowances() -> None:
+    plain = ToolAnnotations()
+    # Not a shell: a read-only line or auto mode does not let it run unasked ...
+    assert PermissionGuard(mode="default").decide("bash", {"command": "ls"}, plain).action == (
+        "ask"
+    )
+    assert PermissionGuard(mode="auto").decide("bash", {"command": "ls"}, plain).action == "ask"
+    reader = PermissionGuard(mode="default").decide("bash", {"command": "ls"}, READS)
+    assert reader.action == "ask"
+    # ... but rules written for bash are read as bash's: every command must be covered,
+    # and a deny rule matches any command of the line.
+    allowing = PermissionGuard.from_config("auto", ["bash(git status*)"], [])
+    assert allowing.decide("bash", {"command": "git status; rm -rf /"}, plain).action == "ask"
+    assert allowing.decide("bash", {"command": "git status"}, plain).action == "allow"
+    denying = PermissionGuard.from_config("auto", ["bash(rm*)"], ["bash(rm*)"])
+    decision = denying.decide("bash", {"command": "echo; rm x"}, plain)
+    assert (decision.action, decision.approvable) == ("ask", False)
+    # "Always allow" remembers the exact line, not the whole tool.
+    guard = PermissionGuard(mode="default")
+    rule = guard.approve_always("bash", {"command": "make test"}, plain)
+    assert rule is not None and rule.pattern == "make test"
+
+
+def test_folder_deny_rules_follow_the_searches_folder_annotation() -> None:
+    searches = ToolAnnotations(read_only=True, confirm="never", searches_folder=True)
+    guard = PermissionGuard.from_config("default", [], ["my_search(secrets/keys)"])
+    # Searching a folder above a denied path is denied; a sibling is not.
+    for path in (".", "secrets"):
+        decision = guard.decide("my_search", {"path": path}, searches)
+        assert (decision.action, decision.approvable) == ("ask", False), path
+    assert guard.decide("my_search", {"path": "src"}, searches).action == "allow"
+    # Without the annotation only the exact path is covered.
+    reader = ToolAnnotations(read_only=True, confirm="never")
+    assert guard.decide("my_search", {"path": "."}, reader).action == "allow"
+    # A user tool that took grep's name is read as grep is: stricter, never looser.
+    grep_deny = PermissionGuard.from_config("default", [], ["grep(secrets/keys)"])
+    assert grep_deny.decide("grep", {"path": "."}, reader).action == "ask"

@@ -61,9 +61,10 @@ def test_a_large_folder_is_listed_on_a_thread(tmp_path: Path) -> None:
     for i in range(2000):
         (big / f"entry-with-a-long-name-{i:05}").touch()
     list_dir = toolset(tmp_path).require("list_dir")
-    assert list_dir.runs_inline({"path": "."})
-    assert not list_dir.runs_inline({"path": "big"})
-    assert list_dir.runs_inline({"path": "missing"})  # fails at once, with its message
+    assert list_dir.runs_inline(list_dir.parse_args({"path": "."}))
+    assert not list_dir.runs_inline(list_dir.parse_args({"path": "big"}))
+    # A missing folder fails at once, with its message.
+    assert list_dir.runs_inline(list_dir.parse_args({"path": "missing"}))
 
 
 def test_inline_calls_stay_on_the_loop_thread_and_others_leave_it(tmp_path: Path) -> None:

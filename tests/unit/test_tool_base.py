@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 import threading
 from typing import Any, ClassVar
 
 import pytest
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from toold.tools import FunctionTool, Tool, ToolArgumentError, tool
+from toold.tools.base import ToolArguments
 
 
 class Bare(Tool):
@@ -122,7 +124,7 @@ def test_injected_ignored_for_positional_args() -> None:
     assert asyncio.run(Echo().execute("x", injected={"a": 5})) == {"args": ["x"], "kwargs": {}}
 
 
-class GreetArguments(BaseModel):
+class GreetArguments(ToolArguments):
     who: str = Field(description="Name to greet.")
     times: int = Field(1, ge=1)
 
@@ -131,8 +133,8 @@ class Greet(Tool):
     name: ClassVar[str] = "greet"
     Arguments = GreetArguments
 
-    def run(self, who: str, times: int) -> str:
-        return " ".join([f"hi {who}"] * times)
+    def run(self, args: GreetArguments) -> str:
+        return " ".join([f"hi {args.who}"] * args.times)
 
 
 def test_arguments_model_derives_the_schema() -> None:
@@ -150,6 +152,26 @@ def test_arguments_model_validates_and_fills_defaults() -> None:
     assert asyncio.run(Greet().execute({"who": "ann"})) == "hi ann"
     assert asyncio.run(Greet().execute({"who": "ann", "times": 2})) == "hi ann hi ann"
     assert asyncio.run(Greet().execute(None, injected={"who": "bo"})) == "hi bo"
+
+
+def test_run_gets_the_parsed_model_and_call_takes_json() -> None:
+    greet = Greet()
+    # What validate_args returns is plain JSON (a sandbox ships it to another process);
+    # call parses it again, so run always gets the model.
+    checked = greet.validate_args({"who": "ann"})
+    assert checked == {"who": "ann", "times": 1}
+    assert asyncio.run(greet.call(checked)) == "hi ann"
+    assert isinstance(greet.parse_args(checked), GreetArguments)
+    with pytest.raises(ToolArgumentError, match="times"):
+        asyncio.run(greet.call({"who": "ann", "times": 0}))
+
+
+def test_tool_arguments_refuse_unknown_names_and_stay_as_parsed() -> None:
+    with pytest.raises(ToolArgumentError, match="whom: unexpected argument; remove it"):
+        Greet().validate_args({"who": "ann", "whom": "bo"})
+    parsed = Greet().parse_args({"who": "ann"})
+    with pytest.raises(ValueError, match="frozen"):
+        parsed.who = "bo"
 
 
 def test_validation_error_names_each_bad_field() -> None:
@@ -255,15 +277,15 @@ def test_function_tools_are_independent() -> None:
 
 
 def test_the_schema_is_built_on_first_use_and_inherited() -> None:
-    class Args(BaseModel):
+    class Args(ToolArguments):
         count: int = Field(description="How many.")
 
     class Counting(Tool):
         name = "counting"
         Arguments = Args
 
-        def run(self, count: int) -> int:
-            return count
+        def run(self, args: Args) -> int:
+            return args.count
 
     class Renamed(Counting):
         name = "renamed"
@@ -273,3 +295,15 @@ def test_the_schema_is_built_on_first_use_and_inherited() -> None:
     assert schema["properties"]["count"] == {"type": "integer", "description": "How many."}
     assert Counting.__dict__["input_schema"] is schema  # built once, on the declaring class
     assert Counting().parameters() == schema
+
+
+def test_every_builtin_declares_its_arguments_once() -> None:
+    from toold.tools import BuiltinToolProvider
+
+    for name, cls in BuiltinToolProvider.tool_classes().items():
+        params = list(inspect.signature(cls.run).parameters)
+        if cls.Arguments is None:  # Jianmu's style: a hand-written schema (calculator)
+            assert "input_schema" in cls.__dict__, name
+            continue
+        assert issubclass(cls.Arguments, ToolArguments), name
+        assert params == ["self", "args"], name

@@ -19,9 +19,6 @@ from toold.tools.toolset import ToolSet
 log = logging.getLogger(__name__)
 
 DEFAULT_TYPE = "general-purpose"
-MAIN_LOOP_ONLY = frozenset({"team_spawn", "team_send", "team_register"})
-TEAMMATE_TOOLS = frozenset({"team_send"})
-"""Main-loop tools a teammate also gets: it may message main and other teammates."""
 
 
 @dataclass(frozen=True)
@@ -101,12 +98,11 @@ class AgentSystem:
             return ToolSet(
                 t for t in self.toolset if t.annotations.read_only and t.annotations.safe
             )
-        return ToolSet(t for t in self.toolset if t.name not in MAIN_LOOP_ONLY)
+        return ToolSet(t for t in self.toolset if t.annotations.agents == "all")
 
     def toolset_for_teammate(self) -> ToolSet:
-        """A teammate's tools: a general-purpose subagent's, plus team_send."""
-        hidden = MAIN_LOOP_ONLY - TEAMMATE_TOOLS
-        return ToolSet(t for t in self.toolset if t.name not in hidden)
+        """A teammate's tools: a general-purpose subagent's, plus the team's (team_send)."""
+        return ToolSet(t for t in self.toolset if t.annotations.agents in ("all", "team"))
 
     async def run(
         self,

@@ -13,8 +13,11 @@
    Asks for a deny rule, an empty command, a self-escalation or a dangerous command are
    not approvable: "Always allow" never answers them.
 
-What a tool is (safe, always-confirm, writing a path, running code) comes from its own
-annotations (toold.tools.annotations); a tool the guard does not know is none of these.
+What a tool is (safe, always-confirm, writing a path, running code, a shell) comes from
+its own annotations (toold.tools.annotations); a tool the guard does not know is none of
+these. Only a tool that says it is a shell gets a shell's allowances (a read-only command,
+auto mode); a call read as a shell line because a builtin shell has its name (rules.py)
+gets only a shell's checks.
 
 Then, for an "ask": plan mode refuses; a session approval ("Always allow", stored for
 the exact command line shown) lets it run when approvable; fail-closed guards and
@@ -31,10 +34,10 @@ from typing import Any, Literal
 from toold.permissions.audit import AuditLog
 from toold.permissions.commands import PROTECTED
 from toold.permissions.rules import (
-    SHELL_TOOLS,
     Rule,
     Subject,
     allow_rule,
+    annotations_of,
     deny_rule,
     parse_rules,
     session_allows,
@@ -121,7 +124,7 @@ class PermissionGuard:
         """
         if self.mode == "bypass":
             return Decision("allow", "bypass mode")
-        subject = Subject.of(tool, args)  # parse and classify, once
+        subject = Subject.of(tool, args, annotations)  # parse and classify, once
         return self._decide(subject, annotations or annotations_of(subject.tool))
 
     def _decide(self, subject: Subject, annotations: ToolAnnotations) -> Decision:
@@ -145,9 +148,9 @@ class PermissionGuard:
                 return Decision("ask", reason, approvable=False)
             if allowed:
                 return Decision("allow", f"allow rule {allowed.source}")
-            if subject.shell.read_only:
+            if annotations.shell and subject.shell.read_only:
                 return Decision("allow", "read-only command")
-            if self.mode == "auto":
+            if annotations.shell and self.mode == "auto":
                 return Decision("allow", "auto mode")
             return Decision("ask", "shell command")
         if allowed:
@@ -156,10 +159,12 @@ class PermissionGuard:
             return Decision("allow", "safe tool")
         return Decision("ask", "tool needs confirmation")
 
-    def approve_always(self, tool: str, args: Any) -> Rule | None:
+    def approve_always(
+        self, tool: str, args: Any, annotations: ToolAnnotations | None = None
+    ) -> Rule | None:
         """Remember an "Always allow": the exact command line shown for shells, else the tool."""
-        subject = Subject.of(tool, args)
-        if subject.tool in SHELL_TOOLS:
+        subject = Subject.of(tool, args, annotations)
+        if subject.shell_line:
             if subject.shell is None or subject.ambiguous:
                 return None  # nothing was shown that a rule could name
             text = subject.shell.text.strip()
@@ -194,7 +199,7 @@ class PermissionGuard:
         self, tool: str, args: Any, origin: str, annotations: ToolAnnotations | None
     ) -> Verdict:
         if origin == "user":
-            denied = deny_rule(self.deny, tool, args)
+            denied = deny_rule(self.deny, Subject.of(tool, args, annotations))
             if denied:
                 return Verdict(False, "denied", f"deny rule {denied.source}", DENIED)
             return Verdict(True, "allowed", "the user asked for it")
@@ -205,28 +210,21 @@ class PermissionGuard:
             return Verdict(
                 False, "denied", decision.reason, f"Plan mode: {tool} blocked (read-only)"
             )
-        if decision.approvable and session_allows(self.session_rules, Subject.of(tool, args)):
+        if decision.approvable and session_allows(
+            self.session_rules, Subject.of(tool, args, annotations)
+        ):
             return Verdict(True, "allowed", f"always allowed this session ({decision.reason})")
         if self.fail_closed or self.ask is None:
             log.info("Non-interactive environment: %s denied", tool)
             return Verdict(False, "denied", f"non-interactive ({decision.reason})", DENIED)
         answer = await self.ask(tool, args, decision.reason)
         if answer == "always":
-            self.approve_always(tool, args)
+            self.approve_always(tool, args, annotations)
             return Verdict(True, "always-allowed", decision.reason)
         if answer == "allow":
             return Verdict(True, "user-allowed", decision.reason)
         why = "no answer" if answer is None else "user denied"
         return Verdict(False, "denied", f"{why} ({decision.reason})", DENIED)
-
-
-def annotations_of(tool: str) -> ToolAnnotations:
-    """The annotations of the builtin named ``tool`` (canonical name); the defaults (not
-    safe: asks) for any other name."""
-    from toold.tools.registry import BuiltinToolProvider
-
-    found = BuiltinToolProvider.tool_classes().get(tool)
-    return found.annotations if found is not None else ToolAnnotations()
 
 
 def loosens_guard(subject: Subject, annotations: ToolAnnotations) -> bool:

@@ -3,7 +3,11 @@
 A rule is matched against the call's ``Subject``: for shell tools the parsed command
 line (commands.py), for other tools one value of the validated arguments, a path
 normalised to its workspace-relative form (``./.env``, ``a/../.env`` and ``.env/``
-are all ``.env``).
+are all ``.env``). Which tools are shells, and which search a folder, their annotations
+say (toold.tools.annotations: ``shell``, ``searches_folder``). Rules name tools, so a
+call is also read the way the builtin of its name is: a rule written for ``bash`` is
+never read more loosely because another tool took that name (both readings are the
+stricter ones).
 
 Shell rules see each simple command normalised: the program reduced to its basename,
 assignments dropped, wrappers unwrapped (every program they run is matched too),
@@ -28,9 +32,8 @@ from typing import Any
 from toold.permissions.commands import Analysis, Resolved, analyse, changes_behaviour
 from toold.permissions.readonly import PROGRAMS
 from toold.permissions.shell import Word
+from toold.tools.annotations import ToolAnnotations
 
-SHELL_TOOLS = frozenset({"bash", "background_run"})
-FOLDER_TOOLS = frozenset({"grep", "glob", "list_dir", "glob_search", "grep_search"})
 PATH_FIELDS = ("file_path", "path")
 _MATCH_FIELDS = ("command", "file_path", "path", "name", "to_agent", "task_id", "skill_name")
 _ALIASES = {"command": ("command", "cmd", "input"), "file_path": ("file_path", "path")}
@@ -62,9 +65,23 @@ def shell_command(args: Any) -> str | None:
     return given[0]
 
 
-def match_value(tool: str, args: Any) -> str:
-    """What a rule is matched against: the command, a normalised path or a name, else JSON."""
-    if tool.lower() in SHELL_TOOLS:
+def annotations_of(tool: str) -> ToolAnnotations:
+    """The annotations of the builtin named ``tool`` (canonical name); the defaults (not
+    safe: asks) for any other name."""
+    from toold.tools.registry import BuiltinToolProvider
+
+    found = BuiltinToolProvider.tool_classes().get(tool)
+    return found.annotations if found is not None else ToolAnnotations()
+
+
+def match_value(tool: str, args: Any, shell_line: bool | None = None) -> str:
+    """What a rule is matched against: the command, a normalised path or a name, else JSON.
+
+    ``shell_line``: whether the call is a shell's (None: as the builtin of that name).
+    """
+    if shell_line is None:
+        shell_line = annotations_of(tool.lower()).shell
+    if shell_line:
         return shell_command(args) or ""
     if isinstance(args, dict):
         for name in _MATCH_FIELDS:
@@ -84,22 +101,34 @@ class Subject:
     shell: Analysis | None
     ambiguous: bool = False
     """Two names of one argument were given (``file_path`` and ``path``)."""
+    shell_line: bool = False
+    """Read as a shell's call: rules match each command of the parsed line."""
+    folder: bool = False
+    """Read as a folder search: a deny rule below the folder denies it."""
 
     @classmethod
-    def of(cls, tool: str, args: Any) -> Subject:
-        """Parse and classify the call once for every question the guard asks."""
+    def of(cls, tool: str, args: Any, annotations: ToolAnnotations | None = None) -> Subject:
+        """Parse and classify the call once for every question the guard asks.
+
+        ``annotations`` are the called tool's (None: the builtin's of that name); the
+        builtin of that name's count too, so neither reading is ever the looser one.
+        """
         name = tool.lower()
+        builtin = annotations_of(name)
+        own = annotations if annotations is not None else builtin
+        shell_line = own.shell or builtin.shell
+        folder = own.searches_folder or builtin.searches_folder
         ambiguous = isinstance(args, dict) and any(
             sum(k in args for k in names) > 1 for names in _ALIASES.values()
         )
-        value = match_value(name, args)
-        shell = analyse(value) if name in SHELL_TOOLS and value.strip() else None
-        return cls(name, args, value, shell, ambiguous)
+        value = match_value(name, args, shell_line)
+        shell = analyse(value) if shell_line and value.strip() else None
+        return cls(name, args, value, shell, ambiguous, shell_line, folder)
 
     @property
     def blank_command(self) -> bool:
         """A shell call without a command (empty, whitespace, missing or ambiguous)."""
-        return self.tool in SHELL_TOOLS and (self.shell is None or self.ambiguous)
+        return self.shell_line and (self.shell is None or self.ambiguous)
 
 
 @dataclass(frozen=True)
@@ -164,11 +193,11 @@ def deny_rule(rules: list[Rule], tool: str | Subject, args: Any = None) -> Rule 
     candidates = _for_tool(rules, subject.tool)
     if not candidates:
         return None
-    if subject.tool in SHELL_TOOLS:
+    if subject.shell_line:
         if subject.shell is None:
             return candidates[0]  # no command to check: fail closed
         return next((r for r in candidates if _shell_denies(r, subject.shell)), None)
-    if subject.tool in FOLDER_TOOLS:
+    if subject.folder:
         return next((r for r in candidates if _folder_denies(r, subject.value)), None)
     return next((r for r in candidates if r.covers(subject.value)), None)
 
@@ -221,7 +250,7 @@ def allow_rule(rules: list[Rule], tool: str | Subject, args: Any = None) -> Rule
     candidates = _for_tool(rules, subject.tool)
     if not candidates or subject.ambiguous:
         return None
-    if subject.tool not in SHELL_TOOLS:
+    if not subject.shell_line:
         return next((r for r in candidates if r.covers(subject.value)), None)
     analysis = subject.shell
     if analysis is None or analysis.unresolved or not analysis.commands:
@@ -277,7 +306,7 @@ def _covering(candidates: list[Rule], resolved: Resolved) -> Rule | None:
 def session_allows(rules: list[Rule], subject: Subject) -> Rule | None:
     """An "Always allow" answer that covers this call: the exact command line, or the tool."""
     for rule in _for_tool(rules, subject.tool):
-        if subject.tool in SHELL_TOOLS:
+        if subject.shell_line:
             if subject.shell is not None and rule.pattern == subject.shell.text.strip():
                 return rule
         elif rule.covers(subject.value):

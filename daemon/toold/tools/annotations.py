@@ -2,7 +2,7 @@
 
 The first four are MCP's ToolAnnotations hints (``readOnlyHint`` ...), with MCP's
 defaults: a tool that says nothing may change things, destroy things and reach the
-outside world. The last three are the permission guard's:
+outside world. The next five are the permission guard's:
 
 - ``confirm`` — ``"never"``: runs unasked in every mode, plan mode too (a deny rule
   still stops it); ``"ask"``: the mode and the allow rules decide, else the user is
@@ -11,18 +11,28 @@ outside world. The last three are the permission guard's:
   guard refuses toold.toml and .toold/ there (the guard could be loosened otherwise).
 - ``runs_code`` — its arguments are code the guard cannot judge; naming toold's own
   files in it asks.
+- ``shell`` — its ``command`` argument is a shell line: the guard parses it, judges each
+  command in it, and ``tool(...)`` rules match every command (``bash(git push*)``).
+- ``searches_folder`` — its ``path`` argument is a folder it searches: a deny rule
+  covering that folder or anything below it denies the search.
+
+The last, ``agents``, says which agents get the tool: ``"all"`` (subagents too),
+``"team"`` (the main loop and its teammates) or ``"lead"`` (the main loop only).
 
 Every reader takes them from here: the guard, the agent types (read-only subagents get
 the read-only tools that never ask), tools/list (``annotations``, camelCase) and the MCP
-bridge. A user's own tool without annotations gets the defaults: the guard asks.
+bridge. A user's own tool without annotations gets the defaults: the guard asks. (Rules
+name tools, so a rule naming a builtin is read as that builtin's rules are, whichever
+tool now carries the name: see toold.permissions.rules.)
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 Confirm = Literal["never", "ask", "always"]
+Agents = Literal["all", "team", "lead"]
 
 
 @dataclass(frozen=True)
@@ -43,6 +53,12 @@ class ToolAnnotations:
     """Its ``file_path``/``path`` argument is a file it writes."""
     runs_code: bool = False
     """Its arguments are code (the guard checks they do not name toold's own files)."""
+    shell: bool = False
+    """Its ``command`` argument is a shell line the guard parses and rules match per command."""
+    searches_folder: bool = False
+    """Its ``path`` argument is a folder it searches (a deny rule below it denies the search)."""
+    agents: Agents = "all"
+    """Who gets it: every agent, the main loop and its teammates, or the main loop only."""
 
     @property
     def safe(self) -> bool:
@@ -67,5 +83,11 @@ READS = ToolAnnotations(
 )
 """A tool that only reads the workspace or toold's own state: never asks."""
 
+SEARCHES = replace(READS, searches_folder=True)
+"""A read-only search of the folder its ``path`` argument names: never asks."""
+
 WRITES_FILE = ToolAnnotations(open_world=False, confirm="always", writes_path=True)
 """A tool that writes the file its path argument names: always asks."""
+
+SHELL = ToolAnnotations(shell=True)
+"""A tool that runs its ``command`` argument as a shell line: the guard parses it."""

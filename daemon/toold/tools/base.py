@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from functools import partial
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from toold.errors import field_problems
 from toold.tools.annotations import ToolAnnotations
@@ -21,6 +21,17 @@ if TYPE_CHECKING:
 
 class ToolArgumentError(ValueError):
     """Arguments that fail the tool's schema; the message names each bad field."""
+
+
+class ToolArguments(BaseModel):
+    """The base of every tool's arguments model: the one declaration of its arguments.
+
+    A name the model does not declare is an error (a model's typo is never dropped
+    silently), and a tool cannot change the arguments it was called with: what the
+    guard judged is what runs.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 def _clean_schema(node: Any) -> Any:
@@ -84,9 +95,11 @@ class _SchemaFromArguments:
 class Tool(ABC):
     """A tool: a schema models read and a ``run`` that does the work.
 
-    Subclasses set ``Arguments`` (a pydantic model) to derive ``input_schema`` and
-    validate calls, or set ``input_schema`` by hand (Jianmu's style). A non-object
-    input schema is exposed to models wrapped as one required property ``input``.
+    Subclasses either set ``Arguments`` (a ToolArguments model, the one declaration of
+    the arguments): ``input_schema`` comes from it and ``run(self, args)`` receives the
+    parsed model; or set ``input_schema`` by hand (Jianmu's style): ``run`` receives an
+    object's fields as keyword arguments, anything else as one positional argument. A
+    non-object input schema is exposed to models wrapped as one required property ``input``.
     """
 
     name: ClassVar[str] = "unnamed_tool"
@@ -106,6 +119,7 @@ class Tool(ABC):
     sandboxable: ClassVar[bool] = True
     """False for tools that need the daemon's own state; they ignore the runner."""
     Arguments: ClassVar[type[BaseModel] | None] = None
+    """The arguments model (a ToolArguments); None with a hand-written ``input_schema``."""
 
     def __init__(self, runtime: ToolRuntime | None = None) -> None:
         self.runtime = runtime
@@ -118,7 +132,7 @@ class Tool(ABC):
 
     @abstractmethod
     def run(self, *args: Any, **kwargs: Any) -> Any:
-        """Do the work; sync implementations run in a worker thread."""
+        """Do the work (given the parsed ``Arguments``, if declared); sync ones run on a thread."""
 
     def parameters(self) -> dict[str, Any]:
         """The input schema as an object schema (a deep copy, safe to mutate)."""
@@ -130,12 +144,23 @@ class Tool(ABC):
         return {"type": "object", "properties": {"input": schema}, "required": ["input"]}
 
     def validate_args(self, args: Any) -> Any:
-        """Check ``args`` against the schema; returns what ``run`` receives."""
-        model = self.Arguments
-        if model is None:
+        """Check ``args`` against the schema; returns what ``call`` receives.
+
+        With an ``Arguments`` model: a dict of every field's parsed value (aliases
+        folded, defaults filled): what the guard judges, JSON-able for a sandbox.
+        """
+        if self.Arguments is None:
             if self.input_schema.get("type") != "object" and isinstance(args, Mapping):
                 return args.get("input", args) if set(args) <= {"input"} else args
             return args
+        parsed = self.parse_args(args)
+        return {name: getattr(parsed, name) for name in type(parsed).model_fields}
+
+    def parse_args(self, args: Any) -> BaseModel:
+        """``args`` parsed by the ``Arguments`` model; ToolArgumentError names each bad field."""
+        model = self.Arguments
+        if model is None:
+            raise TypeError(f"{self.name} declares no Arguments model")
         if args is None:
             args = {}
         if not isinstance(args, Mapping):
@@ -143,10 +168,9 @@ class Tool(ABC):
                 f"invalid arguments for {self.name}: expected an object, got {type(args).__name__}"
             )
         try:
-            parsed = model.model_validate(dict(args))
+            return model.model_validate(dict(args))
         except ValidationError as exc:
             raise ToolArgumentError(format_validation_error(self.name, exc)) from None
-        return {name: getattr(parsed, name) for name in type(parsed).model_fields}
 
     def _merge_call_args(
         self, args: Any, injected: Mapping[str, Any] | None, prefer_injected: bool
@@ -178,10 +202,15 @@ class Tool(ABC):
     async def call(self, call_args: Any) -> Any:
         """Run with arguments ``validate_args`` returned, in this process.
 
-        Sync ``run`` goes to a worker thread unless ``runs_inline`` says otherwise.
+        A declared ``Arguments`` model parses them again (a sandbox sends them as JSON;
+        parsing a validated dict costs microseconds) and ``run`` gets the model. Sync
+        ``run`` goes to a worker thread unless ``runs_inline`` says otherwise.
         Sandboxes (toold.sandbox) call this in their own process.
         """
-        if isinstance(call_args, Mapping):
+        if self.Arguments is not None:
+            call_args = self.parse_args(call_args)
+            call = partial(self.run, call_args)
+        elif isinstance(call_args, Mapping):
             call = partial(self.run, **call_args)
         else:
             call = partial(self.run, call_args)
@@ -192,7 +221,7 @@ class Tool(ABC):
         return await asyncio.to_thread(call)
 
     def runs_inline(self, args: Any) -> bool:
-        """Whether a sync ``run(**args)`` may run on the event loop, not a worker thread.
+        """Whether a sync ``run(args)`` may run on the event loop, not a worker thread.
 
         Only for work bounded to well under a millisecond: the thread hop costs more
         than that (0.1-0.2 ms per call on a small VM). Everything else runs on a thread,

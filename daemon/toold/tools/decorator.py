@@ -7,14 +7,15 @@ import inspect
 from collections.abc import Callable
 from typing import Any, get_type_hints
 
-from pydantic import ConfigDict, create_model
+from pydantic import BaseModel, create_model
 
 from toold.tools.annotations import ToolAnnotations
-from toold.tools.base import Tool, schema_from_model
+from toold.tools.base import Tool, ToolArguments, schema_from_model
 
 
 class FunctionTool(Tool):
-    """A Tool wrapping a function; the schema comes from its type hints."""
+    """A Tool wrapping a function; its signature is the one declaration of its arguments
+    (the ``Arguments`` model and the schema are derived from the type hints)."""
 
     def __init__(
         self,
@@ -41,14 +42,15 @@ class FunctionTool(Tool):
         self.input_schema = schema_from_model(self.Arguments)  # type: ignore[misc]
         self._is_async = inspect.iscoroutinefunction(func)
 
-    async def run(self, **kwargs: Any) -> Any:
-        """Call the function: awaited when async, in a worker thread when sync."""
+    async def run(self, args: BaseModel) -> Any:
+        """Call the function with the parsed arguments: awaited when async, else on a thread."""
+        kwargs = dict(args)
         if self._is_async:
             return await self.func(**kwargs)
         return await asyncio.to_thread(self.func, **kwargs)
 
 
-def _arguments_model(func: Callable[..., Any], name: str) -> Any:
+def _arguments_model(func: Callable[..., Any], name: str) -> type[ToolArguments]:
     hints = get_type_hints(func)
     fields: dict[str, Any] = {}
     for param in inspect.signature(func).parameters.values():
@@ -57,7 +59,7 @@ def _arguments_model(func: Callable[..., Any], name: str) -> Any:
         annotation = hints.get(param.name, Any)
         default = ... if param.default is param.empty else param.default
         fields[param.name] = (annotation, default)
-    return create_model(f"{name}_arguments", __config__=ConfigDict(extra="forbid"), **fields)
+    return create_model(f"{name}_arguments", __base__=ToolArguments, **fields)
 
 
 def tool(

@@ -17,14 +17,15 @@ from datetime import UTC, datetime
 from operator import attrgetter
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from toold.sandbox.paths import DIR_FLAGS, open_in_workspace, workspace_relative
 from toold.search.grep import GrepQuery, grep_lines, literal_pattern
 from toold.search.patterns import compile_glob
 from toold.search.walk import Tree, lstat_in_workspace
 from toold.storage import path_lock
-from toold.tools.annotations import READS, WRITES_FILE
+from toold.tools.annotations import READS, SEARCHES, WRITES_FILE
+from toold.tools.base import ToolArguments
 from toold.tools.builtin._workspace import WorkspaceTool
 from toold.tools.builtin.files import decode_text
 
@@ -32,15 +33,11 @@ MAX_LIST_ENTRIES = 1000
 MAX_LINE_CHARS = 500
 
 
-class _Args(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class ListDirArguments(_Args):
+class ListDirArguments(ToolArguments):
     path: str = Field(".", description="Workspace-relative folder to list.")
 
 
-class GlobSearchArguments(_Args):
+class GlobSearchArguments(ToolArguments):
     pattern: str = Field(
         description=(
             "Glob pattern. Without '/' it matches file names at any depth ('*.py'); "
@@ -52,7 +49,7 @@ class GlobSearchArguments(_Args):
     limit: int = Field(200, ge=1, description="Most paths to return.")
 
 
-class GrepSearchArguments(_Args):
+class GrepSearchArguments(ToolArguments):
     query: str = Field(min_length=1, description="Text to look for (a Python regex if regex).")
     regex: bool = Field(False, description="Treat query as a Python regular expression.")
     case_sensitive: bool = Field(True, description="Match case exactly.")
@@ -61,11 +58,11 @@ class GrepSearchArguments(_Args):
     limit: int = Field(200, ge=1, description="Most matching lines to return.")
 
 
-class FileInfoArguments(_Args):
+class FileInfoArguments(ToolArguments):
     path: str = Field(description="Workspace-relative path of a file or folder.")
 
 
-class StrReplaceArguments(_Args):
+class StrReplaceArguments(ToolArguments):
     path: str = Field(description="Workspace-relative path of the file to change.")
     old: str = Field(min_length=1, description="Text to replace (a Python regex if regex).")
     new: str = Field(description="Replacement text (may use \\1 or \\g<name> if regex).")
@@ -95,7 +92,7 @@ INLINE_FOLDER_BYTES = 16 * 1024
 
 class ListDirTool(WorkspaceTool):
     name = "list_dir"
-    annotations = READS
+    annotations = SEARCHES
     description = (
         "List a folder: one line per entry, sorted by name, as 'TYPE  SIZE  NAME' where TYPE "
         "is FILE or DIR and SIZE is in B, KB or MB ('-' for folders). At most 1000 entries."
@@ -108,16 +105,16 @@ class ListDirTool(WorkspaceTool):
         if not super().runs_inline(args):
             return False
         try:
-            folder = self.lexical_path(args.get("path", ".") if isinstance(args, dict) else ".")
+            folder = self.lexical_path(getattr(args, "path", "."))
             return os.lstat(folder).st_size <= INLINE_FOLDER_BYTES
         except (OSError, ValueError):
             return True  # the call itself fails at once, and says why
 
-    def run(self, path: str = ".") -> str:
+    def run(self, args: ListDirArguments) -> str:
         """The folder's table."""
-        rel = workspace_relative(self.workspace, path)
+        rel = workspace_relative(self.workspace, args.path)
         try:
-            fd = open_in_workspace(self.workspace, path, DIR_FLAGS)  # never through a link
+            fd = open_in_workspace(self.workspace, args.path, DIR_FLAGS)  # never through a link
         except NotADirectoryError:
             raise NotADirectoryError(f"Not a directory: {rel}") from None
         except FileNotFoundError:
@@ -147,7 +144,7 @@ class ListDirTool(WorkspaceTool):
 
 class GlobSearchTool(WorkspaceTool):
     name = "glob_search"
-    annotations = READS
+    annotations = SEARCHES
     description = (
         "Find files by glob pattern; returns sorted workspace-relative paths, one per line, "
         "or 'No files matched.' Hidden files are skipped unless include_hidden. Past limit, "
@@ -155,18 +152,16 @@ class GlobSearchTool(WorkspaceTool):
     )
     Arguments = GlobSearchArguments
 
-    def run(
-        self, pattern: str, path: str = ".", include_hidden: bool = False, limit: int = 200
-    ) -> str:
+    def run(self, args: GlobSearchArguments) -> str:
         """Matching paths, one per line."""
-        matcher = compile_glob(pattern)
-        with _tree(self, path) as tree:
-            found = [
-                f.path for f in tree.files(include_hidden=include_hidden) if matcher.match(f.rel)
-            ]
+        matcher = compile_glob(args.pattern)
+        with _tree(self, args.path) as tree:
+            files = tree.files(include_hidden=args.include_hidden)
+            found = [f.path for f in files if matcher.match(f.rel)]
         if not found:
             return "No files matched."
         found.sort()
+        limit = args.limit
         lines = found[:limit]
         if len(found) > limit:
             lines.append(
@@ -178,7 +173,7 @@ class GlobSearchTool(WorkspaceTool):
 
 class GrepSearchTool(WorkspaceTool):
     name = "grep_search"
-    annotations = READS
+    annotations = SEARCHES
     description = (
         "Search file contents for query (plain text, or a Python regex if regex); returns "
         "'path:line:text' lines in file order, or 'No matches found.' Lines are cut at 500 "
@@ -187,25 +182,18 @@ class GrepSearchTool(WorkspaceTool):
     )
     Arguments = GrepSearchArguments
 
-    def run(
-        self,
-        query: str,
-        regex: bool = False,
-        case_sensitive: bool = True,
-        glob: str | None = None,
-        path: str = ".",
-        limit: int = 200,
-    ) -> str:
+    def run(self, args: GrepSearchArguments) -> str:
         """Matching lines, one per line."""
-        flags = 0 if case_sensitive else re.IGNORECASE
-        pattern = _compile(query, flags) if regex else literal_pattern(query, flags)
+        flags = 0 if args.case_sensitive else re.IGNORECASE
+        query, limit = args.query, args.limit
+        pattern = _compile(query, flags) if args.regex else literal_pattern(query, flags)
         search = GrepQuery(
             regex=pattern,
-            include=compile_glob(glob) if glob else None,
+            include=compile_glob(args.glob) if args.glob else None,
             max_matches=limit + 1,
         )
         lines = []
-        with _tree(self, path) as tree:
+        with _tree(self, args.path) as tree:
             for match in grep_lines(tree, search):
                 text = match.text
                 if len(text) > MAX_LINE_CHARS:
@@ -231,10 +219,10 @@ class FileInfoTool(WorkspaceTool):
     Arguments = FileInfoArguments
     inline = True
 
-    def run(self, path: str) -> dict[str, Any]:
+    def run(self, args: FileInfoArguments) -> dict[str, Any]:
         """The entry's metadata."""
-        rel = workspace_relative(self.workspace, path)
-        info = lstat_in_workspace(self.workspace, path)  # a symlink is refused
+        rel = workspace_relative(self.workspace, args.path)
+        info = lstat_in_workspace(self.workspace, args.path)  # a symlink is refused
         is_dir = stat.S_ISDIR(info.st_mode)
         kind = "directory" if is_dir else "file" if stat.S_ISREG(info.st_mode) else "other"
         modified = datetime.fromtimestamp(info.st_mtime, tz=UTC)
@@ -268,9 +256,10 @@ class StrReplaceTool(WorkspaceTool):
     parallel_safe = False
     effect_tags = ("filesystem:write",)
 
-    def run(self, path: str, old: str, new: str, regex: bool = False, count: int = 0) -> str:
+    def run(self, args: StrReplaceArguments) -> str:
         """Replace and say how many."""
-        pattern = _compile(old) if regex else literal_pattern(old)
+        path, new, regex = args.path, args.new, args.regex
+        pattern = _compile(args.old) if regex else literal_pattern(args.old)
 
         def literal(_match: re.Match[str]) -> str:
             # A literal replacement is literal: no backslash processing in new.
@@ -286,7 +275,7 @@ class StrReplaceTool(WorkspaceTool):
             rel = workspace_relative(self.workspace, path)
             text = decode_text(data, "utf-8")
             try:
-                updated, replaced = pattern.subn(replacement, text, count=count)
+                updated, replaced = pattern.subn(replacement, text, count=args.count)
             except (re.error, IndexError) as exc:
                 raise ValueError(f"Invalid replacement {new!r}: {exc}") from None
             if not replaced:

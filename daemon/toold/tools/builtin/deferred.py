@@ -9,16 +9,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from toold.tools.annotations import READS, ToolAnnotations
-from toold.tools.base import Tool
+from toold.tools.annotations import READS, SHELL, ToolAnnotations
+from toold.tools.base import Tool, ToolArguments
 from toold.tools.builtin.shell import ShellCommand
 from toold.tools.context import failed
-
-
-class _Args(BaseModel):
-    model_config = ConfigDict(extra="forbid")
 
 
 class DeferredTool(Tool):
@@ -36,7 +32,7 @@ class DeferredTool(Tool):
         return failed(self.unavailable.format(name=self.name, **fields))
 
 
-class TodoWriteArguments(_Args):
+class TodoWriteArguments(ToolArguments):
     action: str = Field(description="'add' a TODO or 'update' one.")
     task: str | None = Field(None, description="Text of the TODO (action=add).")
     priority: str | None = Field(None, description="Priority label (action=add), e.g. 'high'.")
@@ -54,27 +50,27 @@ class TodoWriteTool(DeferredTool):
     manager = "todos"
     unavailable = "TODO manager unavailable."
 
-    def run(self, **kwargs: Any) -> Any:
+    def run(self, args: TodoWriteArguments) -> Any:
         """Delegate to the bound TodoManager."""
         todos = self._manager()
-        return todos.write(**kwargs) if todos is not None else self._unavailable()
+        return todos.write(**dict(args)) if todos is not None else self._unavailable()
 
 
 class TodoReadTool(DeferredTool):
     name = "todo_read"
     annotations = READS
     description = "List this session's TODO items."
-    Arguments = _Args
+    Arguments = ToolArguments
     manager = "todos"
     unavailable = "TODO manager unavailable."
 
-    def run(self) -> Any:
+    def run(self, args: ToolArguments) -> Any:
         """Delegate to the bound TodoManager."""
         todos = self._manager()
         return todos.read() if todos is not None else self._unavailable()
 
 
-class SubagentArguments(_Args):
+class SubagentArguments(ToolArguments):
     task: str = Field(description="A self-contained task for the subagent.")
     agent_type: str | None = Field(
         None, description="general-purpose (default), explore, plan or code-review."
@@ -94,15 +90,15 @@ class SubagentTool(DeferredTool):
     unavailable = "Subagent unavailable: provider is not configured."
     parallel_safe = False
 
-    async def run(self, **kwargs: Any) -> Any:
+    async def run(self, args: SubagentArguments) -> Any:
         """Delegate to the bound subagent runner."""
         provider = self._manager()
         if provider is None:
             return self._unavailable()
-        return await provider.run_subagent(**kwargs)
+        return await provider.run_subagent(**dict(args))
 
 
-class LoadSkillArguments(_Args):
+class LoadSkillArguments(ToolArguments):
     skill_name: str = Field(description="Name of the skill folder holding SKILL.md.")
 
 
@@ -114,13 +110,13 @@ class LoadSkillTool(DeferredTool):
     manager = "skills"
     unavailable = "Skill loader unavailable."
 
-    def run(self, skill_name: str) -> Any:
+    def run(self, args: LoadSkillArguments) -> Any:
         """Delegate to the bound SkillLoader."""
         skills = self._manager()
-        return skills.load(skill_name) if skills is not None else self._unavailable()
+        return skills.load(args.skill_name) if skills is not None else self._unavailable()
 
 
-class TaskCreateArguments(_Args):
+class TaskCreateArguments(ToolArguments):
     title: str = Field(description="Short title of the task.")
     description: str = Field("", description="Longer description.")
     depends_on: list[str] = Field(
@@ -128,17 +124,17 @@ class TaskCreateArguments(_Args):
     )
 
 
-class TaskListArguments(_Args):
+class TaskListArguments(ToolArguments):
     status: str | None = Field(
         None, description="Only tasks with this status: pending, in_progress, done, failed."
     )
 
 
-class TaskGetArguments(_Args):
+class TaskGetArguments(ToolArguments):
     task_id: str = Field(description="Task id.")
 
 
-class TaskUpdateArguments(_Args):
+class TaskUpdateArguments(ToolArguments):
     task_id: str = Field(description="Task id.")
     status: str | None = Field(None, description="pending, in_progress, done or failed.")
     title: str | None = Field(None, description="New title.")
@@ -149,12 +145,12 @@ class _TaskTool(DeferredTool):
     unavailable = "Task manager unavailable."
     method = ""
 
-    def run(self, **kwargs: Any) -> Any:
+    def run(self, args: ToolArguments) -> Any:
         """Delegate to the bound TaskManager method of the same name."""
         tasks = self._manager()
         if tasks is None:
             return self._unavailable()
-        return getattr(tasks, self.method)(**kwargs)
+        return getattr(tasks, self.method)(**dict(args))
 
 
 class TaskCreateTool(_TaskTool):
@@ -195,7 +191,7 @@ class TaskUpdateTool(_TaskTool):
     effect_tags = ("filesystem:write",)
 
 
-class BackgroundRunArguments(_Args):
+class BackgroundRunArguments(ToolArguments):
     command: ShellCommand = Field(description="Shell command to run in the background.")
     timeout: int = Field(30, ge=1, description="Seconds before the job is killed.")
     task_id: str | None = Field(None, description="Job id to use; random when omitted.")
@@ -203,7 +199,7 @@ class BackgroundRunArguments(_Args):
 
 class BackgroundRunTool(DeferredTool):
     name = "background_run"
-    annotations = ToolAnnotations()
+    annotations = SHELL
     description = (
         "Run a shell command in the background; its result arrives later as a notification."
     )
@@ -212,67 +208,69 @@ class BackgroundRunTool(DeferredTool):
     unavailable = "Background manager unavailable."
     effect_tags = ("shell:execute",)
 
-    async def run(self, **kwargs: Any) -> Any:
+    async def run(self, args: BackgroundRunArguments) -> Any:
         """Submit to the bound BackgroundManager."""
         background = self._manager()
         if background is None:
             return self._unavailable()
-        return await background.submit(**kwargs)
+        return await background.submit(**dict(args))
 
 
-class TeamSpawnArguments(_Args):
+class TeamSpawnArguments(ToolArguments):
     name: str = Field(description="Registered teammate to start.")
 
 
-class TeamSendArguments(_Args):
+class TeamSendArguments(ToolArguments):
     to_agent: str = Field(description="Teammate to message.")
     content: str = Field(description="Message text.")
 
 
 class TeamSpawnTool(DeferredTool):
     name = "team_spawn"
-    annotations = ToolAnnotations(destructive=False)
+    annotations = ToolAnnotations(destructive=False, agents="lead")
     description = "Start a registered teammate as a background agent."
     Arguments = TeamSpawnArguments
     manager = "team"
     unavailable = "Team spawning unavailable for {teammate}."
 
-    async def run(self, name: str) -> Any:
+    async def run(self, args: TeamSpawnArguments) -> Any:
         """Delegate to the bound team handlers."""
         team = self._manager()
-        return await team.spawn(name) if team is not None else self._unavailable(teammate=name)
+        if team is None:
+            return self._unavailable(teammate=args.name)
+        return await team.spawn(args.name)
 
 
 class TeamSendTool(DeferredTool):
     name = "team_send"
-    annotations = ToolAnnotations(destructive=False, open_world=False)
+    annotations = ToolAnnotations(destructive=False, open_world=False, agents="team")
     description = "Send a message to a teammate's mailbox and wait for the reply."
     Arguments = TeamSendArguments
     manager = "team"
     unavailable = "Team messaging unavailable for {teammate}."
 
-    async def run(self, to_agent: str, content: str) -> Any:
+    async def run(self, args: TeamSendArguments) -> Any:
         """Delegate to the bound team handlers."""
         team = self._manager()
         if team is None:
-            return self._unavailable(teammate=to_agent)
-        return await team.send(to_agent, content)
+            return self._unavailable(teammate=args.to_agent)
+        return await team.send(args.to_agent, args.content)
 
 
 class TeamListTool(DeferredTool):
     name = "team_list"
     annotations = READS
     description = "List registered teammates and whether each is running."
-    Arguments = _Args
+    Arguments = ToolArguments
     manager = "team"
 
-    def run(self) -> Any:
+    def run(self, args: ToolArguments) -> Any:
         """Delegate to the bound team handlers; [] without them."""
         team = self._manager()
         return team.list() if team is not None else []
 
 
-class TeamRegisterArguments(_Args):
+class TeamRegisterArguments(ToolArguments):
     name: str = Field(description="Teammate name: letters, digits, _ and -.")
     role: str = Field(description="What the teammate does, e.g. 'reviewer'.")
     system_prompt: str = Field("", description="Extra instructions for the teammate.")
@@ -281,7 +279,9 @@ class TeamRegisterArguments(_Args):
 
 class TeamRegisterTool(DeferredTool):
     name = "team_register"
-    annotations = ToolAnnotations(destructive=False, idempotent=True, open_world=False)
+    annotations = ToolAnnotations(
+        destructive=False, idempotent=True, open_world=False, agents="lead"
+    )
     description = "Register (or replace) a teammate in .team.json so team_spawn can start it."
     Arguments = TeamRegisterArguments
     deferred = False  # toold's own addition, not one of BareAgent's twelve
@@ -289,12 +289,12 @@ class TeamRegisterTool(DeferredTool):
     unavailable = "Team registration unavailable for {teammate}."
     effect_tags = ("filesystem:write",)
 
-    def run(self, name: str, role: str, system_prompt: str = "", model: str | None = None) -> Any:
+    def run(self, args: TeamRegisterArguments) -> Any:
         """Delegate to the bound team handlers."""
         team = self._manager()
         if team is None:
-            return self._unavailable(teammate=name)
-        return team.register(name, role, system_prompt, model)
+            return self._unavailable(teammate=args.name)
+        return team.register(args.name, args.role, args.system_prompt, args.model)
 
 
 TOOLS = (

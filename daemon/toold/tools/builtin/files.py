@@ -10,23 +10,20 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Self
 
-from pydantic import BaseModel, ConfigDict, Field, ModelWrapValidatorHandler, model_validator
+from pydantic import Field, ModelWrapValidatorHandler, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
 from toold.search.grep import split_lines
 from toold.storage import path_lock
 from toold.tools.annotations import READS, WRITES_FILE, ToolAnnotations
+from toold.tools.base import ToolArguments
 from toold.tools.builtin._alternatives import validate_with_alternatives
 from toold.tools.builtin._workspace import WorkspaceTool
 
 _FILE_PATH = "Workspace-relative path of the file."
 
 
-class _Args(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class _PathArgs(_Args):
+class _PathArgs(ToolArguments):
     """Arguments naming a file as ``file_path`` (BareAgent) or ``path`` (Jianmu)."""
 
     file_path: str = Field(description=_FILE_PATH)
@@ -96,21 +93,20 @@ class ReadFileTool(FileTool):
     Arguments = ReadFileArguments
     inline = True
 
-    def run(
-        self, file_path: str, offset: int = 0, limit: int | None = None, encoding: str = "utf-8"
-    ) -> str:
+    def run(self, args: ReadFileArguments) -> str:
         """Numbered lines of the file."""
+        offset, limit = args.offset, args.limit
         if offset < 0:
             raise ValueError("offset must be >= 0")
         if limit is not None and limit < 0:
             raise ValueError("limit must be >= 0")
-        self.check_extension(Path(file_path))
+        self.check_extension(Path(args.file_path))
         data = self.read_bytes(
-            file_path,
+            args.file_path,
             self.config.limits.max_file_size,
             "use grep or bash to look inside it, or raise limits.max_file_size in toold.toml",
         )
-        lines = split_lines(decode_text(data, encoding))
+        lines = split_lines(decode_text(data, args.encoding))
         end = None if limit is None else offset + limit
         return "\n".join(
             f"{number}: {line}" for number, line in enumerate(lines[offset:end], start=offset + 1)
@@ -131,23 +127,26 @@ class WriteFileTool(FileTool):
     inline = True
     effect_tags = ("filesystem:write",)
 
-    def run(
-        self, file_path: str, content: str, append: bool = False, encoding: str = "utf-8"
-    ) -> str:
+    def run(self, args: WriteFileArguments) -> str:
         """Write or append, then say how much."""
-        self.check_extension(Path(file_path))
+        self.check_extension(Path(args.file_path))
         files = self.config.files
-        data = content.encode(encoding)
+        data = args.content.encode(args.encoding)
         if len(data) > files.max_content_size:
             raise ValueError(
                 f"Content too large ({len(data)} bytes, max: {files.max_content_size}); "
                 "write it in parts with append=true, or raise files.max_content_size"
             )
-        with path_lock(self.lexical_path(file_path)):
+        with path_lock(self.lexical_path(args.file_path)):
             rel = self.write_bytes(
-                file_path, data, append=append, create_dirs=files.create_dirs, durable=files.fsync
+                args.file_path,
+                data,
+                append=args.append,
+                create_dirs=files.create_dirs,
+                durable=files.fsync,
             )
-        return f"{'Appended' if append else 'Wrote'} {len(content)} characters to {rel}"
+        verb = "Appended" if args.append else "Wrote"
+        return f"{verb} {len(args.content)} characters to {rel}"
 
 
 class EditFileTool(WorkspaceTool):
@@ -159,19 +158,19 @@ class EditFileTool(WorkspaceTool):
     parallel_safe = False
     effect_tags = ("filesystem:write",)
 
-    def run(self, file_path: str, old_text: str, new_text: str) -> str:
+    def run(self, args: EditFileArguments) -> str:
         """Exact text replacement, first occurrence only."""
-        with path_lock(self.lexical_path(file_path)):
+        with path_lock(self.lexical_path(args.file_path)):
             data = self.read_bytes(
-                file_path,
+                args.file_path,
                 self.config.limits.max_file_size,
                 "edit it with bash (e.g. sed), or raise limits.max_file_size in toold.toml",
             )
             text = decode_text(data, "utf-8")
-            if old_text not in text:
+            if args.old_text not in text:
                 raise ValueError("old_text not found in file")
-            updated = text.replace(old_text, new_text, 1).encode("utf-8")
-            rel = self.write_bytes(file_path, updated, durable=self.config.files.fsync)
+            updated = text.replace(args.old_text, args.new_text, 1).encode("utf-8")
+            rel = self.write_bytes(args.file_path, updated, durable=self.config.files.fsync)
         return f"Edited {rel}"
 
 

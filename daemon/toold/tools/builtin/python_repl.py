@@ -23,10 +23,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from toold.sandbox.process import kill_group
 from toold.tools.annotations import ToolAnnotations
+from toold.tools.base import ToolArguments
 from toold.tools.builtin._workspace import WorkspaceTool
 from toold.tools.context import failed
 
@@ -39,9 +40,7 @@ Reply = dict[str, Any] | str
 """A reply from the worker, or TIMED_OUT, or ENDED (the worker closed its output)."""
 
 
-class PythonReplArguments(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class PythonReplArguments(ToolArguments):
     code: str = Field(description="The Python code to execute")
 
 
@@ -277,8 +276,9 @@ class PythonReplTool(WorkspaceTool):
                 self._worker = ReplWorker(cwd)
             return self._worker
 
-    async def run(self, code: str) -> str:
+    async def run(self, args: PythonReplArguments) -> str:
         """Run the snippet in the worker; cancellation kills the worker."""
+        code = args.code
         if not code.strip():
             return failed("Error: No code provided")
         settings = self.config.python_repl

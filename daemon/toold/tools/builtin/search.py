@@ -5,18 +5,17 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from toold.search.grep import GrepQuery, grep_lines
 from toold.search.patterns import compile_glob
 from toold.search.walk import Tree
-from toold.tools.annotations import READS
+from toold.tools.annotations import SEARCHES
+from toold.tools.base import ToolArguments
 from toold.tools.builtin._workspace import WorkspaceTool
 
 
-class GlobArguments(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class GlobArguments(ToolArguments):
     pattern: str = Field(
         description=(
             "Glob pattern. Without '/' it matches file names at any depth ('*.py'); "
@@ -26,9 +25,7 @@ class GlobArguments(BaseModel):
     path: str = Field(".", description="Folder (or file) to search from, workspace-relative.")
 
 
-class GrepArguments(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class GrepArguments(ToolArguments):
     pattern: str = Field(description="Python regular expression, matched line by line.")
     path: str = Field(".", description="Folder (or file) to search, workspace-relative.")
     include: str = Field("", description="Optional glob filter on candidate files, e.g. '*.py'.")
@@ -40,18 +37,18 @@ class GrepArguments(BaseModel):
 
 class GlobTool(WorkspaceTool):
     name = "glob"
-    annotations = READS
+    annotations = SEARCHES
     description = (
         "Find files by glob pattern; returns sorted workspace-relative paths. "
         "Skips .git, .venv, node_modules and caches unless path points inside one."
     )
     Arguments = GlobArguments
 
-    def run(self, pattern: str, path: str = ".") -> list[str]:
+    def run(self, args: GlobArguments) -> list[str]:
         """Sorted, de-duplicated workspace-relative paths of matching files."""
-        matcher = compile_glob(pattern)
+        matcher = compile_glob(args.pattern)
         try:
-            tree = Tree(self.workspace, path)  # walked from descriptors: no link followed
+            tree = Tree(self.workspace, args.path)  # walked from descriptors: no link followed
         except (FileNotFoundError, NotADirectoryError):
             return []
         with tree:
@@ -60,35 +57,33 @@ class GlobTool(WorkspaceTool):
 
 class GrepTool(WorkspaceTool):
     name = "grep"
-    annotations = READS
+    annotations = SEARCHES
     description = (
         "Search file contents with a Python regular expression; returns 'path:line:text' "
         "entries (at most 1000). Skips files over 1 MB and non-UTF-8 files."
     )
     Arguments = GrepArguments
 
-    def run(
-        self, pattern: str, path: str = ".", include: str = "", output_mode: str = "content"
-    ) -> list[str]:
+    def run(self, args: GrepArguments) -> list[str]:
         """Matches in the spec's output modes."""
         try:
-            regex = re.compile(pattern)
+            regex = re.compile(args.pattern)
         except re.error as exc:
             return [f"Invalid regex pattern: {exc}"]
         query = GrepQuery(
             regex=regex,
-            include=compile_glob(include) if include else None,
+            include=compile_glob(args.include) if args.include else None,
             max_matches=self.config.limits.grep_max_matches,
         )
         try:
-            tree = Tree(self.workspace, path)  # every line from a file opened by the walk
+            tree = Tree(self.workspace, args.path)  # every line from a file opened by the walk
         except (FileNotFoundError, NotADirectoryError):
             return []
         with tree:
             matches = list(grep_lines(tree, query))
-        if output_mode == "files_with_matches":
+        if args.output_mode == "files_with_matches":
             return list(dict.fromkeys(m.path for m in matches))
-        if output_mode == "count":
+        if args.output_mode == "count":
             counts = Counter(m.path for m in matches)
             return [f"{rel}:{n}" for rel, n in counts.items()]
         return [f"{m.path}:{m.line_number}:{m.text}" for m in matches]

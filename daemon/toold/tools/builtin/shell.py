@@ -5,17 +5,11 @@ from __future__ import annotations
 import sys
 from typing import Annotated, Any, Self
 
-from pydantic import (
-    AfterValidator,
-    BaseModel,
-    ConfigDict,
-    Field,
-    ModelWrapValidatorHandler,
-    model_validator,
-)
+from pydantic import AfterValidator, Field, ModelWrapValidatorHandler, model_validator
 
 from toold.sandbox.process import Clipped, join_clipped, run_command
-from toold.tools.annotations import ToolAnnotations
+from toold.tools.annotations import SHELL
+from toold.tools.base import ToolArguments
 from toold.tools.builtin._alternatives import validate_with_alternatives
 from toold.tools.builtin._workspace import WorkspaceTool
 from toold.tools.context import report_progress, set_exit_code
@@ -31,9 +25,7 @@ ShellCommand = Annotated[str, AfterValidator(_non_blank)]
 """A shell command line; empty or whitespace-only is invalid (nothing a rule could name)."""
 
 
-class BashArguments(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class BashArguments(ToolArguments):
     command: ShellCommand = Field(description="The shell command to run.")
     timeout: int = Field(30, ge=1, description="Seconds before the command is killed.")
 
@@ -78,7 +70,7 @@ def shell_argv(command: str, *, login: bool = False) -> list[str]:
 
 class BashTool(WorkspaceTool):
     name = "bash"
-    annotations = ToolAnnotations()
+    annotations = SHELL
     description = (
         "Run a shell command in the workspace and return its merged stdout/stderr. "
         "Long output keeps its head and tail."
@@ -87,7 +79,7 @@ class BashTool(WorkspaceTool):
     parallel_safe = False
     effect_tags = ("shell:execute",)
 
-    async def run(self, command: str, timeout: int = 30) -> str:
+    async def run(self, args: BashArguments) -> str:
         """Run ``command`` under ``bash -c`` in the login environment captured at bind
         time (``bash -lc`` with execution.login_shell); the process group dies on
         timeout or cancel."""
@@ -98,16 +90,16 @@ class BashTool(WorkspaceTool):
         if not login and snapshot is not None:
             env = await snapshot.get()
         result = await run_command(
-            shell_argv(command, login=login),
+            shell_argv(args.command, login=login),
             cwd=self.workspace,
-            timeout=timeout,
+            timeout=args.timeout,
             output_limit=limit,
             on_output=report_progress,
             env=env,
         )
         set_exit_code(result.returncode, timed_out=result.timed_out)
         return format_command_result(
-            result.out, result.err, result.returncode, result.timed_out, timeout, limit
+            result.out, result.err, result.returncode, result.timed_out, args.timeout, limit
         )
 
 

@@ -18,9 +18,10 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import Field, field_validator
 
 from toold.tools.annotations import ToolAnnotations
+from toold.tools.base import ToolArguments
 from toold.tools.builtin._http_policy import (
     HostPolicy,
     Lookup,
@@ -45,9 +46,7 @@ RETRY_STATUSES = frozenset({429, 502, 503, 504})
 _CREDENTIAL_HEADERS = frozenset({"authorization", "cookie", "proxy-authorization"})
 
 
-class HttpRequestArguments(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class HttpRequestArguments(ToolArguments):
     url: str = Field(description="The URL to request (http or https).")
     method: Literal["GET", "POST", "PUT", "DELETE"] = Field(
         "GET", description="HTTP method (default: GET)."
@@ -97,15 +96,9 @@ class HttpRequestTool(WorkspaceTool):
     lookup: Lookup | None = None
     """How hosts are resolved (None: getaddrinfo); tests put a scripted resolver here."""
 
-    async def run(
-        self,
-        url: str,
-        method: str = "GET",
-        headers: dict[str, str] | None = None,
-        body: dict[str, Any] | None = None,
-        retries: int | None = None,
-    ) -> str:
+    async def run(self, args: HttpRequestArguments) -> str:
         """Jianmu's ``[HTTP status]`` text, or ``Error: ...``."""
+        url, retries = args.url, args.retries
         if not url or not url.strip():
             return failed("Error: No URL provided")
         import aiohttp
@@ -135,7 +128,13 @@ class HttpRequestTool(WorkspaceTool):
                     timeout=timeout, connector=connector, trust_env=False
                 ) as session:
                     return await self._request(
-                        session, policy, resolver, method, target, dict(headers or {}), body
+                        session,
+                        policy,
+                        resolver,
+                        args.method,
+                        target,
+                        dict(args.headers or {}),
+                        args.body,
                     )
             except Refused as refusal:
                 return failed(f"Error: {refusal}")
@@ -229,9 +228,7 @@ def _charset(response: aiohttp.ClientResponse) -> str:
     return "utf-8"
 
 
-class WebSearchArguments(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class WebSearchArguments(ToolArguments):
     query: str = Field(description="The search query")
     max_results: int | None = Field(
         None, ge=1, le=50, description="Maximum number of results to return (default 5)."
@@ -309,11 +306,12 @@ class DuckDuckGoSearchTool(WorkspaceTool):
     Arguments = WebSearchArguments
     effect_tags = ("network",)
 
-    async def run(self, query: str, max_results: int | None = None) -> str:
+    async def run(self, args: WebSearchArguments) -> str:
         """Numbered results, or ``Error performing search: ...``."""
         ddgs_cls = resolve_ddgs_cls()
         settings = self.config.web_search
-        count = settings.max_results if max_results is None else max_results
+        query = args.query
+        count = settings.max_results if args.max_results is None else args.max_results
 
         def search() -> list[dict[str, Any]]:
             with ddgs_cls(timeout=max(1, math.ceil(settings.timeout))) as ddgs:
