@@ -6,37 +6,41 @@ A CI script piped into the daemon sends its requests, ``shutdown`` and ``exit`` 
 finish too. ``limits.shutdown_grace`` bounds each wait; what is still running then is
 cancelled (answered -32800, its process group killed), logged, and the exit status is 1.
 A client process that dies (watch_client) stops the daemon at once instead.
+
+SessionEnd is given what it needs (the connection's requests, the grace, a way to stop)
+and knows nothing of the server.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from toold.server import TooldServer
+    from toold.connection import TooldProtocol
 
 log = logging.getLogger(__name__)
 
 
 class SessionEnd:
-    """One daemon's ending; the waits are shared (shutdown, exit and EOF may overlap)."""
+    """One session's ending; the waits are shared (shutdown, exit and EOF may overlap)."""
 
-    def __init__(self, server: TooldServer) -> None:
-        self._server = server
+    def __init__(
+        self,
+        connection: TooldProtocol,
+        grace: Callable[[], Awaitable[float]],
+        stop: Callable[[int], None],
+    ) -> None:
+        """``grace`` gives ``limits.shutdown_grace`` (once it is known); ``stop`` ends the
+        session with an exit code."""
+        self._connection = connection
+        self._grace = grace
+        self._stop = stop
         self._finishing: asyncio.Future[None] | None = None
         self.abandoned: list[str] = []
         """Requests the grace ran out on (cancelled), as ``id (method)``."""
-
-    def grace(self) -> float:
-        """``limits.shutdown_grace`` of the bound workspace (the default before binding)."""
-        state = getattr(self._server, "state", None)
-        if state is not None:
-            return float(state.config.limits.shutdown_grace)
-        from toold.config import LimitsConfig
-
-        return float(LimitsConfig().shutdown_grace)
 
     async def finish_requests(self) -> None:
         """Let the client's requests in flight finish within the grace, then cancel and
@@ -46,15 +50,12 @@ class SessionEnd:
         await asyncio.shield(self._finishing)
 
     async def _finish_requests(self) -> None:
-        pending = self._server.protocol.pending_requests()
+        pending = self._connection.pending_requests()
         if not pending:
             return
-        await self._server.binding_settled()  # toold.toml, and so the grace, is read by it
-        grace = self.grace()
+        grace = await self._grace()
         log.info("finishing %d request(s) in flight (at most %gs)", len(pending), grace)
-        waits = {
-            _awaitable(future): (msg_id, method) for msg_id, (method, future) in pending.items()
-        }
+        waits = {future: (msg_id, method) for msg_id, (method, future) in pending.items()}
         _, left = await asyncio.wait(waits, timeout=grace)
         if not left:
             return
@@ -74,26 +75,21 @@ class SessionEnd:
     async def settle(self) -> None:
         """Finish the requests in flight, then let an answer to ``shutdown`` go out."""
         await self.finish_requests()
-        answering = self._server.protocol.pending_requests(with_shutdown=True)
-        rest = [_awaitable(future) for _, future in answering.values()]
+        answering = self._connection.pending_requests(with_shutdown=True)
+        rest = [future for _, future in answering.values()]
         if rest:
             await asyncio.wait(rest, timeout=5)
 
     async def exit(self) -> None:
         """``exit``: status 0 after ``shutdown`` (once it is answered), 1 without it."""
-        if not self._server.protocol._shutdown:
-            self._server.request_stop(1)
+        if not self._connection.shutting_down:
+            self._stop(1)
             return
         await self.settle()
-        self._server.request_stop(0)
+        self._stop(0)
 
     async def end_of_input(self) -> None:
         """Stdin ended (a script file or a pipe that is done): requests in flight finish
         first; status 0 after ``shutdown``, 1 without it."""
         await self.settle()
-        self._server.request_stop(0 if self._server.protocol._shutdown else 1)
-
-
-def _awaitable(future: Any) -> asyncio.Future[Any]:
-    """pygls keeps concurrent futures for generator handlers: wait on those from the loop."""
-    return future if isinstance(future, asyncio.Future) else asyncio.wrap_future(future)
+        self._stop(0 if self._connection.shutting_down else 1)

@@ -7,7 +7,8 @@ field. Handlers raise toold's domain errors (toold.errors); here, and only here 
 this front end, they become pygls's JsonRpcException through toold.errors' one
 table (code, message, data). Every custom method is registered through
 ``register_methods``, driven by toold_protocol's method table; models and handlers
-load on a method's first call.
+load on a method's first call. Nothing here knows the server's class: a handler
+gets whatever object the methods were registered on.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Awaitable, Callable, Mapping
 from functools import cache
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pygls.exceptions import JsonRpcException
 
@@ -25,10 +26,22 @@ from toold_protocol.names import CLIENT_REQUESTS
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
-    from toold.server import TooldServer
     from toold_protocol import MethodSpec
 
-MethodHandler = Callable[["TooldServer", Any], Awaitable["BaseModel | None"]]
+MethodHandler = Callable[[Any, Any], Awaitable["BaseModel | None"]]
+"""``handler(server, params)``: the server the methods are registered on, a params model."""
+
+
+class FeatureHost(Protocol):
+    """What ``register_methods`` needs of a server: pygls's registration and readiness."""
+
+    def feature(self, feature_name: str) -> Callable[[Any], Any]:
+        """pygls's decorator registering a method's handler."""
+        ...
+
+    async def ready(self) -> None:
+        """Wait until requests may be served (the workspace is bound)."""
+        ...
 
 
 def dump(model: BaseModel) -> dict[str, Any]:
@@ -65,7 +78,7 @@ def _resolve(method: str, target: str) -> tuple[MethodSpec, MethodHandler]:
     return METHODS[method], getattr(importlib.import_module(module), func)
 
 
-def register_methods(server: TooldServer, handlers: Mapping[str, str]) -> None:
+def register_methods(server: FeatureHost, handlers: Mapping[str, str]) -> None:
     """Register a handler (``module:function``) for every client request of the contract."""
     for method in CLIENT_REQUESTS:
         if method not in handlers:
@@ -73,7 +86,7 @@ def register_methods(server: TooldServer, handlers: Mapping[str, str]) -> None:
         server.feature(method)(_adapt(server, method, handlers[method]))
 
 
-def _adapt(server: TooldServer, method: str, target: str) -> Any:
+def _adapt(server: FeatureHost, method: str, target: str) -> Any:
     async def feature(params: Any) -> Any:
         await server.ready()
         spec, handler = _resolve(method, target)
@@ -85,8 +98,3 @@ def _adapt(server: TooldServer, method: str, target: str) -> Any:
 
     feature.__name__ = method.replace("/", "_")
     return feature
-
-
-def notify(server: TooldServer, method: str, params: BaseModel) -> None:
-    """Send one of the contract's notifications."""
-    server.protocol.notify(method, dump(params))

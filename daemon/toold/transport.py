@@ -1,9 +1,12 @@
-"""stdio transport: LSP base-protocol framing with answers for malformed input.
+"""The transport: LSP base-protocol framing over a pair of byte streams.
 
 pygls's reader silently drops frames it cannot parse. A sidecar driven by CI
 scripts must instead answer -32700/-32600 and keep serving, cap message size,
-and never block the event loop on stdin or stdout, so the framing loop lives here
-while pygls keeps dispatch, lifecycle, cancellation and progress.
+and never block the event loop on its input or output, so the framing loop lives
+here; the connection (connection.py) takes each decoded message. ``serve_streams``
+reads any asyncio StreamReader (stdin, a Unix socket) and writes through a
+FrameWriter over any write transport; ``serve_stdio`` and ``run`` are the stdio
+case ``toold serve`` uses.
 
 After a frame whose Content-Length lied, the bytes left over sit in front of the next
 frame's ``Content-Length:``; the reader reports them and finds that header again, so
@@ -23,16 +26,15 @@ import re
 import stat
 import sys
 import threading
-from typing import TYPE_CHECKING, Any, BinaryIO
+from collections.abc import Awaitable, Callable
+from typing import Any, BinaryIO, Protocol
 
 from toold_protocol import errors
-
-if TYPE_CHECKING:
-    from toold.server import TooldServer
 
 log = logging.getLogger(__name__)
 
 HEADER_LIMIT = 8192
+"""Longest header line; give a StreamReader this ``limit``."""
 HEADER_BLOCK_LIMIT = 4 * HEADER_LIMIT
 DISCARD_CHUNK = 1 << 20
 MAX_DEPTH = 64
@@ -56,19 +58,53 @@ def _not_json(constant: str) -> Any:
 _DECODER = json.JSONDecoder(parse_constant=_not_json)
 
 
-class PipeWriter:
-    """pygls writer over an asyncio write transport: writes never block the loop."""
+class Connection(Protocol):
+    """What the framing loop drives: connection.TooldProtocol."""
 
-    def __init__(self, transport: asyncio.WriteTransport | None, fallback: BinaryIO) -> None:
+    max_message_bytes: int
+
+    def set_writer(self, writer: Any, include_headers: bool = True) -> None:
+        """Where replies are written."""
+
+    def dispatch(self, data: dict[str, Any]) -> None:
+        """Take one checked JSON-RPC message."""
+
+    def send_error(self, msg_id: Any, code: int, message: str) -> None:
+        """Write an error response."""
+
+
+class Session(Protocol):
+    """What ``serve_stdio`` serves: a server's session over a pair of streams."""
+
+    def serve(self, reader: asyncio.StreamReader, writer: FrameWriter) -> Awaitable[int]:
+        """Serve until the session ends; the exit code."""
+
+
+class FrameWriter:
+    """Output over an asyncio write transport (a pipe or a socket): writes never block
+    the loop. Without a transport (stdout is a regular file) writes go to ``fallback``."""
+
+    def __init__(
+        self, transport: asyncio.WriteTransport | None, fallback: BinaryIO | None = None
+    ) -> None:
         self._transport = transport
         self._fallback = fallback
+        self._stream: asyncio.StreamWriter | None = None
+
+    @classmethod
+    def over(cls, stream: asyncio.StreamWriter) -> FrameWriter:
+        """Output through an asyncio StreamWriter (a socket's), kept alive with it: a
+        StreamWriter closes its transport when it is collected."""
+        writer = cls(stream.transport)
+        writer._stream = stream
+        return writer
 
     def write(self, data: bytes) -> None:
         """Queue bytes for the client."""
         if self._transport is not None:
             if not self._transport.is_closing():
                 self._transport.write(data)
-        else:
+        elif self._fallback is not None:
             self._fallback.write(data)
             self._fallback.flush()
 
@@ -120,20 +156,13 @@ async def _stdin_reader(
     return reader, transport
 
 
-async def _stdout_writer(stdout: BinaryIO) -> PipeWriter:
+async def _stdout_writer(stdout: BinaryIO) -> FrameWriter:
     loop = asyncio.get_running_loop()
     try:
         transport, _ = await loop.connect_write_pipe(asyncio.Protocol, stdout)
     except ValueError:
-        return PipeWriter(None, stdout)
-    return PipeWriter(transport, stdout)
-
-
-def send_error(server: TooldServer, msg_id: Any, code: int, message: str) -> None:
-    """Write a JSON-RPC error response (``msg_id`` None when the id is unknown)."""
-    server.protocol.send_json(
-        {"jsonrpc": "2.0", "id": msg_id, "error": {"code": code, "message": message}}
-    )
+        return FrameWriter(None, stdout)
+    return FrameWriter(transport, stdout)
 
 
 class _HeaderReader:
@@ -197,24 +226,23 @@ class _HeaderReader:
                 return headers
 
 
-def dispatch_body(server: TooldServer, body: bytes) -> None:
+def dispatch_body(connection: Connection, body: bytes) -> None:
     """Decode one message and hand it to the protocol; answer what pygls would drop."""
     try:
         text = body.decode("utf-8")
         data = _DECODER.decode(text)
     except UnicodeDecodeError as exc:
-        send_error(server, None, errors.PARSE_ERROR, f"Parse error: body is not UTF-8 ({exc})")
+        connection.send_error(None, errors.PARSE_ERROR, f"Parse error: body is not UTF-8 ({exc})")
         return
     except (ValueError, RecursionError) as exc:
-        send_error(server, None, errors.PARSE_ERROR, f"Parse error: {exc}")
+        connection.send_error(None, errors.PARSE_ERROR, f"Parse error: {exc}")
         return
     if _LONE_SURROGATE.search(text) and _has_lone_surrogate(data):
-        send_error(
-            server, None, errors.PARSE_ERROR, "Parse error: a string holds a lone UTF-16 surrogate"
-        )
+        message = "Parse error: a string holds a lone UTF-16 surrogate"
+        connection.send_error(None, errors.PARSE_ERROR, message)
         return
     if isinstance(data, list):
-        send_error(server, None, errors.INVALID_REQUEST, "Batch messages are not supported")
+        connection.send_error(None, errors.INVALID_REQUEST, "Batch messages are not supported")
         return
     msg_id = data.get("id") if isinstance(data, dict) else None
     problem = _invalid_message(data)
@@ -222,22 +250,21 @@ def dispatch_body(server: TooldServer, body: bytes) -> None:
         problem = f"Message nested deeper than {MAX_DEPTH} levels"
     if problem:
         if not isinstance(data, dict) or "method" in data or "id" not in data:
-            send_error(
-                server, msg_id if _valid_id(msg_id) else None, errors.INVALID_REQUEST, problem
+            connection.send_error(
+                msg_id if _valid_id(msg_id) else None, errors.INVALID_REQUEST, problem
             )
         else:
             log.warning("dropping invalid message: %s", problem)
         return
     try:
-        server.protocol.dispatch(data)
+        connection.dispatch(data)
     except (SystemExit, KeyboardInterrupt):
         raise
     except Exception:
         log.exception("unhandled error while dispatching a message")
         if "method" in data and "id" in data:
-            send_error(
-                server, msg_id, errors.INTERNAL_ERROR, "Internal error (see the daemon's log)"
-            )
+            message = "Internal error (see the daemon's log)"
+            connection.send_error(msg_id, errors.INTERNAL_ERROR, message)
 
 
 def _has_lone_surrogate(data: Any) -> bool:
@@ -282,67 +309,72 @@ def _invalid_message(data: Any) -> str | None:
     return None
 
 
-async def serve_stdio(server: TooldServer, stdin: BinaryIO, stdout: BinaryIO) -> int:
-    """Serve until exit, end of input or the client process dying; returns the exit code:
-    0 after shutdown and exit, 1 otherwise or when the shutdown grace cancelled requests."""
-    reader, read_transport = await _stdin_reader(stdin)
-    writer = await _stdout_writer(stdout)
-    server.protocol.set_writer(writer)
-    if server.client_process_id:
-        server.watch_client(server.client_process_id)
-    read_task = asyncio.create_task(_read_loop(server, reader, writer))
-    stop_task = asyncio.create_task(server.stopped.wait())
+async def serve_streams(
+    connection: Connection,
+    reader: asyncio.StreamReader,
+    writer: FrameWriter,
+    stop: asyncio.Event,
+    end_of_input: Callable[[], Awaitable[None]],
+) -> None:
+    """Read frames from ``reader`` into ``connection`` until ``stop`` is set; at the end
+    of input ``end_of_input`` decides what happens (it sets ``stop``, normally)."""
+    connection.set_writer(writer)
+    read_task = asyncio.create_task(_read_loop(connection, reader, writer, end_of_input))
+    stop_task = asyncio.create_task(stop.wait())
     await asyncio.wait({read_task, stop_task}, return_when=asyncio.FIRST_COMPLETED)
     for task in (read_task, stop_task):
         task.cancel()
     with contextlib.suppress(asyncio.CancelledError):
         await read_task
-    await server.cancel_inflight()
-    await server.close()
-    await writer.drain()
-    if read_transport is not None:
-        read_transport.close()  # an embedding process (the in-process tests) keeps running
-    # Requests the shutdown grace cancelled: the script did not get all it asked for.
-    return 1 if server.ending.abandoned else server.exit_code
 
 
-async def _read_loop(server: TooldServer, reader: asyncio.StreamReader, writer: PipeWriter) -> None:
+async def serve_stdio(session: Session, stdin: BinaryIO, stdout: BinaryIO) -> int:
+    """Serve ``session`` over stdin and stdout (any pair of binary files); its exit code."""
+    reader, read_transport = await _stdin_reader(stdin)
+    writer = await _stdout_writer(stdout)
+    try:
+        return await session.serve(reader, writer)
+    finally:
+        if read_transport is not None:
+            read_transport.close()  # an embedding process (the in-process tests) keeps running
+
+
+async def _read_loop(
+    connection: Connection,
+    reader: asyncio.StreamReader,
+    writer: FrameWriter,
+    end_of_input: Callable[[], Awaitable[None]],
+) -> None:
     headers_in = _HeaderReader(reader)
     while True:
         # A client that stops reading stops being read: bounded output buffering.
         await writer.wait_writable()
         headers = await headers_in.read()
         if headers is None:
-            log.info("client closed stdin")
-            await server.ending.end_of_input()
+            log.info("client closed its input")
+            await end_of_input()
             return
         length = _content_length(headers)
         if isinstance(length, str):
-            send_error(server, None, errors.PARSE_ERROR, length)
+            connection.send_error(None, errors.PARSE_ERROR, length)
             continue
         if "x-invalid" in headers:
             # Junk in front of a good frame: report it, then read the frame.
-            send_error(server, None, errors.PARSE_ERROR, f"Invalid header: {headers['x-invalid']}")
-        if length > server.max_message_bytes:
+            message = f"Invalid header: {headers['x-invalid']}"
+            connection.send_error(None, errors.PARSE_ERROR, message)
+        cap = connection.max_message_bytes
+        if length > cap:
             await _discard(reader, length)
-            send_error(
-                server,
-                None,
-                errors.MESSAGE_TOO_LARGE,
-                f"Message of {length} bytes exceeds the {server.max_message_bytes}-byte cap",
-            )
+            message = f"Message of {length} bytes exceeds the {cap}-byte cap"
+            connection.send_error(None, errors.MESSAGE_TOO_LARGE, message)
             continue
         try:
             body = await reader.readexactly(length)
         except asyncio.IncompleteReadError:
-            log.info("client closed stdin in the middle of a message")
-            await server.ending.end_of_input()
+            log.info("client closed its input in the middle of a message")
+            await end_of_input()
             return
-        try:
-            dispatch_body(server, body)
-        except SystemExit as exc:
-            server.request_stop(exc.code if isinstance(exc.code, int) else 0)
-            return
+        dispatch_body(connection, body)
 
 
 def _content_length(headers: dict[str, str]) -> int | str:
@@ -366,13 +398,13 @@ async def _discard(reader: asyncio.StreamReader, length: int) -> None:
         remaining -= len(chunk)
 
 
-def run(server: TooldServer) -> int:
-    """Blocking entry point used by ``toold serve``."""
+def run(session: Session) -> int:
+    """Blocking entry point used by ``toold serve``: ``session`` over the process's stdio."""
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     # Nothing else may write to fd 1: stray prints would corrupt the framing.
     sys.stdout = sys.stderr
     try:
-        return asyncio.run(serve_stdio(server, stdin, stdout))
+        return asyncio.run(serve_stdio(session, stdin, stdout))
     except KeyboardInterrupt:
         return 130
     finally:

@@ -35,6 +35,8 @@ WIRE = (
     "pygls",
     "lsprotocol",
     "toold.server",
+    "toold.connection",
+    "toold.editor",
     "toold.handlers",
     "toold.rpc",
     "toold.transport",

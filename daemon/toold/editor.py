@@ -1,0 +1,171 @@
+"""The editor on the other end of one session: messages, prompts and progress.
+
+``EditorServer`` is a pygls LanguageServer with toold's ways of talking to the
+client: ``window/showMessage`` (show_error, show_warning), permission and
+confirmation prompts over ``window/showMessageRequest`` (ask_user, confirm),
+``$/progress`` for a request carrying a workDoneToken (work_done, WorkDone, and the
+client's cancel of it), and the contract's notifications (push). Each is safe to
+call from any thread. Everything here belongs to one session, never to the
+workspace: sessions sharing a workspace each talk to their own editor.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Iterator
+from typing import Any
+
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException
+from pygls.lsp.server import LanguageServer
+
+import toold_protocol
+from toold.config import PermissionsConfig
+from toold.connection import TooldProtocol
+from toold.rpc import dump
+
+log = logging.getLogger(__name__)
+
+ASK_ACTIONS = {"Allow": "allow", "Always allow": "always", "Deny": "deny"}
+"""A permission prompt's buttons → the guard's answers."""
+
+
+class WorkDone:
+    """One request's progress: ``report`` texts, then the ``outcome`` its end names
+    (``done`` unless the handler says otherwise; ``cancelled`` or ``failed`` when it
+    was cancelled or raised)."""
+
+    def __init__(self, server: EditorServer, token: types.ProgressToken | None) -> None:
+        self._server, self._token = server, token
+        self.outcome = "done"
+
+    @property
+    def reporting(self) -> bool:
+        """Whether the client asked for progress (reports are dropped otherwise)."""
+        return self._token is not None
+
+    def report(self, text: str) -> None:
+        """One ``$/progress`` report."""
+        if self._token is not None:
+            self._server.work_done_progress.report(
+                self._token, types.WorkDoneProgressReport(message=text)
+            )
+
+
+class EditorServer(LanguageServer):
+    """A pygls LanguageServer that talks to its editor the way toold does."""
+
+    protocol: TooldProtocol
+
+    def __init__(self, name: str, version: str) -> None:
+        super().__init__(name, version, protocol_cls=TooldProtocol)
+        self.loop: asyncio.AbstractEventLoop | None = None
+        """The loop serving this session (messages from other threads are sent on it)."""
+        self._cancellable: dict[types.ProgressToken, asyncio.Task[Any]] = {}
+
+    def _in_loop(self, func: Any, *args: Any) -> None:
+        loop = self.loop
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if loop is None or running is loop:
+            func(*args)
+        else:
+            loop.call_soon_threadsafe(func, *args)
+
+    # -- progress ------------------------------------------------------------------
+    @contextlib.contextmanager
+    def work_done(self, token: types.ProgressToken | None, title: str) -> Iterator[WorkDone]:
+        """``$/progress`` begin, reports and end for a request carrying ``token``.
+
+        The client's ``window/workDoneProgress/cancel`` for the token cancels the
+        running request (answered -32800), as ``$/cancelRequest`` does. Without a
+        token nothing is sent.
+        """
+        done = WorkDone(self, token)
+        if token is None:
+            yield done
+            return
+        self.work_done_progress.begin(
+            token, types.WorkDoneProgressBegin(title=title, cancellable=True)
+        )
+        task = asyncio.current_task()
+        if task is not None:
+            self._cancellable[token] = task
+        try:
+            yield done
+        except asyncio.CancelledError:
+            done.outcome = "cancelled"
+            raise
+        except Exception:
+            done.outcome = "failed"
+            raise
+        finally:
+            self._cancellable.pop(token, None)
+            self.work_done_progress.end(token, types.WorkDoneProgressEnd(message=done.outcome))
+
+    def cancel_work(self, token: types.ProgressToken) -> None:
+        """Cancel the request whose progress ``token`` the client cancelled."""
+        task = self._cancellable.get(token)
+        if task is not None:
+            task.cancel()
+
+    # -- notifications -------------------------------------------------------------
+    def push(self, method: str, params: dict[str, Any]) -> None:
+        """Send one of the contract's notifications, validated against its model."""
+        payload = dump(toold_protocol.METHODS[method].params.model_validate(params))
+        self._in_loop(self.protocol.notify, method, payload)
+
+    def show_error(self, message: str, kind: types.MessageType = types.MessageType.Error) -> None:
+        """window/showMessage an error (or a message of another ``kind``) to the user."""
+        log.log(
+            logging.ERROR if kind == types.MessageType.Error else logging.WARNING, "%s", message
+        )
+        params = types.ShowMessageParams(type=kind, message=f"toold: {message}")
+        self._in_loop(self.window_show_message, params)
+
+    def show_warning(self, message: str) -> None:
+        """window/showMessage a warning to the user."""
+        self.show_error(message, types.MessageType.Warning)
+
+    # -- prompts -------------------------------------------------------------------
+    def can_ask(self) -> bool:
+        """Whether the client said it can show message requests with actions."""
+        capabilities = getattr(self.protocol, "client_capabilities", None)
+        window = getattr(capabilities, "window", None)
+        return getattr(window, "show_message", None) is not None
+
+    def prompt_timeout(self) -> float:
+        """Seconds a permission prompt waits for the user (``permissions.ask_timeout``)."""
+        return float(PermissionsConfig().ask_timeout)
+
+    async def ask_user(
+        self, tool: str, args: Any, reason: str, timeout: float | None = None
+    ) -> str | None:
+        """Allow / Always allow / Deny a tool call: the guard's answer, None without one."""
+        if not self.can_ask():
+            return None
+        from toold.permissions.prompt import summary  # loaded with the first prompt
+
+        message = f"the agent wants to run {tool} {summary(args)} ({reason}). Allow it?"
+        wait = self.prompt_timeout() if timeout is None else timeout
+        title = await self.confirm(message, list(ASK_ACTIONS), wait)
+        return None if title is None else ASK_ACTIONS[title]
+
+    async def confirm(self, message: str, actions: list[str], timeout: float) -> str | None:
+        """window/showMessageRequest offering ``actions``: the title chosen, None without one."""
+        params = types.ShowMessageRequestParams(
+            type=types.MessageType.Warning,
+            message=f"toold: {message}",
+            actions=[types.MessageActionItem(title=t) for t in actions],
+        )
+        try:
+            item = await asyncio.wait_for(self.window_show_message_request_async(params), timeout)
+        except (TimeoutError, JsonRpcException) as exc:
+            log.info("no answer to %r: %s", message, exc or "timeout")
+            return None
+        title = getattr(item, "title", None)
+        return title if isinstance(title, str) and title in actions else None
