@@ -12,6 +12,9 @@ import pytest
 # killed mid-rehash leaves a lock that makes every later login shell wait up to 60 s.
 # Fail that wait fast instead.
 os.environ.setdefault("PYENV_REHASH_TIMEOUT", "1")
+# Every toold command a test starts serves privately (as with --no-daemon): the shared
+# engine's tests (tests/engine) opt in per process and stop what they start.
+os.environ.setdefault("TOOLD_NO_DAEMON", "1")
 
 
 @pytest.fixture

@@ -1,4 +1,9 @@
-"""Command line: ``toold serve``, ``toold tools``, ``toold call``, ``toold run``, ``toold mcp``."""
+"""Command line: ``toold serve``, ``tools``, ``call``, ``run``, ``mcp``, ``daemon``, ``jobs``.
+
+``serve``, ``tools``, ``call``, ``run`` and ``jobs`` attach to the workspace's engine
+(toold.engine), starting one when none runs; ``--no-daemon`` (or ``TOOLD_NO_DAEMON=1``)
+keeps a private, short-lived daemon instead.
+"""
 
 from __future__ import annotations
 
@@ -18,6 +23,20 @@ EXIT_TOOL_FAILED = 1
 EXIT_USAGE = 2
 EXIT_BROKEN_PIPE = 128 + signal.SIGPIPE
 """What a shell reports for a command killed by SIGPIPE (``toold tools | head``)."""
+NO_DAEMON_ENV = "TOOLD_NO_DAEMON"
+"""Set to 1: every command behaves as with ``--no-daemon``."""
+
+
+def _no_daemon_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--no-daemon",
+        action="store_true",
+        help=f"a private, short-lived daemon, not the workspace's engine (${NO_DAEMON_ENV}=1)",
+    )
+
+
+def _private(args: argparse.Namespace) -> bool:
+    return bool(args.no_daemon) or os.environ.get(NO_DAEMON_ENV, "") not in ("", "0")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -45,17 +64,20 @@ def _parser() -> argparse.ArgumentParser:
         metavar="PID",
         help="exit when this process dies (like initialize's processId)",
     )
+    _no_daemon_flag(serve)
 
     tools = sub.add_parser("tools", help="list the tools")
     tools.add_argument("--format", choices=["native", "anthropic", "openai"])
     tools.add_argument("--workspace", type=Path, default=Path.cwd())
     tools.add_argument("--json", action="store_true", help="print the JSON list")
+    _no_daemon_flag(tools)
 
     call = sub.add_parser("call", help="call one tool and print its result")
     call.add_argument("name", help="tool name or alias")
     call.add_argument("arguments", nargs="?", default="{}", help="JSON object, or - for stdin")
     call.add_argument("--workspace", type=Path, default=Path.cwd())
     call.add_argument("--json", action="store_true", help="print the whole result as JSON")
+    _no_daemon_flag(call)
 
     run = sub.add_parser("run", help="run a CI script (or replay JSON-RPC lines) through a daemon")
     run.add_argument(
@@ -64,11 +86,26 @@ def _parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--workspace", type=Path, default=Path.cwd())
     run.add_argument("--junit", type=Path, metavar="FILE", help="also write a JUnit XML report")
+    _no_daemon_flag(run)
+
+    daemon = sub.add_parser("daemon", help="start, stop or describe the workspace's engine")
+    daemon.add_argument("action", choices=["start", "stop", "status"])
+    daemon.add_argument("--workspace", type=Path, default=Path.cwd())
+    daemon.add_argument("--json", action="store_true", help="print JSON")
+
+    jobs = sub.add_parser("jobs", help="list background jobs, or wait for one: jobs wait ID")
+    jobs.add_argument("wait", nargs="*", metavar="wait ID", help="wait for job ID to end")
+    jobs.add_argument("--workspace", type=Path, default=Path.cwd())
+    jobs.add_argument("--json", action="store_true", help="print JSON")
+    _no_daemon_flag(jobs)
 
     mcp = sub.add_parser("mcp", help="serve the tools over the Model Context Protocol on stdio")
     mcp.add_argument("--workspace", type=Path, default=Path.cwd())
     mcp.add_argument("--log-file", type=Path, help="also log to this file")
     mcp.add_argument("--log-level", default="warning", help="debug, info, warning, error")
+    acp = sub.add_parser("acp", help="serve an AI coding agent over the Agent Client Protocol")
+    acp.add_argument("--workspace", type=Path, help="bind this folder, not each session's cwd")
+    acp.add_argument("--log-level", default="warning", help="debug, info, warning, error")
     return parser
 
 
@@ -107,6 +144,14 @@ def _configure_logging(level: str, log_file: Path | None) -> None:
 
 def _serve(args: argparse.Namespace) -> int:
     _configure_logging(args.log_level, args.log_file)
+    if not _private(args):
+        from toold.engine.relay import relay
+
+        return relay(
+            args.workspace.resolve() if args.workspace else None,
+            client_process_id=args.client_process_id,
+            max_message_bytes=args.max_message_bytes,
+        )
     from toold.server import create_server
     from toold.transport import run
 
@@ -134,10 +179,10 @@ def _print_content(content: Any) -> None:
 
 
 def _tools(args: argparse.Namespace) -> int:
-    from toold.client import DaemonClient, RpcError
+    from toold.client import RpcError, connect
 
     try:
-        with DaemonClient(args.workspace) as client:
+        with connect(args.workspace, private=_private(args)) as client:
             result = client.request("tools/list", {"format": args.format or "native"})
     except RpcError as exc:
         print(f"toold: {exc.message}", file=sys.stderr)
@@ -154,7 +199,7 @@ def _tools(args: argparse.Namespace) -> int:
 
 
 def _call(args: argparse.Namespace) -> int:
-    from toold.client import DaemonClient, RpcError
+    from toold.client import RpcError, connect
 
     raw = sys.stdin.read() if args.arguments == "-" else args.arguments
     try:
@@ -169,7 +214,7 @@ def _call(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     params = {"name": args.name, "arguments": arguments, "origin": "user"}
     try:
-        with DaemonClient(args.workspace) as client:
+        with connect(args.workspace, private=_private(args)) as client:
             try:
                 result = client.request("tools/call", params)
             except RpcError as exc:
@@ -205,6 +250,8 @@ def _run(args: argparse.Namespace) -> int:
     if not args.workspace.is_dir():
         print(f"toold: workspace {args.workspace} is not a folder", file=sys.stderr)
         return EXIT_USAGE
+    if args.no_daemon:
+        os.environ[NO_DAEMON_ENV] = "1"  # the `toold serve` it starts serves privately
     jsonl = args.script.lower().endswith(".jsonl")
     # A replay prints JSON lines on stdout: its report goes to stderr.
     reporter = ConsoleReporter(sys.stderr if jsonl else sys.stdout, details=sys.stderr)
@@ -248,6 +295,27 @@ def _mcp(args: argparse.Namespace) -> int:
     return serve_mcp(workspace)
 
 
+def _daemon(args: argparse.Namespace) -> int:
+    from toold.engine.commands import daemon_command
+
+    return daemon_command(args.action, args.workspace, args.json)
+
+
+def _jobs(args: argparse.Namespace) -> int:
+    from toold.client import RpcError, connect
+    from toold.engine.commands import jobs_command
+
+    if args.wait and (len(args.wait) != 2 or args.wait[0] != "wait"):
+        print("toold: usage: toold jobs [--json] | toold jobs wait ID", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        with connect(args.workspace, private=_private(args)) as client:
+            return jobs_command(client, args.wait[1] if args.wait else None, args.json)
+    except RpcError as exc:
+        print(f"toold: {exc.message}", file=sys.stderr)
+        return EXIT_USAGE
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``toold`` console script and ``python -m toold``.
 
@@ -277,5 +345,14 @@ def _dispatch(argv: list[str] | None) -> int:
         return _run(args)
     if args.command == "mcp":
         return _mcp(args)
+    if args.command == "acp":
+        _configure_logging(args.log_level, None)
+        from toold.acp.agent import serve_acp  # the ACP SDK loads only for this command
+
+        return serve_acp(args.workspace.resolve() if args.workspace else None)
+    if args.command == "daemon":
+        return _daemon(args)
+    if args.command == "jobs":
+        return _jobs(args)
     _parser().print_help()
     return EXIT_USAGE

@@ -1,7 +1,8 @@
-"""A small synchronous JSON-RPC client that starts a daemon and talks to it over stdio.
+"""A small synchronous JSON-RPC client: to the workspace's engine, or a private daemon.
 
-Used by the command line (``toold tools``, ``toold call``); editors use their own
-LSP clients. It imports nothing heavy, so the CLI starts fast.
+Used by the command line (``toold tools``, ``toold call``, ``toold jobs``); editors use
+their own LSP clients. It imports nothing heavy (no pygls, lsprotocol or pydantic), so
+attaching to a running engine costs little more than Python's own start.
 """
 
 from __future__ import annotations
@@ -53,23 +54,25 @@ def read_frame(stream: IO[bytes]) -> dict[str, Any] | None:
     return result
 
 
-class DaemonClient:
-    """Spawn ``toold serve`` for a workspace and speak LSP-framed JSON-RPC to it."""
+class RpcClient:
+    """LSP-framed JSON-RPC over a pair of byte streams: initialize, requests, notifications."""
 
-    def __init__(self, workspace: Path, *, command: list[str] | None = None) -> None:
+    def __init__(self, workspace: Path) -> None:
         self.workspace = workspace.resolve()
-        # -P: the launch folder is never put on sys.path (a local toold/ or logging.py).
-        self.command = command or [sys.executable, "-P", "-m", "toold", "serve"]
         self._ids = itertools.count(1)
-        self._proc: subprocess.Popen[bytes] | None = None
+        self._reader: IO[bytes] | None = None
+        self._writer: IO[bytes] | None = None
         self.server_info: dict[str, Any] = {}
+        self.notifications: list[dict[str, Any]] = []
+        """Notifications received while waiting for answers, oldest first."""
 
-    def __enter__(self) -> DaemonClient:
-        self._proc = subprocess.Popen(
-            [*self.command, "--workspace", os.fspath(self.workspace)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-        )
+    def __enter__(self) -> RpcClient:
+        raise NotImplementedError
+
+    def __exit__(self, *exc: object) -> None:
+        raise NotImplementedError
+
+    def _initialize(self) -> None:
         result = self.request(
             "initialize",
             {
@@ -81,6 +84,83 @@ class DaemonClient:
         )
         self.server_info = result.get("serverInfo", {})
         self.notify("initialized", {})
+
+    def _ended(self) -> RpcError:
+        return RpcError(errors.DAEMON_EXITED, "the daemon exited before answering")
+
+    def notify(self, method: str, params: Any) -> None:
+        """Send a notification."""
+        assert self._writer is not None
+        write_frame(self._writer, {"jsonrpc": "2.0", "method": method, "params": params})
+
+    def request(self, method: str, params: Any) -> Any:
+        """Send a request and wait for its response; server requests get a null answer."""
+        assert self._reader is not None and self._writer is not None
+        msg_id = next(self._ids)
+        message: dict[str, Any] = {"jsonrpc": "2.0", "id": msg_id, "method": method}
+        if params is not None:
+            message["params"] = params
+        try:
+            write_frame(self._writer, message)
+        except OSError:
+            raise self._ended() from None
+        while True:
+            reply = read_frame(self._reader)
+            if reply is None:
+                raise self._ended()
+            if "method" in reply:
+                self._received(reply)
+                continue
+            if reply.get("id") != msg_id:
+                continue
+            if "error" in reply:
+                err = reply["error"]
+                raise RpcError(err.get("code", 0), err.get("message", ""), err.get("data"))
+            return reply.get("result")
+
+    def _received(self, message: dict[str, Any]) -> None:
+        assert self._writer is not None
+        if "id" in message:  # a request from the daemon: we have no UI to offer
+            write_frame(self._writer, {"jsonrpc": "2.0", "id": message["id"], "result": None})
+        else:
+            self.notifications.append(message)
+
+    def wait_notification(self, method: str, **match: Any) -> dict[str, Any]:
+        """The params of the first ``method`` notification whose params hold ``match``
+        (one received already counts); RpcError when the daemon ends first."""
+        assert self._reader is not None
+        while True:
+            for message in self.notifications:
+                params = message.get("params") or {}
+                if message["method"] == method and all(
+                    params.get(k) == v for k, v in match.items()
+                ):
+                    self.notifications.remove(message)
+                    return dict(params)
+            reply = read_frame(self._reader)
+            if reply is None:
+                raise self._ended()
+            if "method" in reply:
+                self._received(reply)
+
+
+class DaemonClient(RpcClient):
+    """Spawn a private ``toold serve --no-daemon`` for a workspace and speak to it over stdio."""
+
+    def __init__(self, workspace: Path, *, command: list[str] | None = None) -> None:
+        super().__init__(workspace)
+        # -P: the launch folder is never put on sys.path (a local toold/ or logging.py).
+        self.command = command or [sys.executable, "-P", "-m", "toold", "serve", "--no-daemon"]
+        self._proc: subprocess.Popen[bytes] | None = None
+
+    def __enter__(self) -> DaemonClient:
+        self._proc = subprocess.Popen(
+            [*self.command, "--workspace", os.fspath(self.workspace)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+        )
+        self._reader, self._writer = self._proc.stdout, self._proc.stdin
+        self._initialize()
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -100,32 +180,41 @@ class DaemonClient:
                 if stream is not None:
                     stream.close()
 
-    def notify(self, method: str, params: Any) -> None:
-        """Send a notification."""
-        assert self._proc is not None and self._proc.stdin is not None
-        write_frame(self._proc.stdin, {"jsonrpc": "2.0", "method": method, "params": params})
 
-    def request(self, method: str, params: Any) -> Any:
-        """Send a request and wait for its response; server requests get a null answer."""
-        assert self._proc is not None and self._proc.stdin and self._proc.stdout
-        msg_id = next(self._ids)
-        message: dict[str, Any] = {"jsonrpc": "2.0", "id": msg_id, "method": method}
-        if params is not None:
-            message["params"] = params
-        write_frame(self._proc.stdin, message)
-        while True:
-            reply = read_frame(self._proc.stdout)
-            if reply is None:
-                raise RpcError(errors.DAEMON_EXITED, "the daemon exited before answering")
-            if "method" in reply:
-                if "id" in reply:  # a request from the daemon: we have no UI to offer
-                    write_frame(
-                        self._proc.stdin, {"jsonrpc": "2.0", "id": reply["id"], "result": None}
-                    )
-                continue
-            if reply.get("id") != msg_id:
-                continue
-            if "error" in reply:
-                err = reply["error"]
-                raise RpcError(err.get("code", 0), err.get("message", ""), err.get("data"))
-            return reply.get("result")
+class EngineClient(RpcClient):
+    """A session on the workspace's engine (started when none runs), over its socket.
+
+    Closing the connection ends the session; the engine, and any background job the
+    session started, go on.
+    """
+
+    def __init__(self, workspace: Path) -> None:
+        super().__init__(workspace)
+        self._attached: Any = None
+
+    def __enter__(self) -> EngineClient:
+        from toold.engine.attach import EngineError, attach
+
+        try:
+            self._attached = attach(self.workspace, "session", {"client": "toold-cli"})
+        except (EngineError, OSError) as exc:
+            raise RpcError(errors.DAEMON_EXITED, str(exc)) from None
+        self._reader, self._writer = self._attached.reader, self._attached.writer
+        self._initialize()
+        return self
+
+    def _ended(self) -> RpcError:
+        log = self._attached.paths.log if self._attached is not None else "?"
+        return RpcError(
+            errors.DAEMON_EXITED,
+            f"the toold engine for {self.workspace} exited before answering; see its log {log}",
+        )
+
+    def __exit__(self, *exc: object) -> None:
+        if self._attached is not None:
+            self._attached.close()
+
+
+def connect(workspace: Path, *, private: bool) -> RpcClient:
+    """The engine's client, or with ``private`` a short-lived daemon of our own."""
+    return DaemonClient(workspace) if private else EngineClient(workspace)

@@ -161,6 +161,48 @@ class AgentConfig(_Section):
     """The main agent's system prompt (subagents add their type's prompt)."""
 
 
+class DaemonConfig(_Section):
+    idle_timeout: float = Field(1800.0, gt=0)
+    """Seconds the workspace's engine stays up with no session attached, no background job
+    running and no teammate running; then it exits (the next client starts a new one)."""
+
+
+def _regex(value: str) -> str:
+    if value == "*":
+        return value  # Claude Code's "every tool"
+    try:
+        re.compile(value)
+    except re.error as exc:
+        raise ValueError(
+            f"{value!r} is not a regular expression ({exc}): write a tool name such as "
+            '"bash", alternatives such as "write_file|edit_file", or "" (or "*") for every tool'
+        ) from None
+    return value
+
+
+class HookConfig(_Section):
+    matcher: Annotated[str, AfterValidator(_regex)] = ""
+    """A regular expression the tool's name must match in full; "" or "*": every tool."""
+    command: str = Field(min_length=1)
+    """A shell command (``bash -c``, in the workspace) that gets the call as JSON on stdin."""
+    timeout: float = Field(60.0, gt=0, le=600)
+    """Seconds before the hook is killed (a killed or failing pre hook makes the call ask)."""
+
+
+class HooksConfig(_Section):
+    pre_tool_use: list[HookConfig] = Field(default_factory=list)
+    """Run before every matching call: exit 2 blocks it, JSON on stdout steers the guard."""
+    post_tool_use: list[HookConfig] = Field(default_factory=list)
+    """Run after every matching call that ran: stdout is added to the result."""
+
+
+class CheckpointsConfig(_Section):
+    enabled: bool = True
+    """Record what each file-changing tool call replaced (.toold/checkpoints), for undo."""
+    max_bytes: int = Field(100 * 1024 * 1024, ge=1024)
+    """Bytes of recorded contents kept; past it the oldest checkpoints are dropped."""
+
+
 class TooldConfig(_Section):
     """The whole configuration; every section optional."""
 
@@ -172,6 +214,9 @@ class TooldConfig(_Section):
     web_search: WebSearchConfig = Field(default_factory=WebSearchConfig)
     permissions: PermissionsConfig = Field(default_factory=PermissionsConfig)
     agent: AgentConfig = Field(default_factory=AgentConfig)
+    daemon: DaemonConfig = Field(default_factory=DaemonConfig)
+    hooks: HooksConfig = Field(default_factory=HooksConfig)
+    checkpoints: CheckpointsConfig = Field(default_factory=CheckpointsConfig)
 
 
 class ConfigError(ValueError):

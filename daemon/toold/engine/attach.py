@@ -1,0 +1,245 @@
+"""The client side of the engine socket: connect, say hello, start an engine when none runs.
+
+A connection opens with one JSON line from the client (``Hello``) and one from the
+engine (``{"ok": true, "pid": ...}`` or ``{"ok": false, "error": ...}``); what follows
+depends on the hello's kind: LSP frames for a ``session``, nothing for ``status`` and
+``stop``. Starting is serialised by a lock file, so two clients starting at once end
+with one engine; the engine itself holds a lock on its pid file for its whole life, so
+a socket left by a dead engine is known stale and replaced. Standard library only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import socket
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+from toold import __version__
+from toold.engine.location import EnginePaths
+
+PROTOCOL = 1
+"""Version of the hello line; the engine refuses a client speaking another."""
+START_TIMEOUT = 60.0
+"""Seconds a started engine has to listen (it imports its stack and binds first)."""
+ENGINE_ARGV = ["-P", "-m", "toold.engine"]
+
+
+class EngineError(ConnectionError):
+    """No engine could be reached or started; the message names the engine's log."""
+
+
+class NoEngine(EngineError):
+    """No engine runs for the workspace (and none was to be started)."""
+
+
+@dataclass
+class Attachment:
+    """A connection the engine accepted."""
+
+    sock: socket.socket
+    reader: IO[bytes]
+    writer: IO[bytes]
+    reply: dict[str, Any]
+    paths: EnginePaths
+
+    def close(self) -> None:
+        """Close the connection (for a session: the engine ends it, cancelling its calls)."""
+        for stream in (self.reader, self.writer):
+            with contextlib.suppress(OSError):
+                stream.close()
+        self.sock.close()
+
+
+def engine_pid(paths: EnginePaths) -> int | None:
+    """The pid of the engine running for the workspace, None when none runs.
+
+    The engine holds an exclusive lock on its pid file while it lives: a lock we can
+    take means the file (and any socket) was left by a dead engine.
+    """
+    try:
+        fd = os.open(paths.pid_file, os.O_RDONLY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            text = os.pread(fd, 64, 0).decode("ascii", "replace").strip()
+            return int(text) if text.isdigit() else -1  # starting: the pid is being written
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return None
+    finally:
+        os.close(fd)
+
+
+def _connect(paths: EnginePaths) -> socket.socket | None:
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.connect(os.fspath(paths.socket))
+    except (FileNotFoundError, ConnectionRefusedError):
+        sock.close()  # none, or a stale socket from a dead engine: the next start replaces it
+        return None
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+def _hello(
+    sock: socket.socket, paths: EnginePaths, kind: str, extra: dict[str, Any], fds: list[int]
+) -> Attachment:
+    line = json.dumps(
+        {"toold": PROTOCOL, "kind": kind, "version": __version__, "pid": os.getpid(), **extra}
+    ).encode()
+    if fds:
+        sock.sendmsg(
+            [line + b"\n"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, bytes(_fd_array(fds)))]
+        )
+    else:
+        sock.sendall(line + b"\n")
+    reader = sock.makefile("rb")
+    answer = reader.readline()
+    if not answer:
+        reader.close()
+        sock.close()
+        raise EngineError(
+            f"the toold engine for {paths.workspace} closed the connection without answering "
+            f"(it may have crashed); see its log {paths.log}"
+        )
+    reply: dict[str, Any] = json.loads(answer)
+    if not reply.get("ok"):
+        reader.close()
+        sock.close()
+        raise EngineError(f"the toold engine refused the connection: {reply.get('error')}")
+    return Attachment(sock, reader, sock.makefile("wb"), reply, paths)
+
+
+def _fd_array(fds: list[int]) -> bytes:
+    import array
+
+    return array.array("i", fds).tobytes()
+
+
+@contextlib.contextmanager
+def _start_lock(paths: EnginePaths) -> Iterator[None]:
+    fd = os.open(paths.start_lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def attach(
+    workspace: Path,
+    kind: str = "session",
+    extra: dict[str, Any] | None = None,
+    *,
+    fds: list[int] | None = None,
+    start: bool = True,
+) -> Attachment:
+    """Connect to the workspace's engine (starting one when ``start`` and none runs)."""
+    paths = EnginePaths.of(workspace)
+    extra, fds = extra or {}, fds or []
+    sock = _connect(paths)
+    if sock is None:
+        if not start:
+            raise NoEngine(f"no toold engine runs for {paths.workspace}")
+        with _start_lock(paths):
+            sock = _connect(paths)  # another client may have started it meanwhile
+            if sock is None:
+                spawn_engine(paths)
+                sock = _connect(paths)
+        if sock is None:
+            raise EngineError(
+                f"the toold engine for {paths.workspace} did not start; see its log {paths.log}"
+            )
+    return _hello(sock, paths, kind, extra, fds)
+
+
+def spawn_engine(paths: EnginePaths) -> None:
+    """Start a detached engine (its own session, not our child) and wait until it listens.
+
+    The engine writes one line on an inherited pipe once it listens; a pipe closed
+    without it means the engine died, and the error names its log.
+    """
+    if paths.log.exists():
+        os.replace(paths.log, paths.log.with_suffix(".log.1"))  # the last engine's, kept once
+    log_fd = os.open(paths.log, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
+    ready_r, ready_w = os.pipe()
+    argv = [sys.executable, *ENGINE_ARGV, "--workspace", os.fspath(paths.workspace)]
+    argv += ["--ready-fd", "3"]
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child execs or exits at once
+        try:
+            os.setsid()
+            if os.fork():
+                os._exit(0)
+            null = os.open(os.devnull, os.O_RDONLY)
+            os.dup2(null, 0)
+            os.dup2(log_fd, 1)
+            os.dup2(log_fd, 2)
+            os.dup2(ready_w, 3)
+            os.chdir(paths.workspace)
+            os.execv(sys.executable, argv)
+        finally:
+            os._exit(127)
+    os.close(ready_w)
+    os.close(log_fd)
+    os.waitpid(pid, 0)
+    try:
+        answer = _read_ready(ready_r, START_TIMEOUT)
+    finally:
+        os.close(ready_r)
+    if not answer:
+        tail = _log_tail(paths.log)
+        raise EngineError(
+            f"the toold engine for {paths.workspace} exited while starting; see its log "
+            f"{paths.log}" + (f": {tail}" if tail else "")
+        )
+
+
+def _read_ready(fd: int, timeout: float) -> bytes:
+    import select
+
+    deadline = time.monotonic() + timeout
+    data = b""
+    while b"\n" not in data:
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([fd], [], [], left)[0]:
+            return b""
+        chunk = os.read(fd, 64)
+        if not chunk:
+            return b""
+        data += chunk
+    return data
+
+
+def _log_tail(log: Path) -> str:
+    try:
+        lines = log.read_text(encoding="utf-8", errors="replace").strip().splitlines()
+    except OSError:
+        return ""
+    return lines[-1][:300] if lines else ""
+
+
+def control(workspace: Path, kind: str) -> dict[str, Any] | None:
+    """Ask the running engine for ``status`` or to ``stop``; None when none runs."""
+    try:
+        attached = attach(workspace, kind, start=False)
+    except NoEngine:
+        return None
+    try:
+        if kind == "stop":
+            attached.reader.read()  # the engine closes the connection once it has stopped
+        return attached.reply
+    finally:
+        attached.close()

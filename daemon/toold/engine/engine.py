@@ -1,0 +1,314 @@
+"""The engine process: one per workspace, serving every session on an owner-only socket.
+
+``python -P -m toold.engine --workspace DIR`` (started detached by ``attach``). It takes
+an exclusive lock on its pid file for its whole life (a second engine for the workspace
+exits at once), replaces a stale socket, listens, binds the workspace once and serves
+each connection as a session of its own. Peers are checked with ``SO_PEERCRED``: only
+this user's processes are served. It exits on ``toold daemon stop``, SIGTERM, or after
+``daemon.idle_timeout`` seconds with no session, no running job and no running teammate.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fcntl
+import json
+import logging
+import os
+import signal
+import socket
+import struct
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from toold import __version__
+from toold.engine.attach import PROTOCOL
+from toold.engine.location import EnginePaths
+from toold.engine.sessions import Sessions
+
+if TYPE_CHECKING:
+    from toold.workspace import WorkspaceState
+
+log = logging.getLogger(__name__)
+
+HELLO_LIMIT = 64 * 1024
+"""Longest hello line accepted."""
+HELLO_TIMEOUT = 10.0
+"""Seconds a new connection has to say hello."""
+KINDS = ("session", "stdio", "status", "stop")
+
+
+class PeerRefused(Exception):
+    """A connection the engine will not serve; the message is sent back before closing."""
+
+
+def peer_credentials(sock: socket.socket) -> tuple[int, int, int]:
+    """(pid, uid, gid) of the process at the other end of a Unix socket (SO_PEERCRED)."""
+    raw = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    pid, uid, gid = struct.unpack("3i", raw)
+    return pid, uid, gid
+
+
+def read_hello(sock: socket.socket) -> tuple[dict[str, Any], list[int]]:
+    """The client's hello line and the descriptors sent with it (blocking; on a thread)."""
+    sock.settimeout(HELLO_TIMEOUT)
+    data, fds = b"", []
+    space = socket.CMSG_SPACE(2 * struct.calcsize("i"))
+    while b"\n" not in data:
+        chunk, ancillary, _, _ = sock.recvmsg(4096, space)
+        for level, kind, payload in ancillary:
+            if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                usable = len(payload) - len(payload) % 4
+                fds += list(struct.unpack(f"{usable // 4}i", payload[:usable]))
+        if not chunk:
+            break
+        data += chunk
+        if len(data) > HELLO_LIMIT:
+            break
+    sock.settimeout(None)
+    line, newline, rest = data.partition(b"\n")
+    try:
+        if not newline or rest:
+            raise ValueError("one JSON line, then the client waits for the answer")
+        hello = json.loads(line)
+        if not isinstance(hello, dict) or hello.get("toold") != PROTOCOL:
+            raise ValueError(f"expected a toold hello of protocol {PROTOCOL}")
+        if hello.get("kind") not in KINDS:
+            raise ValueError(f"kind must be one of {', '.join(KINDS)}")
+    except ValueError as exc:
+        for fd in fds:
+            os.close(fd)
+        raise PeerRefused(f"bad hello: {exc}") from None
+    return hello, fds
+
+
+class Engine:
+    """The engine of one workspace."""
+
+    def __init__(self, paths: EnginePaths) -> None:
+        self.paths = paths
+        self.sessions = Sessions()
+        self.state: WorkspaceState | None = None
+        self.bound: asyncio.Future[None] | None = None
+        self.stopping = asyncio.Event()
+        self.started = time.time()
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._listener: socket.socket | None = None
+
+    # -- start and stop ------------------------------------------------------------------
+    def listen(self) -> None:
+        """Replace a stale socket (the caller holds the pid lock) and listen, owner-only."""
+        path = os.fspath(self.paths.socket)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        old_umask = os.umask(0o177)
+        try:
+            listener.bind(path)
+        finally:
+            os.umask(old_umask)
+        os.chmod(path, 0o600)
+        listener.listen(64)
+        listener.setblocking(False)
+        self._listener = listener
+
+    async def run(self) -> None:
+        """Serve until stopped: bind the workspace, accept, watch for idleness."""
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            loop.add_signal_handler(signum, self.stop, f"signal {signum}")
+        self.bound = asyncio.ensure_future(self._bind())
+        accepting = asyncio.ensure_future(self._accept())
+        idle = asyncio.ensure_future(self._idle_watch())
+        await self.stopping.wait()
+        accepting.cancel()
+        idle.cancel()
+        await self._shutdown()
+
+    def stop(self, why: str) -> None:
+        """End the engine: sessions end, running jobs are cancelled (and reported)."""
+        if not self.stopping.is_set():
+            log.info("stopping: %s", why)
+            self.stopping.set()
+
+    async def _shutdown(self) -> None:
+        assert self._listener is not None
+        self._listener.close()
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self.paths.socket)
+        if self.state is not None:
+            # Jobs first: their cancellation is announced to the sessions still attached.
+            await self.state.jobs.close()
+        for session in self.sessions.all():
+            session.server.request_stop(1)
+        if self._tasks:
+            await asyncio.wait(self._tasks, timeout=10)
+        if self.state is not None:
+            await self.state.aclose()
+
+    async def _bind(self) -> None:
+        from toold.watch import watch_workspace
+        from toold.workspace import bind
+
+        sessions = self.sessions
+        self.state = await asyncio.to_thread(
+            bind,
+            self.paths.workspace,
+            None,
+            sessions.push,
+            sessions.show_error,
+            ask=sessions.ask,
+            warn=sessions.warn,
+            confirm=sessions.confirm,
+        )
+        self._spawn(watch_workspace(self.state, sessions.show_error))
+        log.info("toold %s engine serving %s", __version__, self.paths.workspace)
+
+    def _spawn(self, coro: Any) -> asyncio.Task[Any]:
+        task = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    # -- idleness ------------------------------------------------------------------------
+    def busy(self) -> bool:
+        """Sessions attached, a job running, a teammate running, or still binding."""
+        if len(self.sessions) or self.state is None:
+            return True
+        if any(job.get("status") == "running" for job in self.state.jobs.list()):
+            return True
+        team = self.state.team
+        return team is not None and any(mate.get("running") for mate in team.list())
+
+    def idle_timeout(self) -> float:
+        """``daemon.idle_timeout`` of the live configuration."""
+        if self.state is None:
+            return float("inf")
+        return float(self.state.config.daemon.idle_timeout)
+
+    async def _idle_watch(self) -> None:
+        loop = asyncio.get_running_loop()
+        idle_since = loop.time()
+        while True:
+            timeout = self.idle_timeout()
+            await asyncio.sleep(min(max(timeout / 4, 0.05), 15.0))
+            if self.busy():
+                idle_since = loop.time()
+            elif loop.time() - idle_since >= self.idle_timeout():
+                self.stop(f"idle for {self.idle_timeout():g} s (daemon.idle_timeout)")
+                return
+
+    # -- connections ---------------------------------------------------------------------
+    async def _accept(self) -> None:
+        loop = asyncio.get_running_loop()
+        assert self._listener is not None
+        while True:
+            conn, _ = await loop.sock_accept(self._listener)
+            self._spawn(self._connection(conn))
+
+    async def _connection(self, conn: socket.socket) -> None:
+        fds: list[int] = []
+        try:
+            pid, uid, _ = peer_credentials(conn)
+            if uid != os.getuid():
+                log.warning("refused a connection from pid %d of uid %d", pid, uid)
+                raise PeerRefused(f"uid {uid} may not use the engine of uid {os.getuid()}")
+            conn.setblocking(True)
+            hello, fds = await asyncio.to_thread(read_hello, conn)
+            await self._serve(conn, pid, hello, fds)
+        except PeerRefused as exc:
+            with contextlib.suppress(OSError):
+                conn.setblocking(True)
+                conn.sendall(json.dumps({"ok": False, "error": str(exc)}).encode() + b"\n")
+        except (OSError, TimeoutError) as exc:
+            log.info("connection dropped: %s", exc)
+        finally:
+            conn.close()
+            for fd in fds:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+
+    def status(self) -> dict[str, Any]:
+        """What ``toold daemon status`` prints."""
+        jobs = self.state.jobs.list() if self.state is not None else []
+        return {
+            "ok": True,
+            "pid": os.getpid(),
+            "version": __version__,
+            "workspace": os.fspath(self.paths.workspace),
+            "socket": os.fspath(self.paths.socket),
+            "log": os.fspath(self.paths.log),
+            "startedAt": self.started,
+            "sessions": [s.describe() for s in self.sessions.all()],
+            "jobs": [j for j in jobs if j.get("status") == "running"],
+        }
+
+    async def _serve(
+        self, conn: socket.socket, pid: int, hello: dict[str, Any], fds: list[int]
+    ) -> None:
+        kind = hello["kind"]
+        if kind == "status":
+            conn.sendall(json.dumps(self.status()).encode() + b"\n")
+            return
+        if kind == "stop":
+            running = self.status()["jobs"]
+            reply = {"ok": True, "pid": os.getpid(), "cancelled": [j["jobId"] for j in running]}
+            conn.sendall(json.dumps(reply).encode() + b"\n")
+            self.stop(f"toold daemon stop (pid {pid})")
+            return
+        if self.stopping.is_set():
+            raise PeerRefused("the engine is stopping; try again")
+        if kind == "stdio" and len(fds) != 1:
+            raise PeerRefused("a stdio session sends exactly one descriptor: its stdout")
+        assert self.bound is not None
+        await asyncio.shield(self.bound)
+        from toold.engine.serving import serve_session
+
+        output = fds.pop() if kind == "stdio" else None
+        await serve_session(self, conn, output, pid, hello)
+
+
+def take_pid_lock(paths: EnginePaths) -> int | None:
+    """Lock the pid file for this process's life; None when another engine holds it."""
+    fd = os.open(paths.pid_file, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return None
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    return fd
+
+
+def main(workspace: Path, ready_fd: int | None) -> int:
+    """Run the engine of ``workspace``; ``ready_fd`` gets a line once it listens."""
+    logging.basicConfig(
+        level=os.environ.get("TOOLD_ENGINE_LOG_LEVEL", "INFO").upper(),
+        format="%(asctime)s %(process)d %(levelname)s %(name)s: %(message)s",
+    )
+    logging.getLogger("pygls").setLevel(logging.WARNING)
+    paths = EnginePaths.of(workspace)
+    lock = take_pid_lock(paths)
+
+    def ready(word: str) -> None:
+        if ready_fd is not None:
+            with contextlib.suppress(OSError):
+                os.write(ready_fd, word.encode() + b"\n")
+                os.close(ready_fd)
+
+    if lock is None:
+        log.info("another engine serves %s; exiting", paths.workspace)
+        ready("exists")
+        return 0
+    engine = Engine(paths)
+    engine.listen()
+    ready("ready")
+    try:
+        asyncio.run(engine.run())
+    finally:
+        os.close(lock)  # the pid file stays: a lock anyone can take says no engine runs
+    log.info("engine stopped")
+    return 0

@@ -1,0 +1,99 @@
+"""Where a workspace's engine lives: its socket, locks, pid file and log.
+
+Everything sits in one owner-only folder: ``$TOOLD_RUNTIME_DIR`` if set, else
+``$XDG_RUNTIME_DIR/toold``, else ``/tmp/toold-$UID``. A workspace's files are named by
+a hash of its resolved path, so any path length fits a socket address. The folder must
+be a real directory owned by this user with no access for anyone else; one that is
+not (another user's ``/tmp/toold-0``, a symlink) is refused, never used.
+Standard library only: the light client imports this.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+RUNTIME_ENV = "TOOLD_RUNTIME_DIR"
+"""Overrides the runtime folder (tests give each run its own)."""
+
+
+class RuntimeDirError(OSError):
+    """The runtime folder cannot be trusted or created; the message says why and the fix."""
+
+
+def runtime_dir() -> Path:
+    """The owner-only folder holding every engine's socket (created 0700 when missing)."""
+    explicit = os.environ.get(RUNTIME_ENV)
+    if explicit:
+        folder = Path(explicit)
+    elif os.environ.get("XDG_RUNTIME_DIR"):
+        folder = Path(os.environ["XDG_RUNTIME_DIR"]) / "toold"
+    else:
+        folder = Path(f"/tmp/toold-{os.getuid()}")
+    try:
+        os.mkdir(folder, 0o700)
+    except FileExistsError:
+        pass
+    except OSError as exc:
+        raise RuntimeDirError(f"cannot create the engine folder {folder}: {exc}") from None
+    _check_private(folder)
+    return folder
+
+
+def _check_private(folder: Path) -> None:
+    info = os.lstat(folder)
+    if not stat.S_ISDIR(info.st_mode):
+        raise RuntimeDirError(
+            f"{folder} is not a folder (a symlink or a file): remove it, or set ${RUNTIME_ENV}"
+        )
+    if info.st_uid != os.getuid():
+        raise RuntimeDirError(
+            f"{folder} belongs to uid {info.st_uid}, not to you (uid {os.getuid()}): "
+            f"its engines are not yours; set ${RUNTIME_ENV} to a folder of your own"
+        )
+    if info.st_mode & 0o077:
+        os.chmod(folder, 0o700)  # ours: close it rather than refuse
+
+
+def workspace_key(workspace: Path) -> str:
+    """A short stable name for a workspace (its resolved path, hashed)."""
+    resolved = os.fsencode(os.path.realpath(workspace))
+    return hashlib.sha256(resolved).hexdigest()[:20]
+
+
+@dataclass(frozen=True)
+class EnginePaths:
+    """The files of one workspace's engine."""
+
+    workspace: Path
+    folder: Path
+    key: str
+
+    @classmethod
+    def of(cls, workspace: Path) -> EnginePaths:
+        """The engine files of ``workspace`` (the runtime folder is created and checked)."""
+        resolved = Path(os.path.realpath(workspace))
+        return cls(resolved, runtime_dir(), workspace_key(resolved))
+
+    @property
+    def socket(self) -> Path:
+        """The Unix socket the engine listens on."""
+        return self.folder / f"{self.key}.sock"
+
+    @property
+    def start_lock(self) -> Path:
+        """Held by a client while it starts an engine: two starts end with one engine."""
+        return self.folder / f"{self.key}.start.lock"
+
+    @property
+    def pid_file(self) -> Path:
+        """The engine's pid; the engine holds an exclusive lock on it for its whole life."""
+        return self.folder / f"{self.key}.pid"
+
+    @property
+    def log(self) -> Path:
+        """The engine's log (its stderr)."""
+        return self.folder / f"{self.key}.log"

@@ -1,0 +1,118 @@
+"""The engine's sessions: who is attached, and where the shared workspace's messages go.
+
+The workspace is bound once, for the engine; its callbacks land here. Shared state
+(``todos/changed``, ``tasks/changed``, ``skills/changed``, ``jobs/finished``,
+``team/message``) and warnings go to every session; a permission prompt goes to the
+session whose call needs it (``current``, a context variable each session's tasks
+inherit), and is denied as before when that session cannot ask; ``$/progress`` stays
+with the session that owns the token, because each session is a server of its own.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import itertools
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from toold.server import TooldServer
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Session:
+    """One attached client: an editor through ``toold serve``, or the command line."""
+
+    id: int
+    kind: str
+    """``stdio`` (``toold serve`` handed its stdout over) or ``session`` (framed on the socket)."""
+    server: TooldServer
+    peer_pid: int
+    client: str = ""
+    """What the client called itself in its hello (``toold call``, ``toold serve``)."""
+    started: float = field(default_factory=time.time)
+
+    def describe(self) -> dict[str, Any]:
+        """The session as ``toold daemon status --json`` shows it."""
+        info = getattr(self.server.protocol, "client_info", None)
+        return {
+            "id": self.id,
+            "kind": self.kind,
+            "peerPid": self.peer_pid,
+            "client": getattr(info, "name", None) or self.client,
+            "startedAt": self.started,
+        }
+
+
+current: contextvars.ContextVar[Session | None] = contextvars.ContextVar(
+    "toold_session", default=None
+)
+"""The session whose request is running (set on each session's task; its requests inherit it)."""
+
+
+class Sessions:
+    """The live sessions and the shared workspace's callbacks into them."""
+
+    def __init__(self) -> None:
+        self._live: dict[int, Session] = {}
+        self._ids = itertools.count(1)
+
+    def open(self, kind: str, server: TooldServer, peer_pid: int, client: str) -> Session:
+        """Register a new session (the caller sets ``current`` in its task)."""
+        session = Session(next(self._ids), kind, server, peer_pid, client)
+        self._live[session.id] = session
+        return session
+
+    def close(self, session: Session) -> None:
+        """Forget a session that ended."""
+        self._live.pop(session.id, None)
+
+    def __len__(self) -> int:
+        return len(self._live)
+
+    def all(self) -> list[Session]:
+        """A snapshot of the live sessions (safe to iterate from any thread)."""
+        return list(self._live.values())
+
+    # -- the workspace's callbacks -------------------------------------------------------
+    def push(self, method: str, params: dict[str, Any]) -> None:
+        """A shared-state notification: to every session that has initialized."""
+        for session in self.all():
+            if session.server.protocol.initialized:
+                try:
+                    session.server.push(method, params)
+                except Exception:
+                    log.exception("could not send %s to session %d", method, session.id)
+
+    def show_error(self, message: str) -> None:
+        """A problem with the shared configuration: every session is told."""
+        log.error("%s", message)
+        for session in self.all():
+            if session.server.protocol.initialized:
+                session.server.show_error(message)
+
+    def warn(self, message: str) -> None:
+        """A warning about the shared workspace: every session is told."""
+        log.warning("%s", message)
+        for session in self.all():
+            if session.server.protocol.initialized:
+                session.server.show_warning(message)
+
+    async def ask(self, tool: str, arguments: Any, reason: str) -> str | None:
+        """A permission prompt, to the session whose call asks (None: denied, as today)."""
+        session = current.get()
+        if session is None or session.id not in self._live or not session.server.can_ask():
+            log.info("permission prompt for %s has no session that can ask: denied", tool)
+            return None
+        return await session.server.ask_user(tool, arguments, reason)
+
+    async def confirm(self, message: str, actions: list[str], timeout: float) -> str | None:
+        """A question about the shared configuration, to the newest session that can ask."""
+        for session in reversed(self.all()):
+            if session.server.protocol.initialized and session.server.can_ask():
+                return await session.server.confirm(message, actions, timeout)
+        return None
