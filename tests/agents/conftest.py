@@ -3,7 +3,8 @@
 The daemon and the in-process tests reach it through the real ``anthropic`` SDK by
 its base URL; nothing in the SDK is patched. Each test queues the replies it
 wants; every request body (and its headers) is recorded so tests can assert on
-exactly what the model was sent.
+exactly what the model was sent. A request with ``"stream": true`` is answered with
+the Messages API's server-sent events (text in word-sized deltas).
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ import pytest
 API_KEY = "test-key"
 WAIT = 15.0
 
-Reply = Callable[[dict[str, Any]], list[dict[str, Any]]]
+Reply = Callable[[dict[str, Any]], Any]
+"""Content blocks, or ``{"content": [...], "stop_reason": ...}`` for another stop."""
 
 
 class ModelServer:
@@ -69,6 +71,10 @@ class ModelServer:
 
         self.reply(build)
 
+    def refuse(self) -> None:
+        """Queue a refusal (stop_reason ``refusal``, no content)."""
+        self.reply(lambda _body: {"content": [], "stop_reason": "refusal"})
+
     def hold(self) -> threading.Event:
         """The next request waits (unanswered) until the returned event is set."""
         gate = threading.Event()
@@ -109,8 +115,11 @@ class ModelServer:
                 step = self._script.popleft() if self._script else None
         if step is None or isinstance(step, threading.Event):
             return 400, _error("invalid_request_error", "the test scripted no more replies")
-        content = step(body)
-        stop = "tool_use" if any(b["type"] == "tool_use" for b in content) else "end_turn"
+        content: Any = step(body)
+        if isinstance(content, dict):  # a scripted stop reason (refuse)
+            content, stop = content["content"], content["stop_reason"]
+        else:
+            stop = "tool_use" if any(b["type"] == "tool_use" for b in content) else "end_turn"
         return 200, {
             "id": f"msg_{next(self._ids):04d}",
             "type": "message",
@@ -138,8 +147,25 @@ class ModelServer:
                     self._send(401, _error("authentication_error", "invalid API key"))
                     return
                 server.headers.append(dict(self.headers.items()))
-                status, payload = server._next(json.loads(raw))
-                self._send(status, payload)
+                body = json.loads(raw)
+                status, payload = server._next(body)
+                if status == 200 and body.get("stream"):
+                    self._send_events(payload)
+                else:
+                    self._send(status, payload)
+
+            def _send_events(self, message: dict[str, Any]) -> None:
+                data = "".join(
+                    f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in _events(message)
+                ).encode("utf-8")
+                try:
+                    self.send_response(200)
+                    self.send_header("Content-Type", "text/event-stream")
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
 
             def _send(self, status: int, payload: dict[str, Any]) -> None:
                 data = json.dumps(payload).encode("utf-8")
@@ -156,6 +182,33 @@ class ModelServer:
                 pass
 
         return Handler
+
+
+def _events(message: dict[str, Any]) -> list[dict[str, Any]]:
+    """A whole message as the stream of events the API sends for it."""
+    start = {**message, "content": [], "stop_reason": None}
+    events: list[dict[str, Any]] = [{"type": "message_start", "message": start}]
+    for index, block in enumerate(message["content"]):
+        if block["type"] == "text":
+            opening: dict[str, Any] = {"type": "text", "text": ""}
+            words = block["text"].split(" ")
+            pieces = [w + " " for w in words[:-1]] + words[-1:]
+            deltas = [{"type": "text_delta", "text": piece} for piece in pieces if piece]
+        else:
+            opening = {**block, "input": {}}
+            deltas = [{"type": "input_json_delta", "partial_json": json.dumps(block["input"])}]
+        events.append({"type": "content_block_start", "index": index, "content_block": opening})
+        events += [{"type": "content_block_delta", "index": index, "delta": d} for d in deltas]
+        events.append({"type": "content_block_stop", "index": index})
+    events.append(
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": message["stop_reason"], "stop_sequence": None},
+            "usage": {"output_tokens": 7},
+        }
+    )
+    events.append({"type": "message_stop"})
+    return events
 
 
 def _error(kind: str, message: str) -> dict[str, Any]:

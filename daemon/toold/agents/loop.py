@@ -4,6 +4,9 @@ Before each model call, finished background jobs are drained into the history;
 each tool call goes through the workspace's gateway (guard, then the tool); parallel-safe
 calls of one turn run concurrently, the others in order; the results go back as
 one user message of tool_result blocks.
+
+A front end that shows a turn as it happens (``toold acp``) gives the loop LoopEvents:
+the model's text as it streams, and each tool call's start, progress and outcome.
 """
 
 from __future__ import annotations
@@ -11,15 +14,43 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Callable
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
 from toold.gateway import ToolGateway
 from toold.tools import formats
 from toold.tools.context import CallContext
-from toold.tools.toolset import UnknownToolError
+from toold.tools.toolset import ToolOutcome, UnknownToolError
 
 NOTIFICATION_CHARS = 500
+
+current_tool_use: ContextVar[str | None] = ContextVar("toold_tool_use", default=None)
+"""The id of the model's tool_use block being run (a guard's asker links its question to it)."""
+
+
+class TurnLimitReached(RuntimeError):
+    """The loop made ``max_iterations`` model calls without a final answer."""
+
+
+class LoopEvents:
+    """What a front end may watch of a loop; every hook is a no-op here.
+
+    Hooks are synchronous and may be called from worker threads (``tool_progress``):
+    a front end queues what it sends.
+    """
+
+    def text(self, chunk: str) -> None:
+        """A piece of the model's text, as the model streams it."""
+
+    def tool_started(self, call_id: str, name: str, args: Any) -> None:
+        """The model asked for a call; the guard has not judged it yet."""
+
+    def tool_progress(self, call_id: str, text: str) -> None:
+        """Output the running call reported (a command's lines)."""
+
+    def tool_finished(self, call_id: str, name: str, args: Any, outcome: ToolOutcome) -> None:
+        """The call's outcome (a refusal and an unknown tool are error outcomes)."""
 
 
 @dataclass
@@ -33,6 +64,8 @@ class AgentContext:
     max_iterations: int = 50
     drain: Callable[[], list[dict[str, Any]]] | None = None
     on_tool: Callable[[str, Any], None] | None = None
+    events: LoopEvents | None = None
+    """Streams text and reports each call (toold acp); None: only the final text matters."""
     schemas: list[dict[str, Any]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -80,14 +113,27 @@ def result_content(content: Any) -> Any:
 
 
 async def _run_call(ctx: AgentContext, call: dict[str, Any]) -> dict[str, Any]:
-    name, args = call["name"], call.get("input") or {}
-    result: dict[str, Any] = {"type": "tool_result", "tool_use_id": call["id"]}
+    name, args, call_id = call["name"], call.get("input") or {}, call["id"]
+    result: dict[str, Any] = {"type": "tool_result", "tool_use_id": call_id}
     if ctx.on_tool is not None:
         ctx.on_tool(name, args)
+    events = ctx.events
+    progress = None
+    if events is not None:
+        events.tool_started(call_id, name, args)
+
+        def progress(text: str) -> None:
+            events.tool_progress(call_id, text)
+
+    token = current_tool_use.set(call_id)
     try:
-        outcome = await ctx.gateway.call(name, args, CallContext(origin="agent"))
+        outcome = await ctx.gateway.call(name, args, CallContext(origin="agent", progress=progress))
     except UnknownToolError as exc:
-        return {**result, "content": str(exc), "is_error": True}
+        outcome = ToolOutcome(str(exc), is_error=True)
+    finally:
+        current_tool_use.reset(token)
+    if events is not None:
+        events.tool_finished(call_id, name, args, outcome)
     result["content"] = result_content(outcome.content)
     if outcome.is_error:
         result["is_error"] = True
@@ -119,10 +165,19 @@ async def agent_loop(ctx: AgentContext, messages: list[dict[str, Any]]) -> str:
     for _ in range(ctx.max_iterations):
         if ctx.drain is not None:
             _inject(messages, ctx.drain())
-        blocks = await ctx.provider.create(system=ctx.system, messages=messages, tools=ctx.schemas)
+        blocks = await _model_turn(ctx, messages)
         messages.append({"role": "assistant", "content": blocks})
         calls = [b for b in blocks if b.get("type") == "tool_use"]
         if not calls:
             return "".join(b.get("text", "") for b in blocks if b.get("type") == "text")
         messages.append({"role": "user", "content": await run_tool_calls(ctx, calls)})
-    raise RuntimeError(f"Agent loop exceeded {ctx.max_iterations} iterations")
+    raise TurnLimitReached(f"Agent loop exceeded {ctx.max_iterations} iterations")
+
+
+async def _model_turn(ctx: AgentContext, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One model call; streamed to ``ctx.events`` when a front end watches."""
+    request: dict[str, Any] = {"system": ctx.system, "messages": messages, "tools": ctx.schemas}
+    if ctx.events is not None:
+        request["on_text"] = ctx.events.text
+    blocks: list[dict[str, Any]] = await ctx.provider.create(**request)
+    return blocks

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import os
+from collections.abc import Callable
 from typing import Any
 
 DEFAULT_MODEL = "claude-sonnet-5-5"
@@ -17,6 +18,10 @@ DEFAULT_MODEL = "claude-sonnet-5-5"
 
 class ProviderError(RuntimeError):
     """The model could not be reached or refused the request."""
+
+
+class ModelRefused(ProviderError):
+    """The model declined to answer (stop_reason ``refusal``)."""
 
 
 class AnthropicProvider:
@@ -78,20 +83,38 @@ class AnthropicProvider:
             self._client = None
 
     async def create(
-        self, *, system: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
+        self,
+        *,
+        system: str,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        on_text: Callable[[str], None] | None = None,
     ) -> list[dict[str, Any]]:
-        """One model turn: the assistant's content blocks as plain dicts."""
+        """One model turn: the assistant's content blocks as plain dicts.
+
+        With ``on_text`` the turn is streamed (server-sent events) and each piece of
+        text is handed to it as it arrives. ModelRefused when the model declines.
+        """
         client = await self._ready()
+        request: dict[str, Any] = {
+            "model": self.model,
+            "max_tokens": self.max_tokens,
+            "system": system,
+            "messages": messages,
+            "tools": tools,
+        }
         try:
-            response = await client.messages.create(
-                model=self.model,
-                max_tokens=self.max_tokens,
-                system=system,
-                messages=messages,
-                tools=tools,
-            )
+            if on_text is None:
+                response = await client.messages.create(**request)
+            else:
+                async with client.messages.stream(**request) as stream:
+                    async for text in stream.text_stream:
+                        on_text(text)
+                    response = await stream.get_final_message()
         except self._sdk.APIError as exc:
             raise ProviderError(f"{type(exc).__name__}: {exc}") from exc
+        if response.stop_reason == "refusal":
+            raise ModelRefused(f"the model ({self.model}) declined to answer")
         blocks: list[dict[str, Any]] = []
         for block in response.content:
             if block.type == "text":

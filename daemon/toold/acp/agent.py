@@ -1,0 +1,216 @@
+"""TooldAgent: the ACP methods (initialize, session/new, prompt, cancel, set_mode) and serving.
+
+ACP is newline-delimited JSON-RPC on stdin/stdout. Before the connection starts, the
+process's own fds 0 and 1 are moved aside: the protocol keeps private copies, fd 0
+becomes /dev/null and fd 1 a copy of stderr, so nothing a tool, a worker or a library
+prints can corrupt the protocol stream.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import uuid
+from pathlib import Path
+from typing import Any, cast
+
+from acp import PROTOCOL_VERSION, RequestError, run_agent
+from acp.interfaces import Agent, Client
+from acp.schema import (
+    AgentCapabilities,
+    ClientCapabilities,
+    Implementation,
+    InitializeResponse,
+    McpCapabilities,
+    NewSessionResponse,
+    PromptCapabilities,
+    PromptResponse,
+    SetSessionModeResponse,
+)
+
+from toold import __version__
+from toold.acp.mcp_servers import McpServerLink, start_servers
+from toold.acp.session import AcpSession, modes
+from toold.workspace import bind
+
+log = logging.getLogger(__name__)
+
+
+def workspace_folder(cwd: str) -> Path:
+    """session/new's ``cwd`` as a folder; RequestError naming the field and the fix."""
+    path = Path(cwd)
+    if not path.is_absolute():
+        raise RequestError(-32602, f"cwd {cwd!r} must be an absolute path (ACP requires one)")
+    if not path.is_dir():
+        raise RequestError(-32602, f"cwd {cwd!r} is not an existing folder: open a folder")
+    return path.resolve()
+
+
+class TooldAgent:
+    """An ACP agent whose sessions each bind a toold workspace."""
+
+    def __init__(self, workspace: Path | None = None) -> None:
+        self.workspace = workspace
+        """``--workspace``: bind this folder for every session instead of its cwd."""
+        self.conn: Client | None = None
+        self.client_capabilities = ClientCapabilities()
+        self.sessions: dict[str, AcpSession] = {}
+        self.links: dict[str, list[McpServerLink]] = {}
+
+    def on_connect(self, conn: Client) -> None:
+        """The SDK hands over the connection to the client."""
+        self.conn = conn
+
+    async def initialize(
+        self,
+        protocol_version: int,
+        client_capabilities: ClientCapabilities | None = None,
+        client_info: Implementation | None = None,
+        **kwargs: Any,
+    ) -> InitializeResponse:
+        """Version 1, what toold's sessions support, and no auth methods (keys come from
+        the environment or toold.toml)."""
+        if client_capabilities is not None:
+            self.client_capabilities = client_capabilities
+        return InitializeResponse(
+            protocol_version=min(protocol_version, PROTOCOL_VERSION),
+            agent_capabilities=AgentCapabilities(
+                load_session=False,
+                prompt_capabilities=PromptCapabilities(
+                    image=False, audio=False, embedded_context=True
+                ),
+                mcp_capabilities=McpCapabilities(http=False, sse=False),
+            ),
+            auth_methods=[],
+            agent_info=Implementation(name="toold", title="toold", version=__version__),
+        )
+
+    async def authenticate(self, method_id: str, **kwargs: Any) -> None:
+        """No auth methods are offered, so none can be chosen."""
+        raise RequestError(-32602, f"methodId {method_id!r}: toold offers no auth methods")
+
+    async def new_session(
+        self,
+        cwd: str,
+        additional_directories: list[str] | None = None,
+        mcp_servers: list[Any] | None = None,
+        **kwargs: Any,
+    ) -> NewSessionResponse:
+        """Bind the workspace at ``cwd``, start the session's MCP servers, announce skills."""
+        root = workspace_folder(cwd)
+        if self.workspace is not None:
+            root = self.workspace
+        conn = self.require_conn()
+        session = AcpSession(uuid.uuid4().hex, conn, root)
+        try:
+            links, tools = await start_servers(list(mcp_servers or []), root)
+        except (RuntimeError, ValueError) as exc:
+            await session.outbox.close()
+            raise RequestError(-32602, str(exc)) from None
+        state = await asyncio.to_thread(
+            bind,
+            root,
+            None,
+            session.push,
+            log.error,
+            ask=session.ask,
+            warn=log.warning,
+        )
+        session.attach(state, tools)
+        self.sessions[session.id] = session
+        self.links[session.id] = links
+        session.announce_workspace()
+        return NewSessionResponse(session_id=session.id, modes=modes(state.guard.mode))
+
+    async def prompt(self, prompt: list[Any], session_id: str, **kwargs: Any) -> PromptResponse:
+        """Run one turn; its stop reason (a cancelled turn answers ``cancelled``)."""
+        stop = await self.require_session(session_id).prompt(prompt)
+        return PromptResponse(stop_reason=stop)
+
+    async def cancel(self, session_id: str, **kwargs: Any) -> None:
+        """session/cancel (a notification): an unknown session is ignored."""
+        session = self.sessions.get(session_id)
+        if session is not None:
+            session.cancel()
+
+    async def set_session_mode(
+        self, mode_id: str, session_id: str, **kwargs: Any
+    ) -> SetSessionModeResponse:
+        """Switch the session's permission mode."""
+        self.require_session(session_id).set_mode(mode_id)
+        return SetSessionModeResponse()
+
+    def require_session(self, session_id: str) -> AcpSession:
+        """The session of that id; RequestError saying how to get one."""
+        session = self.sessions.get(session_id)
+        if session is None:
+            raise RequestError(
+                -32602, f"sessionId {session_id!r} is unknown: create one with session/new"
+            )
+        return session
+
+    def require_conn(self) -> Client:
+        """The connection (set by the SDK before any request arrives)."""
+        assert self.conn is not None, "on_connect runs before the first request"
+        return self.conn
+
+    async def aclose(self) -> None:
+        """End every session: turns cancelled, MCP servers and workspaces closed."""
+        for session_id, session in list(self.sessions.items()):
+            for link in self.links.pop(session_id, []):
+                await link.close()
+            await session.aclose()
+        self.sessions.clear()
+
+
+def protocol_streams() -> tuple[int, int]:
+    """Private copies of stdin/stdout for the protocol; fd 0 → /dev/null, fd 1 → stderr."""
+    read_fd, write_fd = os.dup(0), os.dup(1)
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
+    os.dup2(2, 1)
+    return read_fd, write_fd
+
+
+async def open_streams(
+    read_fd: int, write_fd: int
+) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """asyncio streams over the protocol's fds (pipes, as editors start agents)."""
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader(limit=50 * 1024 * 1024)
+    await loop.connect_read_pipe(
+        lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(read_fd, "rb", buffering=0)
+    )
+    transport, protocol = await loop.connect_write_pipe(
+        asyncio.streams.FlowControlMixin, os.fdopen(write_fd, "wb", buffering=0)
+    )
+    writer = asyncio.StreamWriter(transport, protocol, None, loop)
+    return reader, writer
+
+
+async def serve(workspace: Path | None) -> None:
+    """Serve ACP on the process's stdin/stdout until the client hangs up."""
+    main = asyncio.current_task()
+    if main is not None:
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, main.cancel)
+    reader, writer = await open_streams(*protocol_streams())
+    agent = TooldAgent(workspace)
+    try:
+        # The SDK routes the methods an agent defines; the others answer method-not-found.
+        await run_agent(cast(Agent, agent), writer, reader)
+    finally:
+        await asyncio.shield(agent.aclose())
+
+
+def serve_acp(workspace: Path | None) -> int:
+    """Entry point of ``toold acp``: 0 when the client closed the connection."""
+    try:
+        asyncio.run(serve(workspace))
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        log.info("stopped")
+    return 0

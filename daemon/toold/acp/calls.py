@@ -1,0 +1,185 @@
+"""TurnEvents: the agent loop's events of one session as ACP ``session/update``s.
+
+Text chunks become ``agent_message_chunk``; each tool call a ``tool_call`` (pending,
+with its kind, title, locations and raw input), then ``tool_call_update``s: the output
+so far while a command runs, and the outcome: ``completed`` or ``failed`` with the
+command's output as text, or for a tool that writes a file a ``diff`` of the whole file
+before and after (read from the workspace; never a file outside it or through a link).
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from acp import start_tool_call, update_agent_message_text, update_tool_call
+from acp.schema import FileEditToolCallContent, ToolCallLocation, ToolCallUpdate, ToolKind
+
+from toold.acp.outbox import Outbox
+from toold.acp.updates import locations, output_text, path_argument, text_content, tool_kind
+from toold.acp.updates import tool_title as title_of
+from toold.agents.loop import LoopEvents
+from toold.tools.annotations import ToolAnnotations
+from toold.tools.toolset import ToolOutcome, ToolSet
+
+DIFF_BYTES = 1_048_576
+"""Files larger than this are not shown as a diff."""
+
+
+@dataclass
+class OpenCall:
+    """A tool call the client has been told about and that has not finished."""
+
+    name: str
+    kind: ToolKind
+    title: str
+    locations: list[ToolCallLocation]
+    before: str | None = None
+    """The written file's text before the call (None: it did not exist or is not shown)."""
+    output: str = ""
+
+
+def read_shown(root: Path, path: str | None) -> str | None:
+    """A workspace file's text for a diff: None outside the workspace, through a link,
+    for a non-file, a large or a non-UTF-8 file."""
+    if path is None:
+        return None
+    try:
+        target = (root / path).resolve()
+        target.relative_to(root)
+        fd = os.open(target, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except (OSError, ValueError):
+        return None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > DIFF_BYTES:
+            return None
+        with os.fdopen(os.dup(fd), "rb") as fh:
+            return fh.read(DIFF_BYTES + 1).decode("utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    finally:
+        os.close(fd)
+
+
+def failed(outcome: ToolOutcome) -> bool:
+    """Whether a call failed: an error, a timeout or a command that exited non-zero."""
+    return outcome.is_error or outcome.timed_out or outcome.exit_code not in (None, 0)
+
+
+class TurnEvents(LoopEvents):
+    """Reports one session's tool calls and text to its client, through its outbox."""
+
+    def __init__(self, root: Path, toolset: ToolSet, outbox: Outbox) -> None:
+        self.root = root
+        self.toolset = toolset
+        self.outbox = outbox
+        self.open: dict[str, OpenCall] = {}
+
+    def annotations(self, name: str) -> tuple[str, ToolAnnotations]:
+        """A tool's canonical name and annotations (an unknown name: the defaults)."""
+        tool = self.toolset.get(name)
+        return (tool.name, tool.annotations) if tool is not None else (name, ToolAnnotations())
+
+    def text(self, chunk: str) -> None:
+        """Stream the model's text."""
+        if chunk:
+            self.outbox.put(update_agent_message_text(chunk))
+
+    def tool_started(self, call_id: str, name: str, args: Any) -> None:
+        """Announce the call: pending until the guard lets it run."""
+        self.announce(call_id, name, args)
+
+    def announce(self, call_id: str, name: str, args: Any) -> OpenCall:
+        """Send ``tool_call`` for a call the client has not seen; the call's record."""
+        if call_id in self.open:
+            return self.open[call_id]
+        canonical, annotations = self.annotations(name)
+        call = OpenCall(
+            name=canonical,
+            kind=tool_kind(canonical, annotations),
+            title=title_of(canonical, args),
+            locations=locations(self.root, args),
+        )
+        if annotations.writes_path:
+            call.before = read_shown(self.root, path_argument(args))
+        self.open[call_id] = call
+        self.outbox.put(
+            start_tool_call(
+                call_id,
+                call.title,
+                kind=call.kind,
+                status="pending",
+                locations=call.locations,
+                raw_input=args,
+            )
+        )
+        return call
+
+    def permission_subject(self, call_id: str, name: str, args: Any, reason: str) -> ToolCallUpdate:
+        """The ``toolCall`` of a permission request for this call (announced first)."""
+        call = self.announce(call_id, name, args)
+        return ToolCallUpdate(
+            tool_call_id=call_id,
+            title=call.title,
+            kind=call.kind,
+            status="pending",
+            locations=call.locations,
+            raw_input=args,
+            content=[text_content(f"toold asks because: {reason}")],
+        )
+
+    def running(self, call_id: str) -> None:
+        """The guard let the call run."""
+        if call_id in self.open:
+            self.outbox.put(update_tool_call(call_id, status="in_progress"))
+
+    def tool_progress(self, call_id: str, text: str) -> None:
+        """A command's output so far (from any thread)."""
+        call = self.open.get(call_id)
+        if call is None:
+            return
+        call.output += text if text.endswith("\n") else text + "\n"
+        self.outbox.put(
+            update_tool_call(call_id, status="in_progress", content=[text_content(call.output)])
+        )
+
+    def tool_finished(self, call_id: str, name: str, args: Any, outcome: ToolOutcome) -> None:
+        """The outcome: text, or the file's diff for a tool that wrote one."""
+        call = self.open.pop(call_id, None) or OpenCall(name, "other", name, [])
+        _, annotations = self.annotations(name)
+        text = output_text(outcome.content)
+        content: list[Any] = []
+        path = path_argument(args)
+        if annotations.writes_path and not outcome.is_error and path is not None:
+            after = read_shown(self.root, path)
+            if after is not None:
+                absolute = str(Path(path) if Path(path).is_absolute() else self.root / path)
+                content.append(
+                    FileEditToolCallContent(
+                        type="diff", path=absolute, old_text=call.before, new_text=after
+                    )
+                )
+        if text:
+            content.append(text_content(text))
+        self.outbox.put(
+            update_tool_call(
+                call_id,
+                status="failed" if failed(outcome) else "completed",
+                content=content,
+                raw_output=outcome.content,
+            )
+        )
+
+    def cancel_open(self) -> None:
+        """The turn was cancelled: every call still open failed."""
+        for call_id in list(self.open):
+            self.open.pop(call_id)
+            self.outbox.put(
+                update_tool_call(
+                    call_id, status="failed", content=[text_content("Cancelled by the user.")]
+                )
+            )

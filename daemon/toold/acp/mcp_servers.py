@@ -1,0 +1,162 @@
+"""MCP servers an ACP client passes at ``session/new``, as tools of that session.
+
+Each stdio server is started with the ``mcp`` SDK's client; its tools join the session's
+catalogue as ``<server>__<tool>`` and go through the same gateway and guard as toold's
+own. Their annotations are the defaults (a tool that says nothing may change things),
+so the guard asks before each call unless a rule or the mode allows it: a server's
+own hints are its author's claims, not something toold has checked.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import re
+from pathlib import Path
+from typing import Any
+
+import mcp.types as types
+from acp.schema import McpServerStdio
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
+from toold.tools.annotations import ToolAnnotations
+from toold.tools.base import Tool
+from toold.tools.context import failed
+
+log = logging.getLogger(__name__)
+
+START_TIMEOUT_S = 30.0
+STOP_TIMEOUT_S = 5.0
+_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
+
+
+def tool_name(server: str, tool: str) -> str:
+    """``server__tool``, in the characters (and length) model APIs accept for a tool name."""
+    return f"{_UNSAFE.sub('_', server)}__{_UNSAFE.sub('_', tool)}"[:64]
+
+
+class McpServerLink:
+    """One running MCP server: its process and client session live in their own task
+    (the SDK's contexts must be left by the task that entered them)."""
+
+    def __init__(self, server: McpServerStdio, cwd: Path) -> None:
+        self.server = server
+        self.cwd = cwd
+        self.session: ClientSession | None = None
+        self._stop = asyncio.Event()
+        self._ready: asyncio.Future[list[types.Tool]] = asyncio.get_running_loop().create_future()
+        self._task: asyncio.Task[None] | None = None
+
+    async def start(self) -> list[Tool]:
+        """Start the server and list its tools; RuntimeError naming the server if it fails."""
+        self._task = asyncio.ensure_future(self._run())
+        try:
+            listed = await asyncio.wait_for(asyncio.shield(self._ready), START_TIMEOUT_S)
+        except Exception as exc:
+            await self.close()
+            raise RuntimeError(
+                f"mcpServers: {self.server.name!r} ({self.server.command}) did not start: {exc}"
+            ) from None
+        return [self._wrap(tool) for tool in listed]
+
+    async def _run(self) -> None:
+        params = StdioServerParameters(
+            command=self.server.command,
+            args=list(self.server.args),
+            env={e.name: e.value for e in self.server.env},
+            cwd=str(self.cwd),
+        )
+        try:
+            async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+                await session.initialize()
+                listed = await session.list_tools()
+                self.session = session
+                self._ready.set_result(list(listed.tools))
+                await self._stop.wait()
+        except BaseException as exc:
+            if not self._ready.done():
+                self._ready.set_exception(exc if isinstance(exc, Exception) else RuntimeError(exc))
+            if not isinstance(exc, Exception):
+                raise
+            log.warning("MCP server %s stopped: %s", self.server.name, exc)
+        finally:
+            self.session = None
+
+    def _wrap(self, tool: types.Tool) -> Tool:
+        schema = dict(tool.input_schema or {"type": "object"})
+        attributes: dict[str, Any] = {
+            "name": tool_name(self.server.name, tool.name),
+            "description": tool.description or f"{tool.name} (MCP server {self.server.name})",
+            "input_schema": schema,
+            "annotations": ToolAnnotations(),
+            "sandboxable": False,
+            "parallel_safe": False,
+        }
+        cls = type(f"McpTool_{attributes['name']}", (McpTool,), attributes)
+        return cls(self, tool.name)
+
+    async def call(self, tool: str, arguments: dict[str, Any]) -> str:
+        """tools/call on the server; the text of its result (an error result is a failure)."""
+        session = self.session
+        if session is None:
+            return failed(f"Error: the MCP server {self.server.name} is not running")
+        result = await session.call_tool(tool, arguments)
+        if not isinstance(result, types.CallToolResult):
+            return failed(f"Error: {self.server.name} answered {type(result).__name__}")
+        parts = []
+        for block in result.content:
+            if isinstance(block, types.TextContent):
+                parts.append(block.text)
+            else:
+                parts.append(f"[{block.type} content]")
+        text = "\n".join(parts)
+        return failed(text) if result.is_error else text
+
+    async def close(self) -> None:
+        """Stop the server (its process ends with its stdio)."""
+        self._stop.set()
+        if self._task is None:
+            return
+        try:
+            await asyncio.wait_for(asyncio.shield(self._task), STOP_TIMEOUT_S)
+        except Exception:  # a timeout included
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._task
+
+
+class McpTool(Tool):
+    """A tool of an MCP server (subclassed per tool, with its name and schema)."""
+
+    def __init__(self, link: McpServerLink, remote: str) -> None:
+        super().__init__(None)
+        self.link = link
+        self.remote = remote
+
+    async def run(self, *args: Any, **kwargs: Any) -> str:
+        """Call the tool on its server."""
+        arguments = dict(kwargs) if kwargs else (args[0] if args else {})
+        return await self.link.call(self.remote, arguments)
+
+
+async def start_servers(servers: list[Any], cwd: Path) -> tuple[list[McpServerLink], list[Tool]]:
+    """Start every stdio server; RuntimeError (the others stopped) if one cannot start."""
+    links: list[McpServerLink] = []
+    tools: list[Tool] = []
+    for server in servers:
+        if not isinstance(server, McpServerStdio):
+            kind = getattr(server, "type", type(server).__name__)
+            raise ValueError(
+                f"mcpServers: {server.name!r} is a {kind} server; toold starts stdio servers only"
+            )
+        link = McpServerLink(server, cwd)
+        try:
+            tools += await link.start()
+        except RuntimeError:
+            for started in links:
+                await started.close()
+            raise
+        links.append(link)
+    return links, tools

@@ -1,0 +1,245 @@
+"""AcpSession: one ACP session — a bound workspace, its conversation and its running turn.
+
+The session's guard asks through ``session/request_permission``; "Always deny" is
+remembered for the session (the exact command line for shells, else the tool). A
+turn runs as its own task so ``session/cancel`` can cancel it (the runner kills the
+process group of every tool it runs) while the prompt still answers ``cancelled``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from pathlib import Path
+from typing import Any
+
+from acp import RequestError, update_plan
+from acp.helpers import update_available_commands, update_current_mode
+from acp.interfaces import Client
+from acp.schema import SessionMode, SessionModeState, StopReason
+
+from toold.acp.calls import TurnEvents
+from toold.acp.outbox import Outbox
+from toold.acp.updates import ANSWERS, PERMISSION_OPTIONS, commands, plan_entries, prompt_text
+from toold.agents.loop import AgentContext, TurnLimitReached, agent_loop, current_tool_use
+from toold.agents.provider import ModelRefused, ProviderError
+from toold.errors import AgentUnavailable, wire_error
+from toold.gateway import ToolGateway
+from toold.permissions.guard import MODES, Mode
+from toold.tools.base import Tool
+from toold.tools.toolset import ToolSet
+from toold.workspace import WorkspaceState
+from toold_protocol import names
+
+log = logging.getLogger(__name__)
+
+MODE_DESCRIPTIONS = {
+    "default": "Ask before edits and before commands that are not read-only",
+    "auto": "Run shell commands that are not dangerous without asking; ask before edits",
+    "plan": "Read-only: every call that could change something is refused",
+    "bypass": "Run every call without asking",
+}
+CANCELLED = "Cancelled by the user."
+
+
+def modes(current: str) -> SessionModeState:
+    """toold's permission modes as ACP session modes."""
+    return SessionModeState(
+        current_mode_id=current,
+        available_modes=[
+            SessionMode(id=mode, name=mode.capitalize(), description=MODE_DESCRIPTIONS[mode])
+            for mode in MODES
+        ],
+    )
+
+
+def add_user_content(messages: list[dict[str, Any]], content: list[dict[str, Any]]) -> None:
+    """Append a user turn, joining the last one if it is a user turn too (after a cancel)."""
+    if messages and messages[-1]["role"] == "user":
+        last = messages[-1]["content"]
+        if isinstance(last, str):
+            last = [{"type": "text", "text": last}]
+        messages[-1]["content"] = [*last, *content]
+    else:
+        messages.append({"role": "user", "content": content})
+
+
+def close_open_tool_uses(messages: list[dict[str, Any]]) -> None:
+    """After a cancel: answer every tool_use the model is still owed a result for."""
+    if not messages or messages[-1]["role"] != "assistant":
+        return
+    uses = [b for b in messages[-1]["content"] if b.get("type") == "tool_use"]
+    if uses:
+        results = [
+            {"type": "tool_result", "tool_use_id": b["id"], "content": CANCELLED, "is_error": True}
+            for b in uses
+        ]
+        messages.append({"role": "user", "content": results})
+
+
+def rejection_key(tool: str, args: Any) -> tuple[str, str | None]:
+    """What an "Always deny" covers: the exact command line for shells, else the tool."""
+    command = args.get("command") if isinstance(args, dict) else None
+    return tool, command if isinstance(command, str) else None
+
+
+class AcpSession:
+    """One session of one ACP client."""
+
+    def __init__(self, session_id: str, conn: Client, root: Path) -> None:
+        self.id = session_id
+        self.conn = conn
+        self.root = root
+        self.outbox = Outbox(conn, session_id)
+        self.messages: list[dict[str, Any]] = []
+        self.rejected: set[tuple[str, str | None]] = set()
+        self.turn: asyncio.Task[str] | None = None
+        self.state: WorkspaceState | None = None
+        self.gateway: ToolGateway | None = None
+        self.events: TurnEvents | None = None
+        self._asks = 0
+
+    def attach(self, state: WorkspaceState, extra_tools: list[Tool]) -> None:
+        """Use a bound workspace; ``extra_tools`` (MCP servers' tools) join its catalogue."""
+        self.state = state
+        toolset = ToolSet.merge(state.toolset, extra_tools) if extra_tools else state.toolset
+        self.gateway = state.gateway.narrowed(toolset=toolset)
+        self.events = TurnEvents(state.root, toolset, self.outbox)
+
+    # -- from the workspace --------------------------------------------------------
+    def push(self, method: str, params: dict[str, Any]) -> None:
+        """The workspace's notifications: TODO changes become the plan; the rest stay here."""
+        if method == names.TODOS_CHANGED:
+            self.outbox.put(update_plan(plan_entries(params.get("todos") or [])))
+
+    def announce_workspace(self) -> None:
+        """Tell a new session's client the skills (slash commands) and any plan already there."""
+        state = self.require_state()
+        self.outbox.put(update_available_commands(commands(state.skills.list())))
+        todos = state.todos.items()
+        if todos:
+            self.outbox.put(update_plan(plan_entries(todos)))
+
+    async def ask(self, tool: str, args: Any, reason: str) -> str | None:
+        """The guard's question as session/request_permission → allow / always / deny / None."""
+        key = rejection_key(tool, args)
+        if key in self.rejected:
+            return "deny"
+        events = self.require_events()
+        call_id = current_tool_use.get()
+        if call_id is None:
+            self._asks += 1
+            call_id = f"toold-ask-{self._asks}"
+        subject = events.permission_subject(call_id, tool, args, reason)
+        await self.outbox.flush()
+        response = await self.conn.request_permission(
+            session_id=self.id, tool_call=subject, options=PERMISSION_OPTIONS
+        )
+        outcome = response.outcome
+        if outcome.outcome != "selected":
+            return None
+        option = getattr(outcome, "option_id", None)
+        if option == "reject_always":
+            self.rejected.add(key)
+        answer = ANSWERS.get(str(option))
+        if answer in ("allow", "always"):
+            events.running(call_id)
+        return answer
+
+    # -- protocol ------------------------------------------------------------------
+    def set_mode(self, mode_id: str) -> None:
+        """session/set_mode: switch the guard's mode for this session."""
+        if mode_id not in MODES:
+            raise RequestError(
+                -32602, f"modeId {mode_id!r} is not a toold mode: use one of {', '.join(MODES)}"
+            )
+        mode: Mode = mode_id  # type: ignore[assignment]
+        self.require_state().guard.mode = mode
+        self.outbox.put(update_current_mode(mode_id))
+
+    def cancel(self) -> None:
+        """session/cancel: stop the running turn and every tool it runs."""
+        if self.turn is not None and not self.turn.done():
+            self.turn.cancel()
+
+    async def prompt(self, blocks: list[Any]) -> StopReason:
+        """session/prompt: run the agent loop on the conversation; the turn's stop reason."""
+        state = self.require_state()
+        if self.turn is not None and not self.turn.done():
+            raise RequestError(
+                -32600, "a prompt is already running in this session: wait or session/cancel it"
+            )
+        agents = state.agents
+        if agents is None:
+            error = wire_error(AgentUnavailable(state.config.agent.api_key_env))
+            raise RequestError(error.code, error.message, error.data)
+        add_user_content(self.messages, self.expand_command(prompt_text(blocks)))
+        ctx = AgentContext(
+            provider=agents.provider,
+            gateway=self.require_gateway(),
+            system=agents.system_prompt,
+            max_iterations=agents.max_iterations,
+            drain=state.jobs.drain_notifications,
+            events=self.require_events(),
+        )
+        self.turn = asyncio.ensure_future(agent_loop(ctx, self.messages))
+        try:
+            stop = await self._finish(self.turn)
+        finally:
+            self.turn = None
+        await self.outbox.flush()
+        return stop
+
+    async def _finish(self, turn: asyncio.Task[str]) -> StopReason:
+        try:
+            await turn
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():
+                raise  # the connection is closing, not a session/cancel
+            self.require_events().cancel_open()
+            close_open_tool_uses(self.messages)
+            return "cancelled"
+        except TurnLimitReached:
+            return "max_turn_requests"
+        except ModelRefused:
+            return "refusal"
+        except ProviderError as exc:
+            raise RequestError(-32603, f"the model could not answer: {exc}") from None
+        return "end_turn"
+
+    def expand_command(self, content: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """``/skill what to do``: the skill's text, then what to do with it."""
+        if not content or not content[0]["text"].startswith("/"):
+            return content
+        head, _, rest = content[0]["text"][1:].partition(" ")
+        state = self.require_state()
+        if head not in {s["name"] for s in state.skills.list()}:
+            return content
+        text = state.skills.load(head)
+        task = rest.strip() or "Apply this skill to the workspace."
+        first = {"type": "text", "text": f'<skill name="{head}">\n{text}\n</skill>\n\n{task}'}
+        return [first, *content[1:]]
+
+    # -- helpers -------------------------------------------------------------------
+    def require_state(self) -> WorkspaceState:
+        """The bound workspace (bound before the session is handed out)."""
+        assert self.state is not None, "the session is attached before session/new answers"
+        return self.state
+
+    def require_gateway(self) -> ToolGateway:
+        """The session's gateway: the workspace's tools and its MCP servers' tools."""
+        assert self.gateway is not None, "the session is attached before session/new answers"
+        return self.gateway
+
+    def require_events(self) -> TurnEvents:
+        """Where the session's loop reports."""
+        assert self.events is not None, "the session is attached before session/new answers"
+        return self.events
+
+    async def aclose(self) -> None:
+        """Stop the turn, release the workspace and stop sending."""
+        self.cancel()
+        if self.state is not None:
+            await self.state.aclose()
+        await self.outbox.close()

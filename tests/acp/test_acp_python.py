@@ -1,0 +1,167 @@
+"""``toold acp`` with the ACP Python SDK's client: sessions, prompts, tool calls, permissions."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from acp import RequestError, text_block
+
+from tests.acp.conftest import Recorder, acp_agent, agent_env, run, start_session
+from tests.agents.conftest import ModelServer, tool_results
+
+
+def test_initialize_and_new_session_on_the_wire(
+    model: ModelServer, workspace: Path, recorder: Recorder
+) -> None:
+    async def scenario() -> dict[str, Any]:
+        async with acp_agent(workspace, agent_env(model), recorder) as conn:
+            await start_session(conn, workspace)
+            await recorder.until(
+                lambda: recorder.updates("available_commands_update"), "the skills as commands"
+            )
+            errors = {}
+            for cwd in ("relative/dir", str(workspace / "missing")):
+                try:
+                    await conn.new_session(cwd=cwd, mcp_servers=[])
+                except RequestError as exc:
+                    errors[cwd] = (exc.code, str(exc))
+            return errors
+
+    errors = run(scenario)
+    init = next(m["result"] for m in recorder.received if m.get("id") == 0)
+    assert init["protocolVersion"] == 1
+    assert init["authMethods"] == []
+    assert init["agentInfo"]["name"] == "toold"
+    caps = init["agentCapabilities"]
+    assert caps["loadSession"] is False
+    assert caps["promptCapabilities"] == {"image": False, "audio": False, "embeddedContext": True}
+    new = next(m["result"] for m in recorder.received if m.get("id") == 1)
+    assert new["sessionId"]
+    assert new["modes"]["currentModeId"] == "default"
+    assert [m["id"] for m in new["modes"]["availableModes"]] == [
+        "default",
+        "auto",
+        "plan",
+        "bypass",
+    ]
+    commands = recorder.updates("available_commands_update")[0]["availableCommands"]
+    assert {"code-review", "debugging"} <= {c["name"] for c in commands}
+    assert errors["relative/dir"][0] == -32602
+    assert "must be an absolute path" in errors["relative/dir"][1]
+    assert "is not an existing folder" in errors[str(workspace / "missing")][1]
+
+
+def test_a_prompt_reads_one_file_and_edits_others_with_permissions(
+    model: ModelServer, workspace: Path, recorder: Recorder
+) -> None:
+    (workspace / "notes.txt").write_text("alpha\nbeta\n", encoding="utf-8")
+    model.tool_use(("read_file", {"file_path": "notes.txt"}), text="Reading the notes.")
+    model.tool_use(
+        ("write_file", {"file_path": "out.txt", "content": "summary: alpha beta\n"}),
+        ("edit_file", {"file_path": "src/main.py", "old_text": "needle", "new_text": "pin"}),
+    )
+    model.text("Wrote out.txt; the edit to main.py was refused.")
+    recorder.answers = ["allow_once", "reject_once"]
+
+    async def scenario() -> str:
+        async with acp_agent(workspace, agent_env(model), recorder) as conn:
+            session_id = await start_session(conn, workspace)
+            reply = await conn.prompt(session_id=session_id, prompt=[text_block("Summarise")])
+            return reply.stop_reason
+
+    assert run(scenario) == "end_turn"
+    assert recorder.text() == ("Reading the notes.Wrote out.txt; the edit to main.py was refused.")
+    assert len(recorder.updates("agent_message_chunk")) > 4  # streamed in pieces
+
+    starts = recorder.updates("tool_call")
+    read, write, edit = (s["toolCallId"] for s in starts)
+    assert [s["kind"] for s in starts] == ["read", "edit", "edit"]
+    assert all(s["status"] == "pending" for s in starts)
+    assert starts[0]["rawInput"] == {"file_path": "notes.txt"}
+    assert starts[0]["locations"] == [{"path": str(workspace.resolve() / "notes.txt")}]
+    assert starts[0]["title"] == "Read file notes.txt"
+
+    done = recorder.call_updates(read)[-1]
+    assert done["status"] == "completed"
+    assert "alpha" in done["content"][0]["content"]["text"]
+
+    asked = recorder.requests("session/request_permission")
+    assert [a["toolCall"]["toolCallId"] for a in asked] == [write, edit]
+    assert [o["kind"] for o in asked[0]["options"]] == [
+        "allow_once",
+        "allow_always",
+        "reject_once",
+        "reject_always",
+    ]
+    written = recorder.call_updates(write)
+    assert [u.get("status") for u in written] == ["pending", "in_progress", "completed"]
+    diff = written[-1]["content"][0]
+    assert diff["type"] == "diff"
+    assert diff["path"] == str(workspace.resolve() / "out.txt")
+    assert diff.get("oldText") is None
+    assert diff["newText"] == "summary: alpha beta\n"
+    assert (workspace / "out.txt").read_text(encoding="utf-8") == "summary: alpha beta\n"
+
+    refused = recorder.call_updates(edit)[-1]
+    assert refused["status"] == "failed"
+    assert (workspace / "src" / "main.py").read_text(encoding="utf-8") == "print('needle')\n"
+    results = tool_results(model.wait_requests(3)[2])
+    assert [r.get("is_error", False) for r in results] == [False, True]
+    assert results[1]["content"] == "User denied."
+
+
+def test_always_deny_is_remembered_for_the_session(
+    model: ModelServer, workspace: Path, recorder: Recorder
+) -> None:
+    call = ("write_file", {"file_path": "a.txt", "content": "x"})
+    model.tool_use(call)
+    model.tool_use(call)
+    model.text("gave up")
+    recorder.answers = ["reject_always"]
+
+    async def scenario() -> str:
+        async with acp_agent(workspace, agent_env(model), recorder) as conn:
+            session_id = await start_session(conn, workspace)
+            reply = await conn.prompt(session_id=session_id, prompt=[text_block("write")])
+            return reply.stop_reason
+
+    assert run(scenario) == "end_turn"
+    assert len(recorder.requests("session/request_permission")) == 1
+    statuses = [u["status"] for u in recorder.updates("tool_call_update")]
+    assert statuses == ["failed", "failed"]
+    assert not (workspace / "a.txt").exists()
+
+
+def test_stop_reasons_refusal_and_turn_limit(
+    model: ModelServer, workspace: Path, recorder: Recorder
+) -> None:
+    (workspace / "toold.toml").write_text("[agent]\nmax_iterations = 1\n", encoding="utf-8")
+    model.refuse()
+    model.tool_use(("todo_read", {}))
+
+    async def scenario() -> list[str]:
+        async with acp_agent(workspace, agent_env(model), recorder) as conn:
+            session_id = await start_session(conn, workspace)
+            first = await conn.prompt(session_id=session_id, prompt=[text_block("no")])
+            second = await conn.prompt(session_id=session_id, prompt=[text_block("loop")])
+            return [first.stop_reason, second.stop_reason]
+
+    assert run(scenario) == ["refusal", "max_turn_requests"]
+
+
+def test_without_an_api_key_the_first_prompt_says_how_to_set_one(
+    workspace: Path, recorder: Recorder
+) -> None:
+    async def scenario() -> RequestError:
+        async with acp_agent(workspace, agent_env(None), recorder) as conn:
+            session_id = await start_session(conn, workspace)
+            try:
+                await conn.prompt(session_id=session_id, prompt=[text_block("hi")])
+            except RequestError as exc:
+                return exc
+            raise AssertionError("the prompt ran without an API key")
+
+    error = run(scenario)
+    assert "no API key in $ANTHROPIC_API_KEY" in str(error)
+    assert "[agent] api_key_env" in str(error)
