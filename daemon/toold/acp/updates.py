@@ -100,7 +100,7 @@ def tool_title(name: str, args: Any) -> str:
     path = path_argument(args)
     if path is not None:
         return f"{label} {path}"
-    for key in ("pattern", "query", "url", "task", "skill_name"):
+    for key in ("pattern", "query", "url", "task", "skill_name", "text"):
         value = args.get(key)
         if isinstance(value, str) and value:
             return f"{label} {value[:80]!r}" if key != "url" else f"{label} {value[:120]}"

@@ -1,0 +1,167 @@
+"""``toold acp`` sessions: cancel, modes, plans and an MCP server passed at session/new."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from pathlib import Path
+
+from acp import text_block
+from acp.schema import EnvVariable, McpServerStdio
+
+from tests.acp.conftest import Recorder, acp_agent, agent_env, run, start_session
+from tests.agents.conftest import ModelServer, tool_names, tool_results
+from tests.waiting import wait_until
+
+NOTES_SERVER = Path(__file__).with_name("notes_server.py")
+
+
+def alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie has finished)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+
+
+def test_cancel_during_a_slow_command_kills_it_and_answers_cancelled(
+    model: ModelServer, workspace: Path, recorder: Recorder
+) -> None:
+    pid_file = workspace / "sleep.pid"
+    command = f"sleep 60 & echo $! > {pid_file.name}; echo started; wait"
+    model.tool_use(("bash", {"command": command}))
+    model.text("Still here after the cancel.")
+
+    async def scenario() -> tuple[str, str, int]:
+        async with acp_agent(workspace, agent_env(model), recorder) as conn:
+            session_id = await start_session(conn, workspace)
+            await conn.set_session_mode(session_id=session_id, mode_id="bypass")
+            turn = asyncio.ensure_future(
+                conn.prompt(session_id=session_id, prompt=[text_block("sleep")])
+            )
+            pid = int(
+                await asyncio.to_thread(
+                    wait_until, lambda: pid_file.exists() and pid_file.read_text().strip(), "pid"
+                )
+            )
+            assert alive(pid)
+            await conn.cancel(session_id=session_id)
+            first = (await asyncio.wait_for(turn, 20)).stop_reason
+            await asyncio.to_thread(wait_until, lambda: not alive(pid), "the sleep to die")
+            again = await conn.prompt(session_id=session_id, prompt=[text_block("still?")])
+            return first, again.stop_reason, pid
+
+    first, second, pid = run(scenario)
+    assert (first, second) == ("cancelled", "end_turn")
+    assert not alive(pid)
+    assert recorder.updates("current_mode_update")[0]["currentModeId"] == "bypass"
+    call = recorder.updates("tool_call")[0]
+    assert call["kind"] == "execute"
+    assert call["title"].startswith("Run `sleep 60")
+    assert recorder.call_updates(call["toolCallId"])[-1]["status"] == "failed"
+    # The conversation goes on: the cancelled call is answered for the model.
+    last = model.wait_requests(2)[1]
+    assert tool_results(last)[0]["content"] == "Cancelled by the user."
+    assert last["messages"][-1]["content"][-1] == {"type": "text", "text": "still?"}
+
+
+def test_command_output_is_the_tool_calls_content(
+    model: ModelServer, workspace: Path, recorder: Recorder
+) -> None:
+    model.tool_use(("bash", {"command": "echo one; echo two; exit 3"}))
+    model.text("it failed")
+
+    async def scenario() -> str:
+        async with acp_agent(workspace, agent_env(model), recorder) as conn:
+            session_id = await start_session(conn, workspace)
+            await conn.set_session_mode(session_id=session_id, mode_id="bypass")
+            reply = await conn.prompt(session_id=session_id, prompt=[text_block("run")])
+            return reply.stop_reason
+
+    assert run(scenario) == "end_turn"
+    call_id = recorder.updates("tool_call")[0]["toolCallId"]
+    final = recorder.call_updates(call_id)[-1]
+    assert final["status"] == "failed"  # exit 3
+    assert "one\ntwo" in final["content"][0]["content"]["text"]
+
+
+def test_todo_write_updates_the_plan(
+    model: ModelServer, workspace: Path, recorder: Recorder
+) -> None:
+    model.tool_use(
+        ("todo_write", {"action": "add", "task": "Read the code", "priority": "high"}),
+        ("todo_write", {"action": "add", "task": "Fix the bug"}),
+    )
+    model.tool_use(("todo_write", {"action": "update", "task_id": "t1", "status": "done"}))
+    model.text("Planned.")
+
+    async def scenario() -> str:
+        async with acp_agent(workspace, agent_env(model), recorder) as conn:
+            session_id = await start_session(conn, workspace)
+            reply = await conn.prompt(session_id=session_id, prompt=[text_block("plan")])
+            return reply.stop_reason
+
+    assert run(scenario) == "end_turn"
+    plans = [u["entries"] for u in recorder.updates("plan")]
+    assert len(plans) == 3
+    assert plans[-1] == [
+        {"content": "Read the code", "priority": "high", "status": "completed"},
+        {"content": "Fix the bug", "priority": "medium", "status": "pending"},
+    ]
+    assert {u["kind"] for u in recorder.updates("tool_call")} == {"think"}
+
+
+def test_plan_mode_refuses_a_write_without_asking(
+    model: ModelServer, workspace: Path, recorder: Recorder
+) -> None:
+    model.tool_use(("write_file", {"file_path": "x.txt", "content": "x"}))
+    model.text("refused")
+
+    async def scenario() -> str:
+        async with acp_agent(workspace, agent_env(model), recorder) as conn:
+            session_id = await start_session(conn, workspace)
+            await conn.set_session_mode(session_id=session_id, mode_id="plan")
+            reply = await conn.prompt(session_id=session_id, prompt=[text_block("write")])
+            return reply.stop_reason
+
+    assert run(scenario) == "end_turn"
+    assert recorder.requests("session/request_permission") == []
+    assert recorder.updates("tool_call_update")[-1]["status"] == "failed"
+    assert not (workspace / "x.txt").exists()
+
+
+def test_an_mcp_server_given_at_session_new_is_called_through_the_guard(
+    model: ModelServer, workspace: Path, recorder: Recorder, tmp_path: Path
+) -> None:
+    notes = tmp_path / "notes.txt"
+    model.tool_use(("notes__add_note", {"text": "remember the milk"}))
+    model.text("Noted.")
+    recorder.answers = ["allow_once"]
+    server = McpServerStdio(
+        name="notes",
+        command=sys.executable,
+        args=[str(NOTES_SERVER)],
+        env=[
+            EnvVariable(name="NOTES_FILE", value=str(notes)),
+            EnvVariable(name="PYTHONPATH", value=os.environ.get("PYTHONPATH", "")),
+        ],
+    )
+
+    async def scenario() -> str:
+        async with acp_agent(workspace, agent_env(model), recorder) as conn:
+            session_id = await start_session(conn, workspace, mcp_servers=[server])
+            reply = await conn.prompt(session_id=session_id, prompt=[text_block("note it")])
+            return reply.stop_reason
+
+    assert run(scenario) == "end_turn"
+    first, second = model.wait_requests(2)
+    assert "notes__add_note" in tool_names(first)
+    assert tool_results(second)[0]["content"] == "noted (1 notes)"
+    assert notes.read_text(encoding="utf-8") == "remember the milk\n"
+    asked = recorder.requests("session/request_permission")
+    assert [a["toolCall"]["title"] for a in asked] == ["Notes: add note 'remember the milk'"]
+    call = recorder.updates("tool_call")[0]
+    assert call["kind"] == "other"
+    assert recorder.call_updates(call["toolCallId"])[-1]["status"] == "completed"
