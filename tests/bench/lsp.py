@@ -28,8 +28,13 @@ Message = dict[str, Any]
 
 
 def toold_argv(workspace: Path) -> list[str]:
-    """``python -m toold serve --workspace WORKSPACE`` with this interpreter."""
-    return [sys.executable, "-m", "toold", "serve", "--workspace", os.fspath(workspace)]
+    """``python -m toold serve --no-daemon --workspace WORKSPACE`` with this interpreter.
+
+    ``--no-daemon``: the bench measures the daemon serving this connection itself, not
+    the relay to a shared workspace engine (toold.engine), and leaves no engine behind.
+    """
+    ws = os.fspath(workspace)
+    return [sys.executable, "-m", "toold", "serve", "--no-daemon", "--workspace", ws]
 
 
 def initialize_params(workspace: Path, **extra: Any) -> Message:
