@@ -18,7 +18,7 @@ import re
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import cache, lru_cache
 from pathlib import Path
@@ -197,6 +197,7 @@ def grep_lines(tree: Tree, query: GrepQuery) -> Iterator[LineMatch]:
     required = (literal or query.required_literal or "").encode()
     search = query.regex.search
     text_filter = whole_text_filter(query.regex) if literal is None else None
+    hits = _hit_finder(literal, text_filter, search)
     include = query.include
     found = 0
     for file in candidate_files(tree, query):
@@ -210,14 +211,73 @@ def grep_lines(tree: Tree, query: GrepQuery) -> Iterator[LineMatch]:
             text = normalize_newlines(data.decode("utf-8"))
         except UnicodeDecodeError:
             continue
-        if text_filter is not None and text_filter.search(text) is None:
-            continue
-        for number, line in enumerate(split_lines(text), start=1):
-            if (literal in line) if literal is not None else search(line):
-                yield LineMatch(file.path, number, line)
-                found += 1
-                if found >= query.max_matches:
-                    return
+        if hits is not None:
+            lines = _lines_with(text, *hits)
+        else:
+            lines = (
+                (number, line)
+                for number, line in enumerate(split_lines(text), start=1)
+                if search(line)
+            )
+        for number, line in lines:
+            yield LineMatch(file.path, number, line)
+            found += 1
+            if found >= query.max_matches:
+                return
+
+
+Finder = Callable[[str, int], int]
+"""Where the next whole-text match starts in a text at or after an index (-1: none)."""
+
+
+def _hit_finder(
+    literal: str | None, text_filter: re.Pattern[str] | None, search: Callable[[str], object]
+) -> tuple[Finder, Callable[[str], object]] | None:
+    """How _lines_with finds and confirms lines; None where only line by line is exact."""
+    if literal is not None:
+        needle = literal
+
+        def find_literal(text: str, pos: int) -> int:
+            return text.find(needle, pos)
+
+        # A literal holds no newline: it lies inside the (non-empty) line it starts in.
+        return find_literal, bool
+    if text_filter is not None:
+        whole = text_filter
+
+        def find_match(text: str, pos: int) -> int:
+            match = whole.search(text, pos)
+            return -1 if match is None else match.start()
+
+        return find_match, search
+    return None
+
+
+def _lines_with(
+    text: str, next_hit: Finder, confirm: Callable[[str], object]
+) -> Iterator[tuple[int, str]]:
+    """``(number, line)`` of the lines of ``text`` (newlines normalised) that ``confirm``.
+
+    ``next_hit(text, pos)`` is where the next whole-text match starts at or after
+    ``pos`` (-1: none). Every line holding a match holds the start of one, and the leftmost
+    match from the start of a line begins in the first line from there that holds a
+    match, so only lines where a hit starts are split out and each is confirmed on
+    its own: the same lines as searching every line, without visiting the others.
+    """
+    if not text:
+        return
+    end, pos, number = len(text), 0, 1
+    if text.endswith("\n"):
+        end -= 1  # the empty piece after the last newline is not a line (split_lines)
+    while pos <= end and (hit := next_hit(text, pos)) != -1 and hit <= end:
+        start = text.rfind("\n", 0, hit) + 1
+        stop = text.find("\n", hit)
+        stop = len(text) if stop == -1 else stop
+        number += text.count("\n", pos, start)
+        line = text[start:stop]
+        if confirm(line):
+            yield number, line
+        pos, number = stop + 1, number + 1
 
 
 __all__ = ["GrepQuery", "LineMatch", "Tree", "grep_lines", "literal_pattern", "split_lines"]
