@@ -327,3 +327,26 @@ def test_regexes_prefiltered_by_their_literal_find_what_python_alone_finds(
     monkeypatch.setattr(grep_module, "ripgrep_binary", lambda: None)
     assert with_rg == call("grep", pattern=pattern)
     assert with_rg  # the fixture has matches for each
+
+
+# Texts whose edges and spans trip a search that skips lines: empty files, no final
+# newline, blank lines, matches that span a newline in the whole text but not in a line.
+EDGE_TEXTS = ("", "\n", "a", "a\n", "\n\nab\n", "b a\nab", "a \nb\n\n", "xb\na\nb", "ab\n\n")
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    [r"a", r"^a", r"a$", r"^$", r"x*", r"a\s+b", r"\bab\b", r"[^a]b", r"(?s)a.b", r"$", r"ab|ba"],
+)
+def test_only_lines_a_line_by_line_search_finds(workspace: Path, pattern: str) -> None:
+    for n, text in enumerate(EDGE_TEXTS):
+        (workspace / f"edge{n}.txt").write_text(text, encoding="utf-8")
+    regex = re.compile(pattern)
+    oracle = [
+        (f"edge{n}.txt", number, line)
+        for n, text in enumerate(EDGE_TEXTS)
+        for number, line in enumerate(text.splitlines(), 1)
+        if regex.search(line)
+    ]
+    found = grep_lines(Tree(workspace, "."), GrepQuery(regex, skip_dirs=frozenset({".toold"})))
+    assert sorted((m.path, m.line_number, m.text) for m in found) == sorted(oracle)
