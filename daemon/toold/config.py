@@ -161,6 +161,12 @@ class AgentConfig(_Section):
     """The main agent's system prompt (subagents add their type's prompt)."""
 
 
+class AcpConfig(_Section):
+    use_client_fs: bool = True
+    """``toold acp``: read_file and write_file go through the editor (unsaved buffers seen,
+    edits tracked) when it offers fs/read_text_file and fs/write_text_file."""
+
+
 class DaemonConfig(_Section):
     idle_timeout: float = Field(1800.0, gt=0)
     """Seconds the workspace's engine stays up with no session attached, no background job
@@ -214,6 +220,7 @@ class TooldConfig(_Section):
     web_search: WebSearchConfig = Field(default_factory=WebSearchConfig)
     permissions: PermissionsConfig = Field(default_factory=PermissionsConfig)
     agent: AgentConfig = Field(default_factory=AgentConfig)
+    acp: AcpConfig = Field(default_factory=AcpConfig)
     daemon: DaemonConfig = Field(default_factory=DaemonConfig)
     hooks: HooksConfig = Field(default_factory=HooksConfig)
     checkpoints: CheckpointsConfig = Field(default_factory=CheckpointsConfig)

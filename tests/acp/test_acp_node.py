@@ -103,9 +103,7 @@ def test_a_typescript_client_reads_and_edits_with_permissions(
         calls[1]["toolCallId"],
         calls[2]["toolCallId"],
     ]
-    finals = {
-        u["toolCallId"]: u for u in of_kind(record, "tool_call_update") if u.get("status")
-    }
+    finals = {u["toolCallId"]: u for u in of_kind(record, "tool_call_update") if u.get("status")}
     assert finals[calls[0]["toolCallId"]]["status"] == "completed"
     written = finals[calls[1]["toolCallId"]]
     assert written["status"] == "completed"

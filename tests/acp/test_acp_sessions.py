@@ -10,7 +10,7 @@ from pathlib import Path
 from acp import text_block
 from acp.schema import EnvVariable, McpServerStdio
 
-from tests.acp.conftest import Recorder, acp_agent, agent_env, run, start_session
+from tests.acp.conftest import WAIT, Recorder, acp_agent, agent_env, run, start_session
 from tests.agents.conftest import ModelServer, tool_names, tool_results
 from tests.waiting import wait_until
 
@@ -43,13 +43,16 @@ def test_cancel_during_a_slow_command_kills_it_and_answers_cancelled(
             )
             pid = int(
                 await asyncio.to_thread(
-                    wait_until, lambda: pid_file.exists() and pid_file.read_text().strip(), "pid"
+                    wait_until,
+                    lambda: pid_file.exists() and pid_file.read_text().strip(),
+                    "the command's pid file",
+                    WAIT,
                 )
             )
             assert alive(pid)
             await conn.cancel(session_id=session_id)
             first = (await asyncio.wait_for(turn, 20)).stop_reason
-            await asyncio.to_thread(wait_until, lambda: not alive(pid), "the sleep to die")
+            await asyncio.to_thread(wait_until, lambda: not alive(pid), "the sleep to die", WAIT)
             again = await conn.prompt(session_id=session_id, prompt=[text_block("still?")])
             return first, again.stop_reason, pid
 
@@ -165,3 +168,52 @@ def test_an_mcp_server_given_at_session_new_is_called_through_the_guard(
     call = recorder.updates("tool_call")[0]
     assert call["kind"] == "other"
     assert recorder.call_updates(call["toolCallId"])[-1]["status"] == "completed"
+
+
+def test_files_go_through_the_editor_when_it_offers_them(
+    model: ModelServer, workspace: Path, recorder: Recorder
+) -> None:
+    notes, out = workspace.resolve() / "notes.txt", workspace.resolve() / "out.txt"
+    notes.write_text("saved text\n", encoding="utf-8")
+    recorder.buffers[str(notes)] = "unsaved text\n"
+    model.tool_use(("read_file", {"file_path": "notes.txt"}))
+    model.tool_use(("write_file", {"file_path": "out.txt", "content": "from the agent\n"}))
+    model.tool_use(("read_file", {"file_path": "../outside.txt"}))
+    model.text("done")
+    recorder.answers = ["allow_once"]
+
+    async def scenario() -> str:
+        async with acp_agent(workspace, agent_env(model), recorder) as conn:
+            session_id = await start_session(conn, workspace, client_fs=True)
+            reply = await conn.prompt(session_id=session_id, prompt=[text_block("edit")])
+            return reply.stop_reason
+
+    assert run(scenario) == "end_turn"
+    requests = model.wait_requests(4)
+    assert tool_results(requests[1])[0]["content"] == "1: unsaved text"
+    assert recorder.writes == [(str(out), "from the agent\n")]
+    assert not out.exists()  # the editor holds it
+    assert tool_results(requests[3])[0]["is_error"] is True
+    assert [p["path"] for p in recorder.requests("fs/read_text_file")] == [str(notes), str(out)]
+    write_call = recorder.updates("tool_call")[1]["toolCallId"]
+    diff = recorder.call_updates(write_call)[-1]["content"][0]
+    assert diff == {"type": "diff", "path": str(out), "newText": "from the agent\n"}
+
+
+def test_use_client_fs_false_keeps_files_on_disk(
+    model: ModelServer, workspace: Path, recorder: Recorder
+) -> None:
+    (workspace / "toold.toml").write_text("[acp]\nuse_client_fs = false\n", encoding="utf-8")
+    (workspace / "notes.txt").write_text("saved text\n", encoding="utf-8")
+    model.tool_use(("read_file", {"file_path": "notes.txt"}))
+    model.text("done")
+
+    async def scenario() -> str:
+        async with acp_agent(workspace, agent_env(model), recorder) as conn:
+            session_id = await start_session(conn, workspace, client_fs=True)
+            reply = await conn.prompt(session_id=session_id, prompt=[text_block("read")])
+            return reply.stop_reason
+
+    assert run(scenario) == "end_turn"
+    assert tool_results(model.wait_requests(2)[1])[0]["content"] == "1: saved text"
+    assert recorder.requests("fs/read_text_file") == []

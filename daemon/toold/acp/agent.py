@@ -119,7 +119,9 @@ class TooldAgent:
             ask=session.ask,
             warn=log.warning,
         )
-        session.attach(state, tools)
+        fs = self.client_capabilities.fs
+        editor_fs = bool(fs and fs.read_text_file and fs.write_text_file)
+        session.attach(state, tools, editor_fs and state.config.acp.use_client_fs)
         self.sessions[session.id] = session
         self.links[session.id] = links
         session.announce_workspace()

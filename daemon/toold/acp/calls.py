@@ -73,11 +73,19 @@ def failed(outcome: ToolOutcome) -> bool:
 class TurnEvents(LoopEvents):
     """Reports one session's tool calls and text to its client, through its outbox."""
 
-    def __init__(self, root: Path, toolset: ToolSet, outbox: Outbox) -> None:
+    def __init__(
+        self,
+        root: Path,
+        toolset: ToolSet,
+        outbox: Outbox,
+        editor_writes: dict[str, tuple[str | None, str]] | None = None,
+    ) -> None:
         self.root = root
         self.toolset = toolset
         self.outbox = outbox
         self.open: dict[str, OpenCall] = {}
+        self.editor_writes = editor_writes if editor_writes is not None else {}
+        """Writes made through the editor (toold.acp.client_fs): their text before and after."""
 
     def annotations(self, name: str) -> tuple[str, ToolAnnotations]:
         """A tool's canonical name and annotations (an unknown name: the defaults)."""
@@ -154,15 +162,16 @@ class TurnEvents(LoopEvents):
         text = output_text(outcome.content)
         content: list[Any] = []
         path = path_argument(args)
-        if annotations.writes_path and not outcome.is_error and path is not None:
+        before, after = call.before, None
+        if call_id in self.editor_writes:
+            before, after = self.editor_writes.pop(call_id)
+        elif annotations.writes_path and not outcome.is_error:
             after = read_shown(self.root, path)
-            if after is not None:
-                absolute = str(Path(path) if Path(path).is_absolute() else self.root / path)
-                content.append(
-                    FileEditToolCallContent(
-                        type="diff", path=absolute, old_text=call.before, new_text=after
-                    )
-                )
+        if after is not None and path is not None:
+            absolute = str(Path(path) if Path(path).is_absolute() else self.root / path)
+            content.append(
+                FileEditToolCallContent(type="diff", path=absolute, old_text=before, new_text=after)
+            )
         if text:
             content.append(text_content(text))
         self.outbox.put(

@@ -19,6 +19,7 @@ from acp.interfaces import Client
 from acp.schema import SessionMode, SessionModeState, StopReason
 
 from toold.acp.calls import TurnEvents
+from toold.acp.client_fs import EditorFiles, editor_tools
 from toold.acp.outbox import Outbox
 from toold.acp.updates import ANSWERS, PERMISSION_OPTIONS, commands, plan_entries, prompt_text
 from toold.agents.loop import AgentContext, TurnLimitReached, agent_loop, current_tool_use
@@ -99,12 +100,17 @@ class AcpSession:
         self.events: TurnEvents | None = None
         self._asks = 0
 
-    def attach(self, state: WorkspaceState, extra_tools: list[Tool]) -> None:
-        """Use a bound workspace; ``extra_tools`` (MCP servers' tools) join its catalogue."""
+    def attach(self, state: WorkspaceState, extra_tools: list[Tool], editor_fs: bool) -> None:
+        """Use a bound workspace; ``extra_tools`` (MCP servers' tools) join its catalogue,
+        and with ``editor_fs`` read_file and write_file go through the editor."""
         self.state = state
+        files = EditorFiles(self.conn, self.id, state.root) if editor_fs else None
+        if files is not None:
+            extra_tools = [*extra_tools, *editor_tools(state.runtime, files)]
         toolset = ToolSet.merge(state.toolset, extra_tools) if extra_tools else state.toolset
         self.gateway = state.gateway.narrowed(toolset=toolset)
-        self.events = TurnEvents(state.root, toolset, self.outbox)
+        writes = files.writes if files is not None else None
+        self.events = TurnEvents(state.root, toolset, self.outbox, writes)
 
     # -- from the workspace --------------------------------------------------------
     def push(self, method: str, params: dict[str, Any]) -> None:
