@@ -83,6 +83,26 @@ class AgentUnavailable(TooldError):
         return {"apiKeyEnv": self.api_key_env}
 
 
+class UnknownCheckpoint(TooldError, KeyError):
+    """No checkpoint with that id (never made, dropped to stay in bounds, or undone)."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else "Unknown checkpoint"
+
+
+class CheckpointConflict(TooldError):
+    """Files changed outside toold since it last wrote them: restoring would lose that."""
+
+    def __init__(self, message: str, paths: list[str]) -> None:
+        super().__init__(message)
+        self.paths = paths
+
+    @property
+    def data(self) -> dict[str, Any] | None:
+        """``{"paths": [...]}``: the files changed outside toold."""
+        return {"paths": self.paths}
+
+
 JSONRPC_CODES: dict[type[TooldError], int] = {
     TooldError: codes.INTERNAL_ERROR,
     InvalidParams: codes.INVALID_PARAMS,
@@ -91,6 +111,8 @@ JSONRPC_CODES: dict[type[TooldError], int] = {
     ForeignJob: codes.INVALID_REQUEST,
     TaskStoreError: codes.INTERNAL_ERROR,
     AgentUnavailable: codes.INVALID_REQUEST,
+    UnknownCheckpoint: codes.NOT_FOUND,
+    CheckpointConflict: codes.CONFLICT,
 }
 """Each domain error's JSON-RPC code; a subclass takes its nearest listed ancestor's."""
 

@@ -13,6 +13,8 @@ fails validation (two names for one argument, an empty command) never reaches th
 
 from __future__ import annotations
 
+import asyncio
+import json
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -20,9 +22,11 @@ from typing import Any
 
 from pydantic_core import to_jsonable_python
 
+from toold.checkpoints import CheckpointStore
+from toold.hooks import Hooks, PreHookVerdict
 from toold.permissions.guard import DENIED, PermissionGuard
 from toold.sandbox.runner import ToolRunner
-from toold.tools.base import ToolArgumentError
+from toold.tools.base import Tool, ToolArgumentError
 from toold.tools.context import CallContext
 from toold.tools.toolset import ToolOutcome, ToolSet
 
@@ -35,6 +39,10 @@ class ToolGateway:
     guard: PermissionGuard
     runner: ToolRunner | None = None
     """Where sandboxable tools run; None runs them in this process."""
+    hooks: Hooks | None = None
+    """The user's pre and post hooks (toold.hooks); None runs none."""
+    checkpoints: CheckpointStore | None = None
+    """Where file-changing calls record what they replace (toold.checkpoints); None: nowhere."""
 
     def narrowed(
         self, *, toolset: ToolSet | None = None, guard: PermissionGuard | None = None
@@ -61,20 +69,70 @@ class ToolGateway:
         seen = (
             to_jsonable_python(checked, fallback=str) if isinstance(checked, Mapping) else arguments
         )
+        hooked = PreHookVerdict()
+        if self.hooks is not None:
+            hooked = await self.hooks.before(tool.name, seen, context.origin)
+            if hooked.blocked is not None:
+                self._audit("hook", tool.name, context.origin, seen, decision="blocked")
+                return ToolOutcome(hooked.blocked, is_error=True)
         # The guard judges the tool by its own annotations (a user's tool included).
-        verdict = await self.guard.check(tool.name, seen, context.origin, tool.annotations)
+        verdict = await self.guard.check(
+            tool.name, seen, context.origin, tool.annotations, steer=hooked
+        )
         if not verdict.allowed:
             return ToolOutcome(verdict.message or DENIED, is_error=True)
         started = time.perf_counter()
-        outcome = await self.toolset.run(tool, checked, context=context, runner=self.runner)
+        outcome = await self._run(tool, checked, context)
+        if self.hooks is not None:
+            said = await self.hooks.after(tool.name, seen, outcome.content, context.origin)
+            if said:
+                outcome = replace(outcome, content=with_hook_output(outcome.content, said))
+        self._audit(
+            "call",
+            tool.name,
+            context.origin,
+            arguments,
+            durationMs=round((time.perf_counter() - started) * 1000, 3),
+            outcome="error" if outcome.is_error else "ok",
+            exitCode=outcome.exit_code,
+        )
+        return outcome
+
+    def _audit(self, event: str, tool: str, origin: str, arguments: Any, **fields: Any) -> None:
         if self.guard.audit is not None:
             self.guard.audit.record(
-                event="call",
-                tool=tool.name,
-                origin=context.origin,
-                arguments=arguments,
-                durationMs=round((time.perf_counter() - started) * 1000, 3),
-                outcome="error" if outcome.is_error else "ok",
-                exitCode=outcome.exit_code,
+                event=event, tool=tool, origin=origin, arguments=arguments, **fields
             )
-        return outcome
+
+    async def _run(self, tool: Tool, checked: Any, context: CallContext) -> ToolOutcome:
+        """Run the call, recording a checkpoint of the files it writes."""
+        store = self.checkpoints
+        paths = written_paths(tool, checked) if store is not None and store.enabled else []
+        if not paths or store is None:
+            return await self.toolset.run(tool, checked, context=context, runner=self.runner)
+        pending = await asyncio.to_thread(store.snapshot, paths)
+        try:
+            return await self.toolset.run(tool, checked, context=context, runner=self.runner)
+        finally:
+            # Also after a failure or a cancel: whatever did change can be undone.
+            await asyncio.shield(
+                asyncio.to_thread(store.record, pending, tool.name, context.origin)
+            )
+
+
+def written_paths(tool: Tool, checked: Any) -> list[str]:
+    """The workspace files a call writes, as its arguments name them ([] when it writes none
+    the gateway can name: bash's effects are not recorded)."""
+    if not tool.annotations.writes_path or not isinstance(checked, Mapping):
+        return []
+    path = checked.get("file_path", checked.get("path"))
+    return [path] if isinstance(path, str) and path else []
+
+
+def with_hook_output(content: Any, said: list[str]) -> str:
+    """A result with what post hooks said after it (a structured result as JSON text)."""
+    if isinstance(content, str):
+        text = content
+    else:
+        text = json.dumps(content, ensure_ascii=False, default=str)
+    return "\n\n".join([text, *said])

@@ -16,8 +16,10 @@ from typing import Any
 
 from toold.agents.provider import AnthropicProvider
 from toold.agents.system import AgentSystem
+from toold.checkpoints import CheckpointStore
 from toold.config import ConfigError, TooldConfig, load_config
 from toold.gateway import ToolGateway
+from toold.hooks import Hooks
 from toold.jobs.manager import BackgroundManager, Outcome
 from toold.permissions.audit import AuditLog
 from toold.permissions.guard import PermissionGuard
@@ -229,6 +231,10 @@ class WorkspaceState:
         self.config = self.runtime.config = config
         self.overrides = overrides
         self.jobs.max_finished = config.limits.max_finished_jobs
+        if self.gateway.hooks is not None:
+            self.gateway.hooks.config = config.hooks
+        if self.gateway.checkpoints is not None:
+            self.gateway.checkpoints.configure(config.checkpoints, config.limits.max_file_size)
         if sandbox is not None:
             # The runner object stays (agents and teammates hold it); the replaced sandbox
             # is closed in the background once the calls running in it finish.
@@ -290,6 +296,13 @@ def make_guard(config: TooldConfig, root: Path, ask: Asker | None) -> Permission
         ask=ask,
         audit=AuditLog(root / STATE_DIR / "audit.jsonl"),
     )
+
+
+def make_checkpoints(config: TooldConfig, root: Path) -> CheckpointStore:
+    """The workspace's checkpoint store, in ``.toold/checkpoints``."""
+    store = CheckpointStore(root, root / STATE_DIR / "checkpoints", 0, 0)
+    store.configure(config.checkpoints, config.limits.max_file_size)
+    return store
 
 
 def make_agents(state: WorkspaceState) -> AgentSystem | None:
@@ -384,7 +397,13 @@ def bind(
         jobs=jobs,
         push=push,
         guard=guard,
-        gateway=ToolGateway(toolset, guard, runner),
+        gateway=ToolGateway(
+            toolset,
+            guard,
+            runner,
+            hooks=Hooks(root, config.hooks),
+            checkpoints=make_checkpoints(config, root),
+        ),
         execution_events=execution_events,
         overrides=overrides,
         warn=warn,

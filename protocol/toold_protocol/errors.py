@@ -26,6 +26,9 @@ MESSAGE_TOO_LARGE = -33001
 """A frame's Content-Length exceeds the daemon's message-size cap; the body was skipped."""
 NOT_FOUND = -33002
 """A job, task or other named object does not exist."""
+CONFLICT = -33003
+"""The workspace changed under the request (a file edited outside toold since toold last
+wrote it); ``data.paths`` names the files. Repeat with ``force`` to go ahead anyway."""
 
 DAEMON_EXITED = -32099
 """Client side only, never sent by the daemon: toold's own client (``toold call``, ``toold run``)
@@ -43,4 +46,5 @@ ERROR_NAMES: dict[int, str] = {
     REQUEST_CANCELLED: "RequestCancelled",
     MESSAGE_TOO_LARGE: "MessageTooLarge",
     NOT_FOUND: "NotFound",
+    CONFLICT: "Conflict",
 }

@@ -176,10 +176,11 @@ def _start(
     deny: tuple[str, ...],
     answer: str,
     extra_env: tuple[tuple[str, str], ...],
+    extra_config: str,
 ) -> GuardedDaemon:
     workspace, remote = root / "ws", root / "remote.git"
     workspace.mkdir(parents=True)
-    config = config_text(mode, allow, deny)
+    config = config_text(mode, allow, deny) + extra_config
     _plant(workspace, config)
     env = {**os.environ, **_GIT_ENV}
     for argv in (
@@ -208,7 +209,8 @@ def daemon_for(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DaemonFacto
     """Start (once per configuration) a guarded daemon: ``daemon_for("auto", deny=(...))``.
 
     ``answer`` is the user's answer to every prompt ("Deny" unless a test needs another);
-    ``extra_env`` adds variables to the daemon's environment (an API server, say).
+    ``extra_env`` adds variables to the daemon's environment (an API server, say);
+    ``extra_config`` is more toold.toml (hooks, say).
     """
     started: dict[tuple[Any, ...], GuardedDaemon] = {}
 
@@ -218,8 +220,9 @@ def daemon_for(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DaemonFacto
         deny: tuple[str, ...] = (),
         answer: str = "Deny",
         extra_env: tuple[tuple[str, str], ...] = (),
+        extra_config: str = "",
     ) -> GuardedDaemon:
-        key = (mode, tuple(allow), tuple(deny), answer, tuple(extra_env))
+        key = (mode, tuple(allow), tuple(deny), answer, tuple(extra_env), extra_config)
         if key not in started:
             started[key] = _start(tmp_path_factory.mktemp(f"guard-{mode}"), *key)
         return started[key]

@@ -1,6 +1,7 @@
 """No front end reaches a tool around the guard: the same deny rules refuse the same calls
 through LSP tools/call (origin agent), ``toold call`` (origin user), the daemon's agent loop
-(agent/run), a subagent of it, and the MCP bridge (``toold mcp``).
+(agent/run), a subagent of it, and the MCP bridge (``toold mcp``). The user's hooks run
+under every front end too: a pre hook that exits 2 blocks the call, a post hook speaks.
 
 Each front end first runs a control call the rules allow (so a front end that ran nothing
 would fail here too), then the denied one; the audit log shows the guard's verdict for it.
@@ -158,3 +159,38 @@ def test_a_deny_rule_holds_through_every_front_end(
     assert decision["decision"] == "denied"
     assert "deny rule" in decision["reason"]
     assert daemon.damage() == []
+
+
+HOOKS = """
+[[hooks.pre_tool_use]]
+matcher = "bash"
+command = "grep -q pwned && { echo 'pwned is off limits' >&2; exit 2; }; exit 0"
+[[hooks.post_tool_use]]
+matcher = "bash"
+command = "python3 -c 'import json,sys; print(\\"hook saw\\", json.load(sys.stdin)[\\"origin\\"])'"
+"""
+
+
+@pytest.fixture
+def hooked(daemon_for: DaemonFactory, model: ModelServer) -> GuardedDaemon:
+    env = (("ANTHROPIC_API_KEY", API_KEY), ("ANTHROPIC_BASE_URL", model.url))
+    return daemon_for("auto", allow=ALLOW, extra_env=env, extra_config=HOOKS)
+
+
+@pytest.mark.parametrize("front_end", sorted(FRONT_ENDS))
+def test_hooks_run_under_every_front_end(
+    hooked: GuardedDaemon, model: ModelServer, front_end: str
+) -> None:
+    run = FRONT_ENDS[front_end]
+    hooked.damage()
+    text, is_error = run(hooked, model, "bash", {"command": "touch made"})
+    assert not is_error, text
+    origin = "user" if front_end == "cli" else "agent"
+    assert text.endswith(f"\n\nhook saw {origin}")
+    (hooked.workspace / "made").unlink()
+
+    text, is_error = run(hooked, model, "bash", {"command": "touch pwned"})
+    assert is_error
+    assert text == "Blocked by hook: pwned is off limits"
+    assert not (hooked.workspace / "pwned").exists()
+    assert hooked.damage() == []

@@ -40,6 +40,7 @@ WIRE = (
     "toold.handlers",
     "toold.rpc",
     "toold.transport",
+    "toold.messages",
     "toold.cli",
 )
 """The LSP-framed front end: only it may know about pygls and JSON-RPC plumbing."""
@@ -54,6 +55,8 @@ STORES = (
     "permissions",
     "storage",
     "config",
+    "checkpoints",
+    "hooks",
 )
 SERVICES = ("agents", "workspace", "gateway", "watch")
 """Below the wire too: they hold the workspace and the agents, whatever front end drives them."""
@@ -67,7 +70,7 @@ STORE_DEPENDENCIES: dict[str, set[str]] = {
     # domain exceptions every front end maps) and the sandbox's primitives; the rest is listed.
     # tools.annotations: the guard judges a tool by its own annotations (tools.registry,
     # imported in a function: a builtin's, when a caller passes none).
-    "permissions": {"config", "storage", "tools"},
+    "permissions": {"config", "hooks", "storage", "tools"},  # hooks: what pre hooks said
     "planning": {"storage"},
     "jobs": {"permissions", "storage"},  # permissions.redaction for job output
     "tools": {"config", "search", "storage"},
@@ -75,6 +78,8 @@ STORE_DEPENDENCIES: dict[str, set[str]] = {
     # tools reach only the primitives below them (and the runner as a type).
     "sandbox": {"config", "tools"},
     "team": {"agents", "permissions", "storage", "tools"},
+    "checkpoints": {"config", "storage"},
+    "hooks": {"config"},
 }
 TYPE_ONLY_DEPENDENCIES: dict[str, set[str]] = {
     # ToolRuntime names the managers it holds and ToolSet.run the runner it is handed

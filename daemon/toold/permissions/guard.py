@@ -31,6 +31,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from toold.hooks import PreHookVerdict
 from toold.permissions.audit import AuditLog
 from toold.permissions.commands import PROTECTED
 from toold.permissions.rules import (
@@ -181,9 +182,16 @@ class PermissionGuard:
         args: Any,
         origin: str = "agent",
         annotations: ToolAnnotations | None = None,
+        steer: PreHookVerdict | None = None,
     ) -> Verdict:
-        """Decide, ask when needed, and record the decision (``annotations``: see decide)."""
-        verdict = await self._check(tool, args, origin, annotations)
+        """Decide, ask when needed, and record the decision (``annotations``: see decide).
+
+        ``steer`` is what the user's pre hooks said (toold.hooks): deny refuses the call
+        from any origin; ask makes an agent's call ask (every time: "Always allow" does not
+        answer it) even where the rules allow it; allow lets an agent's call run where the
+        rules would ask, but never past a deny rule, a danger, a self-escalation or plan mode.
+        """
+        verdict = await self._check(tool, args, origin, annotations, steer or PreHookVerdict())
         if self.audit is not None:
             self.audit.record(
                 event="decision",
@@ -196,14 +204,30 @@ class PermissionGuard:
         return verdict
 
     async def _check(
-        self, tool: str, args: Any, origin: str, annotations: ToolAnnotations | None
+        self,
+        tool: str,
+        args: Any,
+        origin: str,
+        annotations: ToolAnnotations | None,
+        steer: PreHookVerdict,
     ) -> Verdict:
+        if steer.steer == "deny":
+            reason = steer.reason
+            return Verdict(
+                False, "denied", f"pre_tool_use hook: {reason}", f"Denied by hook: {reason}"
+            )
         if origin == "user":
             denied = deny_rule(self.deny, Subject.of(tool, args, annotations))
             if denied:
                 return Verdict(False, "denied", f"deny rule {denied.source}", DENIED)
             return Verdict(True, "allowed", "the user asked for it")
         decision = self.decide(tool, args, annotations)
+        # A hook's allow answers only what a user could approve, and never in plan mode.
+        hook_allows = steer.steer == "allow" and decision.approvable and self.mode != "plan"
+        if steer.steer == "ask":
+            decision = Decision("ask", f"a pre_tool_use hook asks: {steer.reason}", False)
+        elif hook_allows and decision.action == "ask":
+            decision = Decision("allow", f"pre_tool_use hook: {steer.reason}")
         if decision.action == "allow":
             return Verdict(True, "allowed", decision.reason)
         if self.mode == "plan":

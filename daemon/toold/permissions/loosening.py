@@ -17,7 +17,9 @@ What counts as loosening, key by key:
   an entry added; ``http.deny_hosts``: an entry removed; ``http.block_private`` off;
 - ``python_repl.allowed_modules`` (none means any): removed or a module added;
 - ``agent.base_url`` and ``agent.api_key_env``, changed at all: they decide where the
-  API key is sent.
+  API key is sent;
+- ``hooks.pre_tool_use`` changed at all (a hook runs a command on calls and can allow
+  them; removing one removes a policy), ``hooks.post_tool_use``: a hook added.
 
 Limits, timeouts, sizes, the Docker image and resource limits are not permissions
 and apply at once.
@@ -91,6 +93,25 @@ def _turned_off(old: bool, new: bool) -> tuple[bool, list[str]]:
     return (old, ["on → off"]) if old and not new else (new, [])
 
 
+def _hook(item: dict[str, Any]) -> str:
+    return f"{item['command']!r} for {item['matcher'] or 'every tool'!r}"
+
+
+def _hooks_added(old: list[Any], new: list[Any]) -> tuple[list[Any], list[str]]:
+    """A new or changed hook runs a command on calls (and a pre hook can allow them)."""
+    added = [item for item in new if item not in old]
+    return [item for item in new if item in old], [f"adds {_hook(item)}" for item in added]
+
+
+def _hooks_changed(old: list[Any], new: list[Any]) -> tuple[list[Any], list[str]]:
+    """Pre hooks also guard: removing one (a policy that blocked calls) loosens too."""
+    if new == old:
+        return new, []
+    added = [f"adds {_hook(item)}" for item in new if item not in old]
+    removed = [f"removes {_hook(item)}" for item in old if item not in new]
+    return old, ["; ".join(added + removed)]
+
+
 def _changed(old: Any, new: Any) -> tuple[Any, list[str]]:
     return (old, [f"{_shown(old)} → {_shown(new)}"]) if new != old else (new, [])
 
@@ -108,6 +129,8 @@ LOOSENING: dict[str, Check] = {
     "python_repl.allowed_modules": _only_list,
     "agent.base_url": _changed,
     "agent.api_key_env": _changed,
+    "hooks.pre_tool_use": _hooks_changed,
+    "hooks.post_tool_use": _hooks_added,
 }
 """Every key whose change can loosen a protection (permissions.mode is handled apart:
 it is compared with the live mode)."""

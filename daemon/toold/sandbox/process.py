@@ -187,6 +187,17 @@ async def _pump(
         on_output(pending + tail)
 
 
+async def _feed(pipe: asyncio.StreamWriter | None, data: bytes | None) -> None:
+    """Write ``data`` to the command's stdin and close it; a command that exits (or
+    closes its stdin) without reading it all is not an error."""
+    if pipe is None or data is None:
+        return
+    with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+        pipe.write(data)
+        await pipe.drain()
+    pipe.close()
+
+
 class _ExitAwareProtocol(asyncio.subprocess.SubprocessStreamProtocol):
     """Stream protocol that also says when the process itself has exited.
 
@@ -212,14 +223,16 @@ async def run_command(
     output_limit: int,
     on_output: Callable[[str], None] | None = None,
     env: dict[str, str] | None = None,
+    stdin: bytes | None = None,
 ) -> CommandResult:
-    """Run ``argv`` with stdin closed; kill its whole process group on timeout or cancel."""
+    """Run ``argv`` with ``stdin`` (else stdin closed); kill its whole process group on
+    timeout or cancel."""
     loop = asyncio.get_running_loop()
     transport, protocol = await loop.subprocess_exec(
         lambda: _ExitAwareProtocol(loop),
         *argv,
         cwd=cwd,
-        stdin=asyncio.subprocess.DEVNULL,
+        stdin=asyncio.subprocess.DEVNULL if stdin is None else asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
         start_new_session=True,
@@ -228,7 +241,11 @@ async def run_command(
     proc = asyncio.subprocess.Process(transport, protocol, loop)
     assert proc.stdout is not None and proc.stderr is not None
     out, err = CappedText(output_limit), CappedText(output_limit)
-    pumps = asyncio.gather(_pump(proc.stdout, out, on_output), _pump(proc.stderr, err, on_output))
+    pumps = asyncio.gather(
+        _pump(proc.stdout, out, on_output),
+        _pump(proc.stderr, err, on_output),
+        _feed(proc.stdin, stdin),
+    )
     timed_out = False
     try:
         try:

@@ -1,0 +1,326 @@
+"""Checkpoints: what each file-changing tool call replaced, so an edit can be undone.
+
+Before a call that writes files (write_file, edit_file, str_replace, ...), the gateway
+snapshots those files; after it, the store records one checkpoint — the tool, origin,
+time and, per file, the content before and after — if anything changed. Contents live
+content-addressed in ``.toold/checkpoints/objects/<sha256>``; ``index.json`` lists the
+checkpoints, oldest first. The store is bounded by ``checkpoints.max_bytes``: the oldest
+checkpoints go first. It works without git. bash's effects are not recorded.
+
+Restoring checkpoint N puts every file touched by N and the (not undone) checkpoints
+after it back as it was before N. It refuses, naming the files, when one changed since
+toold last wrote it (outside toold), unless forced. A restore is itself a checkpoint, so
+it can be restored in turn (redo).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import difflib
+import hashlib
+import json
+import os
+import secrets
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from toold.config import CheckpointsConfig
+from toold.errors import CheckpointConflict, UnknownCheckpoint
+from toold.sandbox.paths import DIR_FLAGS, open_in_workspace, workspace_relative
+from toold.storage import (
+    atomic_write_at,
+    atomic_write_bytes,
+    file_lock,
+    make_state_dir,
+    now,
+    read_state,
+    remove_state,
+    state_names,
+)
+
+INDEX = "index.json"
+_READ = os.O_RDONLY | os.O_NONBLOCK
+
+
+@dataclass
+class FileChange:
+    """One file of a checkpoint: its content hash before and after (None: no file)."""
+
+    path: str
+    before: str | None
+    after: str | None
+
+
+@dataclass
+class Checkpoint:
+    """One tool call's changes."""
+
+    id: str
+    tool: str
+    origin: str
+    time: str
+    files: list[FileChange]
+    undone: bool = False
+    """Restored away by a later restore (which recorded its own checkpoint)."""
+    restores: str | None = None
+    """For a restore's own checkpoint: the checkpoint it went back to before."""
+
+    def public(self) -> dict[str, Any]:
+        """The wire shape (checkpoints/list)."""
+        data = {
+            "id": self.id,
+            "tool": self.tool,
+            "origin": self.origin,
+            "time": self.time,
+            "paths": [f.path for f in self.files],
+            "undone": self.undone,
+        }
+        if self.restores is not None:
+            data["restores"] = self.restores
+        return data
+
+
+@dataclass
+class Pending:
+    """Files snapshotted before a call; ``record`` compares them with what follows."""
+
+    before: dict[str, str | None] = field(default_factory=dict)
+
+
+class CheckpointStore:
+    """The checkpoints of one workspace, under ``folder`` (``.toold/checkpoints``)."""
+
+    def __init__(self, workspace: Path, folder: Path, max_bytes: int, max_file_size: int) -> None:
+        self.workspace = workspace
+        self.folder = folder
+        self.max_bytes = max_bytes
+        self.max_file_size = max_file_size
+        self.enabled = True
+        """Whether calls are recorded (``checkpoints.enabled``); restoring works either way."""
+
+    def configure(self, settings: CheckpointsConfig, max_file_size: int) -> None:
+        """Apply ``[checkpoints]`` and ``limits.max_file_size`` (at start and on reload)."""
+        self.enabled = settings.enabled
+        self.max_bytes = settings.max_bytes
+        self.max_file_size = max_file_size
+
+    # -- files of the workspace ---------------------------------------------------------
+    def _read(self, path: str) -> bytes | None:
+        """The file's bytes; None when there is none. Too large or not a file: OSError."""
+        try:
+            fd = open_in_workspace(self.workspace, path, _READ)
+        except FileNotFoundError:
+            return None
+        with os.fdopen(fd, "rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            if size > self.max_file_size:
+                raise OSError(f"{path} is larger than limits.max_file_size")
+            return fh.read(self.max_file_size + 1)
+
+    def _put(self, data: bytes | None) -> str | None:
+        if data is None:
+            return None
+        digest = hashlib.sha256(data).hexdigest()
+        objects = self.folder / "objects"
+        if digest not in state_names(objects):
+            atomic_write_bytes(objects / digest, data, durable=False, create_dirs=True)
+        return digest
+
+    def _blob(self, digest: str | None) -> bytes | None:
+        return None if digest is None else read_state(self.folder / "objects" / digest)
+
+    def _write(self, path: str, data: bytes | None) -> None:
+        """Put ``path`` back: its bytes, or no file; never through a symlink."""
+        parent, _, name = workspace_relative(self.workspace, path).rpartition("/")
+        dir_fd = open_in_workspace(self.workspace, parent or ".", DIR_FLAGS, create_parents=True)
+        try:
+            if data is None:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(name, dir_fd=dir_fd)
+            else:
+                atomic_write_at(dir_fd, name, data)
+        finally:
+            os.close(dir_fd)
+
+    # -- recording ----------------------------------------------------------------------
+    def snapshot(self, paths: Iterable[str]) -> Pending:
+        """Store the current content of ``paths`` (files too large or unreadable are skipped)."""
+        pending = Pending()
+        for path in paths:
+            try:
+                rel = workspace_relative(self.workspace, path)
+                pending.before[rel] = self._put(self._read(rel))
+            except (OSError, ValueError):
+                continue  # not recorded: the call itself reports what is wrong
+        return pending
+
+    def record(self, pending: Pending, tool: str, origin: str) -> Checkpoint | None:
+        """One checkpoint for the files that changed since ``snapshot``; None if none did."""
+        changes = []
+        for path, before in pending.before.items():
+            try:
+                after = self._put(self._read(path))
+            except OSError:
+                continue
+            if after != before:
+                changes.append(FileChange(path, before, after))
+        if not changes:
+            return None
+        checkpoint = Checkpoint(secrets.token_hex(4), tool, origin, now(), changes)
+        with self._locked() as index:
+            index.append(checkpoint)
+            self._bound(index)
+        return checkpoint
+
+    # -- reading and restoring ----------------------------------------------------------
+    def entries(self) -> list[Checkpoint]:
+        """Every checkpoint, oldest first."""
+        return self._load()
+
+    def diff(self, checkpoint_id: str) -> str:
+        """Unified diff from before ``checkpoint_id`` (and every later call) to now."""
+        index = self._load()
+        targets = self._targets(index, self._position(index, checkpoint_id))
+        parts = []
+        for path, (before, _) in targets.items():
+            try:
+                current = self._read(path)
+            except OSError as exc:
+                parts.append(f"{path}: {exc}\n")
+                continue
+            parts.append(unified_diff(path, self._blob(before), current))
+        return "".join(parts)
+
+    def restore(self, checkpoint_id: str, origin: str, *, force: bool = False) -> Checkpoint:
+        """Put the files back as they were before ``checkpoint_id``; the restore's own
+        checkpoint is returned. CheckpointConflict names files changed outside toold."""
+        with self._locked() as index:
+            start = self._position(index, checkpoint_id)
+            targets = self._targets(index, start)
+            current: dict[str, bytes | None] = {}
+            changed = []
+            for path, (_, expected) in targets.items():
+                try:
+                    current[path] = self._read(path)
+                except OSError as exc:
+                    raise CheckpointConflict(f"cannot restore {path}: {exc}", [path]) from None
+                if self._digest(current[path]) != expected:
+                    changed.append(path)
+            if changed and not force:
+                raise CheckpointConflict(
+                    f"{', '.join(sorted(changed))} changed outside toold since checkpoint "
+                    f"{checkpoint_id}; restoring would lose that: pass force to restore anyway",
+                    sorted(changed),
+                )
+            files = []
+            for path, (before, _) in targets.items():
+                self._write(path, self._blob(before))
+                files.append(FileChange(path, self._put(current[path]), before))
+            for checkpoint in index[start:]:
+                checkpoint.undone = True
+            done = Checkpoint(
+                secrets.token_hex(4), "restore", origin, now(), files, restores=checkpoint_id
+            )
+            index.append(done)
+            self._bound(index)
+        return done
+
+    def last_undoable(self) -> str | None:
+        """The newest checkpoint an undo goes back to (not undone, not itself a restore)."""
+        for checkpoint in reversed(self._load()):
+            if not checkpoint.undone and checkpoint.restores is None:
+                return checkpoint.id
+        return None
+
+    @staticmethod
+    def _digest(data: bytes | None) -> str | None:
+        return None if data is None else hashlib.sha256(data).hexdigest()
+
+    @staticmethod
+    def _position(index: list[Checkpoint], checkpoint_id: str) -> int:
+        for i, checkpoint in enumerate(index):
+            if checkpoint.id == checkpoint_id:
+                if checkpoint.undone:
+                    raise UnknownCheckpoint(
+                        f"checkpoint {checkpoint_id} was already undone; restore the restore's "
+                        "own checkpoint to redo it"
+                    )
+                return i
+        raise UnknownCheckpoint(f"no checkpoint {checkpoint_id}: see checkpoints/list")
+
+    @staticmethod
+    def _targets(index: list[Checkpoint], start: int) -> dict[str, tuple[str | None, str | None]]:
+        """path → (content before the first live call from ``start``, after the last)."""
+        targets: dict[str, tuple[str | None, str | None]] = {}
+        for checkpoint in index[start:]:
+            if checkpoint.undone:
+                continue
+            for change in checkpoint.files:
+                first = targets.get(change.path, (change.before, None))[0]
+                targets[change.path] = (first, change.after)
+        return targets
+
+    # -- the index ----------------------------------------------------------------------
+    def _load(self) -> list[Checkpoint]:
+        try:
+            raw = json.loads(read_state(self.folder / INDEX).decode("utf-8"))
+        except FileNotFoundError:
+            return []
+        return [
+            Checkpoint(**{**item, "files": [FileChange(**f) for f in item["files"]]})
+            for item in raw
+        ]
+
+    @contextlib.contextmanager
+    def _locked(self) -> Any:
+        """The index, read under the store's lock and written back atomically."""
+        make_state_dir(self.folder)
+        with file_lock(self.folder / "index.lock"):
+            index = self._load()
+            yield index
+            data = json.dumps([asdict(c) for c in index], indent=1).encode("utf-8")
+            atomic_write_bytes(self.folder / INDEX, data)
+
+    def _bound(self, index: list[Checkpoint]) -> None:
+        """Drop the oldest checkpoints past ``max_bytes``, then contents nothing names."""
+        objects = self.folder / "objects"
+        sizes = {name: _size(objects / name) for name in state_names(objects)}
+
+        def used() -> int:
+            live = {d for c in index for f in c.files for d in (f.before, f.after) if d}
+            return sum(sizes.get(d, 0) for d in live)
+
+        while len(index) > 1 and used() > self.max_bytes:
+            index.pop(0)
+        live = {d for c in index for f in c.files for d in (f.before, f.after) if d}
+        for name in sizes:
+            if name not in live:
+                remove_state(objects / name)
+
+
+def _size(path: Path) -> int:
+    with contextlib.suppress(OSError):
+        return path.lstat().st_size
+    return 0
+
+
+def unified_diff(path: str, before: bytes | None, after: bytes | None) -> str:
+    """A git-style unified diff of one file (``/dev/null`` for a side with no file)."""
+    if before == after:
+        return ""
+    try:
+        old = before.decode("utf-8") if before is not None else ""
+        new = after.decode("utf-8") if after is not None else ""
+    except UnicodeDecodeError:
+        return f"Binary file {path} differs\n"
+    lines = difflib.unified_diff(
+        old.splitlines(keepends=True),
+        new.splitlines(keepends=True),
+        fromfile=f"a/{path}" if before is not None else "/dev/null",
+        tofile=f"b/{path}" if after is not None else "/dev/null",
+    )
+    return "".join(
+        line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines
+    )
