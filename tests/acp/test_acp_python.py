@@ -34,7 +34,7 @@ def test_initialize_and_new_session_on_the_wire(
     assert init["authMethods"] == []
     assert init["agentInfo"]["name"] == "toold"
     caps = init["agentCapabilities"]
-    assert caps["loadSession"] is False
+    assert caps["loadSession"] is True
     assert caps["promptCapabilities"] == {"image": False, "audio": False, "embeddedContext": True}
     new = next(m["result"] for m in recorder.received if m.get("id") == 1)
     assert new["sessionId"]
@@ -165,3 +165,47 @@ def test_without_an_api_key_the_first_prompt_says_how_to_set_one(
     error = run(scenario)
     assert "no API key in $ANTHROPIC_API_KEY" in str(error)
     assert "[agent] api_key_env" in str(error)
+
+
+def test_session_load_replays_a_kept_session_and_goes_on_from_it(
+    model: ModelServer, workspace: Path, recorder: Recorder
+) -> None:
+    (workspace / "notes.txt").write_text("alpha\n", encoding="utf-8")
+    model.tool_use(("read_file", {"file_path": "notes.txt"}))
+    model.text("The notes say alpha.")
+    model.text("You asked about the notes.")
+    later = Recorder()
+
+    async def first() -> str:
+        async with acp_agent(workspace, agent_env(model), recorder) as conn:
+            session_id = await start_session(conn, workspace)
+            await conn.prompt(session_id=session_id, prompt=[text_block("Read the notes")])
+            return session_id
+
+    async def second(session_id: str) -> tuple[int, str]:
+        async with acp_agent(workspace, agent_env(model), later) as conn:
+            await conn.initialize(protocol_version=1)
+            await conn.load_session(cwd=str(workspace), session_id=session_id, mcp_servers=[])
+            replayed = len(later.updates())
+            reply = await conn.prompt(session_id=session_id, prompt=[text_block("What did I ask?")])
+            return replayed, reply.stop_reason
+
+    session_id = run(first)
+    assert (workspace / ".toold" / "sessions" / f"{session_id}.json").is_file()
+    replayed, stop = run(lambda: second(session_id))
+    assert stop == "end_turn"
+    history = [u for u in later.updates() if u["sessionUpdate"] != "available_commands_update"]
+    shown = [
+        (u["sessionUpdate"], u.get("kind") or u.get("status") or u.get("content", {}).get("text"))
+        for u in history[:4]
+    ]
+    assert replayed >= 4  # the history came before session/load's answer
+    assert shown == [
+        ("user_message_chunk", "Read the notes"),
+        ("tool_call", "read"),
+        ("tool_call_update", "completed"),
+        ("agent_message_chunk", "The notes say alpha."),
+    ]
+    messages = model.wait_requests(3)[2]["messages"]
+    assert [m["role"] for m in messages] == ["user", "assistant", "user", "assistant", "user"]
+    assert messages[-1]["content"][-1]["text"] == "What did I ask?"

@@ -24,6 +24,7 @@ from acp.schema import (
     ClientCapabilities,
     Implementation,
     InitializeResponse,
+    LoadSessionResponse,
     McpCapabilities,
     NewSessionResponse,
     PromptCapabilities,
@@ -32,6 +33,7 @@ from acp.schema import (
 )
 
 from toold import __version__
+from toold.acp import history
 from toold.acp.mcp_servers import McpServerLink, start_servers
 from toold.acp.session import AcpSession, modes
 from toold.workspace import bind
@@ -78,7 +80,7 @@ class TooldAgent:
         return InitializeResponse(
             protocol_version=min(protocol_version, PROTOCOL_VERSION),
             agent_capabilities=AgentCapabilities(
-                load_session=False,
+                load_session=True,
                 prompt_capabilities=PromptCapabilities(
                     image=False, audio=False, embedded_context=True
                 ),
@@ -100,11 +102,39 @@ class TooldAgent:
         **kwargs: Any,
     ) -> NewSessionResponse:
         """Bind the workspace at ``cwd``, start the session's MCP servers, announce skills."""
+        session = await self.open_session(uuid.uuid4().hex, cwd, mcp_servers)
+        session.announce_workspace()
+        mode = session.require_state().guard.mode
+        return NewSessionResponse(session_id=session.id, modes=modes(mode))
+
+    async def load_session(
+        self,
+        cwd: str,
+        session_id: str,
+        mcp_servers: list[Any] | None = None,
+        additional_directories: list[str] | None = None,
+        **kwargs: Any,
+    ) -> LoadSessionResponse:
+        """Take up a session kept in .toold/sessions/: its conversation is replayed as
+        updates before the answer, and the next prompt goes on from it."""
+        if session_id in self.sessions:
+            raise RequestError(-32602, f"session {session_id} is already open on this connection")
+        root = self.workspace or workspace_folder(cwd)
+        messages = await asyncio.to_thread(history.load, root, session_id)
+        session = await self.open_session(session_id, cwd, mcp_servers)
+        session.resume(messages)
+        await session.outbox.flush()
+        session.announce_workspace()
+        return LoadSessionResponse(modes=modes(session.require_state().guard.mode))
+
+    async def open_session(
+        self, session_id: str, cwd: str, mcp_servers: list[Any] | None
+    ) -> AcpSession:
+        """A session on the workspace at ``cwd`` (or ``--workspace``) with its MCP servers."""
         root = workspace_folder(cwd)
         if self.workspace is not None:
             root = self.workspace
-        conn = self.require_conn()
-        session = AcpSession(uuid.uuid4().hex, conn, root)
+        session = AcpSession(session_id, self.require_conn(), root)
         try:
             links, tools = await start_servers(list(mcp_servers or []), root)
         except (RuntimeError, ValueError) as exc:
@@ -124,8 +154,7 @@ class TooldAgent:
         session.attach(state, tools, editor_fs and state.config.acp.use_client_fs)
         self.sessions[session.id] = session
         self.links[session.id] = links
-        session.announce_workspace()
-        return NewSessionResponse(session_id=session.id, modes=modes(state.guard.mode))
+        return session
 
     async def prompt(self, prompt: list[Any], session_id: str, **kwargs: Any) -> PromptResponse:
         """Run one turn; its stop reason (a cancelled turn answers ``cancelled``)."""

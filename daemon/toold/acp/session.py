@@ -18,10 +18,18 @@ from acp.helpers import update_available_commands, update_current_mode
 from acp.interfaces import Client
 from acp.schema import SessionMode, SessionModeState, StopReason
 
+from toold.acp import history
 from toold.acp.calls import TurnEvents
 from toold.acp.client_fs import EditorFiles, editor_tools
 from toold.acp.outbox import Outbox
-from toold.acp.updates import ANSWERS, PERMISSION_OPTIONS, commands, plan_entries, prompt_text
+from toold.acp.updates import (
+    ANSWERS,
+    PERMISSION_OPTIONS,
+    commands,
+    plan_entries,
+    prompt_text,
+    tool_kind,
+)
 from toold.agents.loop import AgentContext, TurnLimitReached, agent_loop, current_tool_use
 from toold.agents.provider import ModelRefused, ProviderError
 from toold.errors import AgentUnavailable, wire_error
@@ -193,8 +201,23 @@ class AcpSession:
             stop = await self._finish(self.turn)
         finally:
             self.turn = None
+            await self.keep()
         await self.outbox.flush()
         return stop
+
+    async def keep(self) -> None:
+        """Write the conversation to .toold/sessions/ (for session/load)."""
+        try:
+            await asyncio.to_thread(history.save, self.root, self.id, list(self.messages))
+        except OSError as exc:
+            log.warning("session %s not kept: %s", self.id, exc)
+
+    def resume(self, messages: list[dict[str, Any]]) -> None:
+        """session/load: take up a kept conversation and show it to the client again."""
+        events = self.require_events()
+        self.messages = messages
+        for update in history.replay(messages, lambda name: tool_kind(*events.annotations(name))):
+            self.outbox.put(update)
 
     async def _finish(self, turn: asyncio.Task[str]) -> StopReason:
         try:

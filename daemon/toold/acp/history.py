@@ -1,0 +1,108 @@
+"""Sessions kept in ``.toold/sessions/<id>.json`` so ``session/load`` can replay them.
+
+A session's conversation (the model's messages: text, tool_use and tool_result blocks)
+is written after every prompt, atomically and never through a link (toold.storage).
+Loading replays it as the updates the client saw live: user and agent message chunks,
+each tool call and its outcome. Ids are toold's own (32 hex digits), so a requested id
+can never name a path outside the folder.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from acp import (
+    RequestError,
+    start_tool_call,
+    update_agent_message_text,
+    update_tool_call,
+    update_user_message_text,
+)
+
+from toold.acp.updates import output_text, text_content, tool_title
+from toold.storage import atomic_write_text, read_state
+from toold.workspace import STATE_DIR
+
+SESSIONS = "sessions"
+_ID = re.compile(r"^[0-9a-f]{32}$")
+
+Kind = Callable[[str], Any]
+"""A tool's ACP kind by name (the session's catalogue decides it)."""
+
+
+def session_file(root: Path, session_id: str) -> Path:
+    """Where a session is kept; RequestError for an id toold never gave."""
+    if not _ID.match(session_id):
+        raise RequestError(
+            -32602, f"sessionId {session_id!r} is not a toold session id (32 hex digits)"
+        )
+    return root / STATE_DIR / SESSIONS / f"{session_id}.json"
+
+
+def save(root: Path, session_id: str, messages: list[dict[str, Any]]) -> None:
+    """Write the conversation (whole, atomically)."""
+    payload = {"version": 1, "messages": messages}
+    text = json.dumps(payload, ensure_ascii=False, default=str)
+    atomic_write_text(session_file(root, session_id), text, create_dirs=True)
+
+
+def load(root: Path, session_id: str) -> list[dict[str, Any]]:
+    """The conversation kept for ``session_id``; RequestError when there is none."""
+    path = session_file(root, session_id)
+    try:
+        data = json.loads(read_state(path).decode("utf-8"))
+        messages = data["messages"]
+    except FileNotFoundError:
+        raise RequestError(
+            -32002, f"session {session_id} is not kept in {path.parent}: start a new one"
+        ) from None
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise RequestError(-32603, f"session {session_id} cannot be read ({exc})") from None
+    if not isinstance(messages, list):
+        raise RequestError(-32603, f"session {session_id}: messages is not a list")
+    return messages
+
+
+def _blocks(content: Any) -> list[dict[str, Any]]:
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    return [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
+
+
+def replay(messages: list[dict[str, Any]], kind_of: Kind) -> list[Any]:
+    """The session/update ``update``s that show the conversation again, in order."""
+    updates: list[Any] = []
+    for message in messages:
+        user = message.get("role") == "user"
+        for block in _blocks(message.get("content")):
+            kind = block.get("type")
+            if kind == "text" and block.get("text"):
+                text = str(block["text"])
+                updates.append(
+                    update_user_message_text(text) if user else update_agent_message_text(text)
+                )
+            elif kind == "tool_use":
+                name, args = str(block.get("name")), block.get("input") or {}
+                updates.append(
+                    start_tool_call(
+                        str(block.get("id")),
+                        tool_title(name, args),
+                        kind=kind_of(name),
+                        status="pending",
+                        raw_input=args,
+                    )
+                )
+            elif kind == "tool_result":
+                text = output_text(block.get("content"))
+                updates.append(
+                    update_tool_call(
+                        str(block.get("tool_use_id")),
+                        status="failed" if block.get("is_error") else "completed",
+                        content=[text_content(text)] if text else None,
+                    )
+                )
+    return updates
