@@ -3,8 +3,9 @@
 One inotify descriptor per ``FolderWatch``, registered with ``loop.add_reader``: no
 thread and no timer run until the kernel has an event, so an idle daemon is never
 woken. (watchfiles, used before, checks its stop event every ``step`` ms on a worker
-thread: about 100 wake-ups a second per watch.) Events are gathered for ``DEBOUNCE_S``
-after the first one and handed over as one set of paths. Symlinks are never followed
+thread: about 100 wake-ups a second per watch.) Events are gathered until none came for
+``QUIET_S`` (an editor's save is a burst: temp file, rename), at most ``DEBOUNCE_S``
+after the first one, and handed over as one set of paths. Symlinks are never followed
 (``IN_DONT_FOLLOW``); a recursive watch adds the folders created under it as they
 appear. A queue overflow reports the watched roots themselves, so the reader rescans.
 """
@@ -21,6 +22,7 @@ from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
 DEBOUNCE_S = 0.05
+QUIET_S = 0.01
 
 IN_MODIFY = 0x2
 IN_ATTRIB = 0x4
@@ -85,6 +87,7 @@ class FolderWatch:
         self._dirs: dict[int, Path] = {}
         self._pending: set[Path] = set()
         self._timer: asyncio.TimerHandle | None = None
+        self._first = 0.0  # loop time of the first event of the pending batch
         self._ready: asyncio.Queue[set[Path] | None] = asyncio.Queue()
         self._loop: asyncio.AbstractEventLoop | None = None
 
@@ -130,8 +133,15 @@ class FolderWatch:
             if not data:
                 break
             self._parse(data)
-        if self._pending and self._timer is None and self._loop is not None:
-            self._timer = self._loop.call_later(DEBOUNCE_S, self._deliver)
+        if not self._pending or self._loop is None:
+            return
+        now = self._loop.time()
+        if self._timer is None:
+            self._first = now
+        else:
+            self._timer.cancel()
+        deliver_at = min(self._first + DEBOUNCE_S, now + QUIET_S)
+        self._timer = self._loop.call_at(deliver_at, self._deliver)
 
     def _parse(self, data: bytes) -> None:
         offset = 0

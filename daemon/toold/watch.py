@@ -113,9 +113,11 @@ async def _watch_skills(state: WorkspaceState, started: Callable[[], None]) -> N
         try:
             try:
                 await watch.start()
+                # After the watches exist, so no change falls in between; before
+                # ``started``, so a change made once watching is set is one from here.
+                await rescan()
             finally:
                 started()
-            await rescan()  # after the watches exist, so no change falls in between
             async with contextlib.aclosing(watch.events()) as events:
                 async for touched in events:
                     if watch.stale():
