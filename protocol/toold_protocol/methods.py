@@ -101,6 +101,24 @@ METHODS: dict[str, MethodSpec] = {
             models.Teammate,
             doc="Register (or replace) a teammate in .team.json.",
         ),
+        MethodSpec(
+            names.CHECKPOINTS_LIST,
+            models.EmptyParams,
+            models.CheckpointsListResult,
+            doc="Every recorded file-changing tool call, oldest first.",
+        ),
+        MethodSpec(
+            names.CHECKPOINTS_DIFF,
+            models.CheckpointIdParams,
+            models.CheckpointsDiffResult,
+            doc="The unified diff from before a checkpoint's call (and every later one) to now.",
+        ),
+        MethodSpec(
+            names.CHECKPOINTS_RESTORE,
+            models.CheckpointsRestoreParams,
+            models.CheckpointsRestoreResult,
+            doc="Put files back as they were before a checkpoint (Conflict if changed since).",
+        ),
         _notification(
             names.TEAM_MESSAGE,
             models.TeamMessageNotification,

@@ -400,3 +400,55 @@ class TeamMessageNotification(WireModel):
     """``team/message``: a message addressed to the user's agent (``main``)."""
 
     message: TeamMessage
+
+
+class CheckpointInfo(WireModel):
+    """One recorded tool call that changed files (``checkpoints/list``)."""
+
+    id: str
+    tool: str
+    """The tool that made the change, or ``restore`` for a restore's own checkpoint."""
+    origin: Origin
+    time: str
+    paths: list[str]
+    """Workspace-relative files it changed."""
+    undone: bool = False
+    """A later restore went back before it."""
+    restores: str | None = None
+    """For a restore's own checkpoint: the checkpoint it went back before."""
+
+
+class CheckpointsListResult(WireModel):
+    """Result of ``checkpoints/list``: oldest first."""
+
+    checkpoints: list[CheckpointInfo]
+
+
+class CheckpointIdParams(WireModel):
+    """Params naming one checkpoint."""
+
+    id: str = Field(min_length=1)
+
+
+class CheckpointsDiffResult(WireModel):
+    """Result of ``checkpoints/diff``: from before that call (and every later one) to now."""
+
+    diff: str
+    """A unified diff (``a/`` and ``b/`` paths, ``/dev/null`` for a file that did not exist)."""
+
+
+class CheckpointsRestoreParams(WireModel):
+    """Params of ``checkpoints/restore``."""
+
+    id: str | None = Field(None, min_length=1)
+    """The checkpoint to go back before; the newest one an undo reaches when omitted."""
+    force: bool = False
+    """Restore even files changed outside toold since (their changes are lost)."""
+
+
+class CheckpointsRestoreResult(WireModel):
+    """Result of ``checkpoints/restore``: the files put back and the restore's own
+    checkpoint (restore it to redo)."""
+
+    restored: list[str]
+    checkpoint: CheckpointInfo

@@ -14,6 +14,9 @@ PERMISSIONS_SET_MODE = "permissions/setMode"
 AGENT_RUN = "agent/run"
 TEAM_REGISTER = "team/register"
 TEAM_MESSAGE = "team/message"
+CHECKPOINTS_LIST = "checkpoints/list"
+CHECKPOINTS_DIFF = "checkpoints/diff"
+CHECKPOINTS_RESTORE = "checkpoints/restore"
 
 TODOS_CHANGED = "todos/changed"
 TASKS_CHANGED = "tasks/changed"
@@ -33,6 +36,9 @@ CLIENT_REQUESTS: tuple[str, ...] = (
     PERMISSIONS_SET_MODE,
     AGENT_RUN,
     TEAM_REGISTER,
+    CHECKPOINTS_LIST,
+    CHECKPOINTS_DIFF,
+    CHECKPOINTS_RESTORE,
 )
 """Requests a client sends to the daemon."""
 

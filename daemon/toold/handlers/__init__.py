@@ -21,4 +21,7 @@ HANDLERS: dict[str, str] = {
     names.PERMISSIONS_SET_MODE: "toold.handlers.agents:permissions_set_mode",
     names.AGENT_RUN: "toold.handlers.agents:agent_run",
     names.TEAM_REGISTER: "toold.handlers.agents:team_register",
+    names.CHECKPOINTS_LIST: "toold.handlers.checkpoints:checkpoints_list",
+    names.CHECKPOINTS_DIFF: "toold.handlers.checkpoints:checkpoints_diff",
+    names.CHECKPOINTS_RESTORE: "toold.handlers.checkpoints:checkpoints_restore",
 }

@@ -1,0 +1,58 @@
+"""checkpoints/list, checkpoints/diff, checkpoints/restore: undo what tool calls wrote."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING
+
+from toold.errors import UnknownCheckpoint
+from toold_protocol.models import (
+    CheckpointIdParams,
+    CheckpointInfo,
+    CheckpointsDiffResult,
+    CheckpointsListResult,
+    CheckpointsRestoreParams,
+    CheckpointsRestoreResult,
+    EmptyParams,
+)
+
+if TYPE_CHECKING:
+    from toold.checkpoints import CheckpointStore
+    from toold.server import TooldServer
+
+
+def _store(server: TooldServer) -> CheckpointStore:
+    store = server.state.gateway.checkpoints
+    if store is None:
+        raise UnknownCheckpoint("this workspace keeps no checkpoints")
+    return store
+
+
+async def checkpoints_list(server: TooldServer, params: EmptyParams) -> CheckpointsListResult:
+    """Every checkpoint, oldest first."""
+    entries = await asyncio.to_thread(_store(server).entries)
+    return CheckpointsListResult.model_validate({"checkpoints": [c.public() for c in entries]})
+
+
+async def checkpoints_diff(
+    server: TooldServer, params: CheckpointIdParams
+) -> CheckpointsDiffResult:
+    """The diff from before the checkpoint's call to now (UnknownCheckpoint when none)."""
+    diff = await asyncio.to_thread(_store(server).diff, params.id)
+    return CheckpointsDiffResult(diff=diff)
+
+
+async def checkpoints_restore(
+    server: TooldServer, params: CheckpointsRestoreParams
+) -> CheckpointsRestoreResult:
+    """Put the files back as they were before the checkpoint (the last one by default);
+    CheckpointConflict names files changed outside toold unless ``force``."""
+    store = _store(server)
+    checkpoint_id = params.id or await asyncio.to_thread(store.last_undoable)
+    if checkpoint_id is None:
+        raise UnknownCheckpoint("nothing to undo: no tool call has changed a file yet")
+    done = await asyncio.to_thread(store.restore, checkpoint_id, "user", force=params.force)
+    return CheckpointsRestoreResult(
+        restored=[f.path for f in done.files],
+        checkpoint=CheckpointInfo.model_validate(done.public()),
+    )
