@@ -94,6 +94,13 @@ def test_a_prompt_reads_one_file_and_edits_others_with_permissions(
         "reject_once",
         "reject_always",
     ]
+    proposed = [a["toolCall"]["content"][0] for a in asked]  # the diff to approve
+    assert proposed[0]["newText"] == "summary: alpha beta\n"
+    assert (proposed[1]["oldText"], proposed[1]["newText"]) == (
+        "print('needle')\n",
+        "print('pin')\n",
+    )
+    assert asked[1]["toolCall"]["content"][1]["content"]["text"].startswith("toold asks because")
     written = recorder.call_updates(write)
     assert [u.get("status") for u in written] == ["pending", "in_progress", "completed"]
     diff = written[-1]["content"][0]

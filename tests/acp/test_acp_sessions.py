@@ -217,3 +217,21 @@ def test_use_client_fs_false_keeps_files_on_disk(
     assert run(scenario) == "end_turn"
     assert tool_results(model.wait_requests(2)[1])[0]["content"] == "1: saved text"
     assert recorder.requests("fs/read_text_file") == []
+
+
+def test_a_skill_is_a_slash_command(
+    model: ModelServer, workspace: Path, recorder: Recorder
+) -> None:
+    model.text("Let us debug.")
+
+    async def scenario() -> str:
+        async with acp_agent(workspace, agent_env(model), recorder) as conn:
+            session_id = await start_session(conn, workspace)
+            prompt = [text_block("/debugging the test hangs")]
+            reply = await conn.prompt(session_id=session_id, prompt=prompt)
+            return reply.stop_reason
+
+    assert run(scenario) == "end_turn"
+    first = model.wait_requests(1)[0]["messages"][0]["content"][0]["text"]
+    assert first.startswith('<skill name="debugging">\n')
+    assert first.endswith("</skill>\n\nthe test hangs")

@@ -65,6 +65,18 @@ def read_shown(root: Path, path: str | None) -> str | None:
         os.close(fd)
 
 
+def proposal(name: str, args: Any, before: str | None) -> str | None:
+    """The text write_file or edit_file would leave (None: not foreseeable here)."""
+    if not isinstance(args, dict):
+        return None
+    if name == "write_file" and isinstance(args.get("content"), str):
+        return (before or "") + args["content"] if args.get("append") else args["content"]
+    old, new = args.get("old_text"), args.get("new_text")
+    if name == "edit_file" and before is not None and isinstance(old, str) and old in before:
+        return before.replace(old, str(new), 1)
+    return None
+
+
 def failed(outcome: ToolOutcome) -> bool:
     """Whether a call failed: an error, a timeout or a command that exited non-zero."""
     return outcome.is_error or outcome.timed_out or outcome.exit_code not in (None, 0)
@@ -128,8 +140,20 @@ class TurnEvents(LoopEvents):
         return call
 
     def permission_subject(self, call_id: str, name: str, args: Any, reason: str) -> ToolCallUpdate:
-        """The ``toolCall`` of a permission request for this call (announced first)."""
+        """The ``toolCall`` of a permission request for this call (announced first): why
+        toold asks and, for a file write it can foresee, the diff it would make."""
         call = self.announce(call_id, name, args)
+        content: list[Any] = []
+        path = path_argument(args)
+        proposed = proposal(call.name, args, call.before)
+        if proposed is not None and path is not None:
+            absolute = str(Path(path) if Path(path).is_absolute() else self.root / path)
+            content.append(
+                FileEditToolCallContent(
+                    type="diff", path=absolute, old_text=call.before, new_text=proposed
+                )
+            )
+        content.append(text_content(f"toold asks because: {reason}"))
         return ToolCallUpdate(
             tool_call_id=call_id,
             title=call.title,
@@ -137,7 +161,7 @@ class TurnEvents(LoopEvents):
             status="pending",
             locations=call.locations,
             raw_input=args,
-            content=[text_content(f"toold asks because: {reason}")],
+            content=content,
         )
 
     def running(self, call_id: str) -> None:
