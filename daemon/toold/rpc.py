@@ -18,8 +18,10 @@ from collections.abc import Awaitable, Callable, Mapping
 from functools import cache
 from typing import TYPE_CHECKING, Any, Protocol
 
+from pydantic import ValidationError
 from pygls.exceptions import JsonRpcException
 
+import toold_protocol
 from toold.errors import InvalidParams, TooldError, field_problems, wire_error
 from toold_protocol.names import CLIENT_REQUESTS
 
@@ -51,8 +53,6 @@ def dump(model: BaseModel) -> dict[str, Any]:
 
 def parse_params(spec: MethodSpec, raw: Any) -> BaseModel:
     """Validate raw params against the method's model; InvalidParams names each bad field."""
-    from pydantic import ValidationError
-
     if raw is None:
         raw = {}
     if not isinstance(raw, dict):
@@ -72,10 +72,8 @@ def as_jsonrpc(exc: TooldError) -> JsonRpcException:
 
 @cache
 def _resolve(method: str, target: str) -> tuple[MethodSpec, MethodHandler]:
-    from toold_protocol import METHODS
-
     module, _, func = target.partition(":")
-    return METHODS[method], getattr(importlib.import_module(module), func)
+    return toold_protocol.METHODS[method], getattr(importlib.import_module(module), func)
 
 
 def register_methods(server: FeatureHost, handlers: Mapping[str, str]) -> None:

@@ -10,16 +10,15 @@ case ``toold serve`` uses.
 
 After a frame whose Content-Length lied, the bytes left over sit in front of the next
 frame's ``Content-Length:``; the reader reports them and finds that header again, so
-one bad frame never costs the ones after it. Bodies must be strict JSON in UTF-8 (no
-NaN, no lone surrogates, at most MAX_DEPTH levels deep), and a client that stops
-reading its answers stops being read (WRITE_HIGH_WATER), so memory stays bounded.
+one bad frame never costs the ones after it. What a body must be is messages.py's; a
+client that stops reading its answers stops being read (WRITE_HIGH_WATER), so memory
+stays bounded.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import os
 import re
@@ -29,6 +28,7 @@ import threading
 from collections.abc import Awaitable, Callable
 from typing import Any, BinaryIO, Protocol
 
+from toold.messages import BadMessage, decode
 from toold_protocol import errors
 
 log = logging.getLogger(__name__)
@@ -37,8 +37,6 @@ HEADER_LIMIT = 8192
 """Longest header line; give a StreamReader this ``limit``."""
 HEADER_BLOCK_LIMIT = 4 * HEADER_LIMIT
 DISCARD_CHUNK = 1 << 20
-MAX_DEPTH = 64
-"""Deepest nesting of objects and arrays accepted in a message."""
 MAX_LENGTH_DIGITS = 15
 """A Content-Length of more digits (a petabyte) is not a size but garbage: no body is skipped."""
 WRITE_HIGH_WATER = 16 * 1024 * 1024
@@ -47,37 +45,25 @@ WRITE_HIGH_WATER = 16 * 1024 * 1024
 _LENGTH_MARKER = "content-length:"
 _MARKER_TAIL = 64
 _HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
-_LONE_SURROGATE = re.compile(r"\\u[dD][89a-fA-F]")
-
-
-def _not_json(constant: str) -> Any:
-    raise ValueError(f"{constant} is not JSON")
-
-
-# Strict JSON: NaN and Infinity are Python's extensions (and could not be echoed back).
-_DECODER = json.JSONDecoder(parse_constant=_not_json)
 
 
 class Connection(Protocol):
-    """What the framing loop drives: connection.TooldProtocol."""
+    """What the framing loop drives (connection.TooldProtocol): the writer for replies,
+    each checked message, error answers, and the cap on one message's size."""
 
     max_message_bytes: int
 
-    def set_writer(self, writer: Any, include_headers: bool = True) -> None:
-        """Where replies are written."""
+    def set_writer(self, writer: Any, include_headers: bool = True) -> None: ...
 
-    def dispatch(self, data: dict[str, Any]) -> None:
-        """Take one checked JSON-RPC message."""
+    def dispatch(self, data: dict[str, Any]) -> None: ...
 
-    def send_error(self, msg_id: Any, code: int, message: str) -> None:
-        """Write an error response."""
+    def send_error(self, msg_id: Any, code: int, message: str) -> None: ...
 
 
 class Session(Protocol):
-    """What ``serve_stdio`` serves: a server's session over a pair of streams."""
+    """What ``serve_stdio`` serves: a session over a pair of streams, to its exit code."""
 
-    def serve(self, reader: asyncio.StreamReader, writer: FrameWriter) -> Awaitable[int]:
-        """Serve until the session ends; the exit code."""
+    def serve(self, reader: asyncio.StreamReader, writer: FrameWriter) -> Awaitable[int]: ...
 
 
 class FrameWriter:
@@ -109,7 +95,9 @@ class FrameWriter:
             self._fallback.flush()
 
     def close(self) -> None:
-        """Flushing happens in drain(); closing is left to shutdown."""
+        """Close the output (serving never does: whoever opened the streams decides)."""
+        if self._transport is not None:
+            self._transport.close()
 
     async def wait_writable(self) -> None:
         """Return once queued output is under WRITE_HIGH_WATER (at once, usually)."""
@@ -227,34 +215,13 @@ class _HeaderReader:
 
 
 def dispatch_body(connection: Connection, body: bytes) -> None:
-    """Decode one message and hand it to the protocol; answer what pygls would drop."""
+    """Decode one message and hand it to the connection; answer what cannot be taken."""
     try:
-        text = body.decode("utf-8")
-        data = _DECODER.decode(text)
-    except UnicodeDecodeError as exc:
-        connection.send_error(None, errors.PARSE_ERROR, f"Parse error: body is not UTF-8 ({exc})")
+        data = decode(body)
+    except BadMessage as bad:
+        connection.send_error(bad.msg_id, bad.code, bad.message)
         return
-    except (ValueError, RecursionError) as exc:
-        connection.send_error(None, errors.PARSE_ERROR, f"Parse error: {exc}")
-        return
-    if _LONE_SURROGATE.search(text) and _has_lone_surrogate(data):
-        message = "Parse error: a string holds a lone UTF-16 surrogate"
-        connection.send_error(None, errors.PARSE_ERROR, message)
-        return
-    if isinstance(data, list):
-        connection.send_error(None, errors.INVALID_REQUEST, "Batch messages are not supported")
-        return
-    msg_id = data.get("id") if isinstance(data, dict) else None
-    problem = _invalid_message(data)
-    if problem is None and text.count("{") + text.count("[") > MAX_DEPTH and _too_deep(data):
-        problem = f"Message nested deeper than {MAX_DEPTH} levels"
-    if problem:
-        if not isinstance(data, dict) or "method" in data or "id" not in data:
-            connection.send_error(
-                msg_id if _valid_id(msg_id) else None, errors.INVALID_REQUEST, problem
-            )
-        else:
-            log.warning("dropping invalid message: %s", problem)
+    if data is None:
         return
     try:
         connection.dispatch(data)
@@ -264,49 +231,7 @@ def dispatch_body(connection: Connection, body: bytes) -> None:
         log.exception("unhandled error while dispatching a message")
         if "method" in data and "id" in data:
             message = "Internal error (see the daemon's log)"
-            connection.send_error(msg_id, errors.INTERNAL_ERROR, message)
-
-
-def _has_lone_surrogate(data: Any) -> bool:
-    try:
-        json.dumps(data, ensure_ascii=False).encode("utf-8")
-    except UnicodeEncodeError:
-        return True
-    return False
-
-
-def _too_deep(data: Any) -> bool:
-    """Whether ``data`` nests containers deeper than MAX_DEPTH (iteratively: no recursion)."""
-    stack: list[tuple[Any, int]] = [(data, 1)]
-    while stack:
-        value, depth = stack.pop()
-        if depth > MAX_DEPTH:
-            return True
-        if isinstance(value, dict):
-            stack.extend((v, depth + 1) for v in value.values() if isinstance(v, (dict, list)))
-        elif isinstance(value, list):
-            stack.extend((v, depth + 1) for v in value if isinstance(v, (dict, list)))
-    return False
-
-
-def _valid_id(value: Any) -> bool:
-    return isinstance(value, (str, int)) and not isinstance(value, bool)
-
-
-def _invalid_message(data: Any) -> str | None:
-    if not isinstance(data, dict):
-        return "A message must be a JSON object"
-    if data.get("jsonrpc") != "2.0":
-        return 'Missing or wrong "jsonrpc" member: expected "2.0"'
-    if "method" in data:
-        if not isinstance(data["method"], str):
-            return '"method" must be a string'
-        if "id" in data and not _valid_id(data["id"]):
-            return '"id" must be a string or an integer'
-        return None
-    if "id" not in data:
-        return 'A message needs "method" (request or notification) or "id" (response)'
-    return None
+            connection.send_error(data["id"], errors.INTERNAL_ERROR, message)
 
 
 async def serve_streams(
