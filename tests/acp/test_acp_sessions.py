@@ -235,3 +235,23 @@ def test_a_skill_is_a_slash_command(
     first = model.wait_requests(1)[0]["messages"][0]["content"][0]["text"]
     assert first.startswith('<skill name="debugging">\n')
     assert first.endswith("</skill>\n\nthe test hangs")
+
+
+def test_a_new_skill_becomes_a_command_while_the_session_lives(
+    model: ModelServer, workspace: Path, recorder: Recorder
+) -> None:
+    def commands() -> list[set[str]]:
+        updates = recorder.updates("available_commands_update")
+        return [{c["name"] for c in u["availableCommands"]} for u in updates]
+
+    async def scenario() -> None:
+        async with acp_agent(workspace, agent_env(model), recorder) as conn:
+            await start_session(conn, workspace)
+            await recorder.until(commands, "the first commands")
+            folder = workspace / ".toold" / "skills" / "release"
+            folder.mkdir(parents=True)
+            (folder / "SKILL.md").write_text("# Release\nCut a release.\n", encoding="utf-8")
+            await recorder.until(lambda: "release" in commands()[-1], "the new skill")
+
+    run(scenario)
+    assert "release" not in commands()[0]

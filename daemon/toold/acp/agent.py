@@ -40,6 +40,8 @@ from toold.workspace import bind
 
 log = logging.getLogger(__name__)
 
+WATCH_TIMEOUT_S = 10.0
+
 
 def workspace_folder(cwd: str) -> Path:
     """session/new's ``cwd`` as a folder; RequestError naming the field and the fix."""
@@ -152,6 +154,9 @@ class TooldAgent:
         fs = self.client_capabilities.fs
         editor_fs = bool(fs and fs.read_text_file and fs.write_text_file)
         session.attach(state, tools, editor_fs and state.config.acp.use_client_fs)
+        with contextlib.suppress(TimeoutError):
+            # Skills and toold.toml are announced once changes to them are seen.
+            await asyncio.wait_for(state.watching.wait(), WATCH_TIMEOUT_S)
         self.sessions[session.id] = session
         self.links[session.id] = links
         return session

@@ -9,6 +9,7 @@ process group of every tool it runs) while the prompt still answers ``cancelled`
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from pathlib import Path
 from typing import Any
@@ -37,6 +38,7 @@ from toold.gateway import ToolGateway
 from toold.permissions.guard import MODES, Mode
 from toold.tools.base import Tool
 from toold.tools.toolset import ToolSet
+from toold.watch import watch_workspace
 from toold.workspace import WorkspaceState
 from toold_protocol import names
 
@@ -106,6 +108,8 @@ class AcpSession:
         self.state: WorkspaceState | None = None
         self.gateway: ToolGateway | None = None
         self.events: TurnEvents | None = None
+        self.watcher: asyncio.Task[None] | None = None
+        """Watches toold.toml, the tasks file and skills (toold.watch) while the session lives."""
         self._asks = 0
 
     def attach(self, state: WorkspaceState, extra_tools: list[Tool], editor_fs: bool) -> None:
@@ -119,12 +123,15 @@ class AcpSession:
         self.gateway = state.gateway.narrowed(toolset=toolset)
         writes = files.writes if files is not None else None
         self.events = TurnEvents(state.root, toolset, self.outbox, writes)
+        self.watcher = asyncio.ensure_future(watch_workspace(state, log.warning))
 
     # -- from the workspace --------------------------------------------------------
     def push(self, method: str, params: dict[str, Any]) -> None:
         """The workspace's notifications: TODO changes become the plan; the rest stay here."""
         if method == names.TODOS_CHANGED:
             self.outbox.put(update_plan(plan_entries(params.get("todos") or [])))
+        elif method == names.SKILLS_CHANGED:
+            self.outbox.put(update_available_commands(commands(params.get("skills") or [])))
 
     def announce_workspace(self) -> None:
         """Tell a new session's client the skills (slash commands) and any plan already there."""
@@ -267,8 +274,12 @@ class AcpSession:
         return self.events
 
     async def aclose(self) -> None:
-        """Stop the turn, release the workspace and stop sending."""
+        """Stop the turn and the watcher, release the workspace and stop sending."""
         self.cancel()
+        if self.watcher is not None:
+            self.watcher.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self.watcher
         if self.state is not None:
             await self.state.aclose()
         await self.outbox.close()
