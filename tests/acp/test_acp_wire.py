@@ -1,0 +1,109 @@
+"""``toold acp`` on the raw wire: every stdout line is one JSON-RPC message, nothing else.
+
+No SDK on this side: lines are written to the process and read back from its stdout.
+"""
+
+from __future__ import annotations
+
+import json
+import queue
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import IO, Any
+
+from tests.acp.conftest import WAIT, agent_env
+from tests.agents.conftest import ModelServer
+
+ALLOW = {"outcome": "selected", "optionId": "allow_once"}
+
+
+class Wire:
+    """A ``toold acp`` process spoken to line by line."""
+
+    def __init__(self, workspace: Path, env: dict[str, str]) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "toold", "acp"],
+            cwd=workspace,
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+        )
+        self.lines: queue.Queue[bytes] = queue.Queue()
+        assert self.proc.stdout is not None
+        self.reader = threading.Thread(target=self._read, args=(self.proc.stdout,), daemon=True)
+        self.reader.start()
+        self.seen: list[bytes] = []
+
+    def _read(self, stream: IO[bytes]) -> None:
+        for line in stream:
+            self.lines.put(line)
+
+    def send(self, raw: str) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(raw.encode("utf-8") + b"\n")
+        self.proc.stdin.flush()
+
+    def request(self, id_: int, method: str, params: dict[str, Any]) -> None:
+        self.send(json.dumps({"jsonrpc": "2.0", "id": id_, "method": method, "params": params}))
+
+    def answer(self, id_: int) -> dict[str, Any]:
+        """Read messages until the response to ``id_``; every line must be JSON-RPC."""
+        while True:
+            line = self.lines.get(timeout=WAIT)
+            self.seen.append(line)
+            message = json.loads(line)
+            assert message["jsonrpc"] == "2.0"
+            if message.get("id") == id_ and "method" not in message:
+                return message
+            if message.get("method") == "session/request_permission":
+                self.send(
+                    json.dumps(
+                        {
+                            "jsonrpc": "2.0",
+                            "id": message["id"],
+                            "result": {
+                                "outcome": {"outcome": "selected", "optionId": "allow_once"}
+                            },
+                        }
+                    )
+                )
+
+    def close(self) -> int:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        code = self.proc.wait(timeout=WAIT)
+        self.reader.join(timeout=WAIT)
+        assert self.proc.stdout is not None
+        self.proc.stdout.close()
+        return code
+
+
+def test_only_protocol_lines_on_stdout_even_when_tools_print(
+    model: ModelServer, workspace: Path
+) -> None:
+    model.tool_use(("bash", {"command": "echo to-stdout; echo to-stderr >&2"}))
+    model.tool_use(("python_repl", {"code": "import os; os.write(1, b'raw fd 1\\n')"}))
+    model.text("printed")
+    wire = Wire(workspace, agent_env(model))
+    try:
+        wire.send("this is not json")
+        wire.request(1, "initialize", {"protocolVersion": 1})
+        assert wire.answer(1)["result"]["protocolVersion"] == 1
+        wire.request(2, "session/new", {"cwd": str(workspace), "mcpServers": []})
+        session_id = wire.answer(2)["result"]["sessionId"]
+        wire.request(3, "session/set_mode", {"sessionId": session_id, "modeId": "bypass"})
+        assert wire.answer(3)["result"] == {}
+        prompt = [{"type": "text", "text": "print things"}]
+        wire.request(4, "session/prompt", {"sessionId": session_id, "prompt": prompt})
+        assert wire.answer(4)["result"] == {"stopReason": "end_turn"}
+        wire.request(5, "session/prompt", {"sessionId": "nope", "prompt": prompt})
+        error = wire.answer(5)["error"]
+        assert error["code"] == -32602
+        assert "create one with session/new" in error["message"]
+    finally:
+        assert wire.close() == 0
+    assert all(line.startswith(b"{") for line in wire.seen)
+    assert not any(b"raw fd 1" in line and b"jsonrpc" not in line for line in wire.seen)
