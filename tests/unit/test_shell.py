@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import signal
 from pathlib import Path
 
@@ -136,23 +137,42 @@ def _marker(dropped: int) -> str:
     return f"\n\n... [{dropped} characters truncated] ...\n\n"
 
 
-def test_long_output_keeps_head_and_tail(call: Call) -> None:
-    result = call("bash", command="yes | head -c 200000")
+NOTE = re.compile(
+    r"\n\[Output cut: all (\d+) characters are in (\.toold/outputs/[0-9a-f]+\.txt); "
+    r"page through it with read_file \(offset, limit\)\]$"
+)
+
+
+def _cut(result: str, workspace: Path, whole: str) -> str:
+    """The result without its closing note, which must name a file holding ``whole``."""
+    found = NOTE.search(result)
+    assert found is not None, result[-300:]
+    assert int(found.group(1)) == len(whole)
+    assert (workspace / found.group(2)).read_text() == whole
+    return result[: found.start()]
+
+
+def test_long_output_keeps_head_and_tail_and_all_of_it_in_a_file(
+    call: Call, workspace: Path
+) -> None:
+    result = _cut(call("bash", command="yes | head -c 200000"), workspace, "y\n" * 100_000)
     # The stream is "y\n" * 100000, stripped to 199999 characters; 30000 survive.
     expected = "y\n" * (LIMIT // 4) + _marker(199_999 - LIMIT) + "\ny" * (LIMIT // 4)
     assert result == expected
 
 
-def test_long_stdout_and_stderr_share_one_cap(call: Call) -> None:
+def test_long_stdout_and_stderr_share_one_cap(call: Call, workspace: Path) -> None:
     result = call("bash", command="yes a | head -c 100000; yes b | head -c 100000 >&2")
+    result = _cut(result, workspace, "a\n" * 50_000 + "b\n" * 50_000)
     # "a\n"*50000 stripped (99999) + "\n" + "b\n"*50000 stripped (99999) = 199999 characters.
     expected = "a\n" * (LIMIT // 4) + _marker(199_999 - LIMIT) + "\nb" * (LIMIT // 4)
     assert result == expected
     assert result.count("characters truncated") == 1
 
 
-def test_long_output_after_failure_line(call: Call) -> None:
+def test_long_output_after_failure_line(call: Call, workspace: Path) -> None:
     result = call("bash", command="yes | head -c 200000; exit 2")
+    result = _cut(result, workspace, "y\n" * 100_000)
     head, _, rest = result.partition("\n")
     assert head == "Command failed with exit code 2"
     assert rest == "y\n" * (LIMIT // 4) + _marker(199_999 - LIMIT) + "\ny" * (LIMIT // 4)
@@ -164,7 +184,8 @@ def test_output_at_the_limit_is_kept_whole(workspace: Path) -> None:
     exact = asyncio.run(bash(command="head -c 1000 /dev/zero | tr '\\0' x"))
     assert exact == "x" * 1000
     over = asyncio.run(bash(command="head -c 1001 /dev/zero | tr '\\0' x"))
-    assert over == "x" * 500 + _marker(1) + "x" * 500
+    assert _cut(over, workspace, "x" * 1001) == "x" * 500 + _marker(1) + "x" * 500
+    assert len(list((workspace / ".toold" / "outputs").iterdir())) == 1  # none for "exact"
 
 
 def test_combined_streams_over_the_limit_are_capped(workspace: Path) -> None:
@@ -174,6 +195,7 @@ def test_combined_streams_over_the_limit_are_capped(workspace: Path) -> None:
     result = asyncio.run(
         bash(command="head -c 600 /dev/zero | tr '\\0' o; head -c 600 /dev/zero | tr '\\0' e >&2")
     )
+    result = _cut(result, workspace, "o" * 600 + "e" * 600)
     assert result == "o" * 500 + _marker(201) + "e" * 500
 
 
@@ -181,3 +203,25 @@ def test_invalid_utf8_split_across_reads(call: Call) -> None:
     # A three-byte character split by a pause still decodes; a lone byte is replaced.
     result = call("bash", command="printf '\\xe4\\xbd'; sleep 0.2; printf '\\xa0\\xff!'")
     assert result == "你\ufffd!"
+
+
+def test_only_the_newest_spills_are_kept(workspace: Path) -> None:
+    config = TooldConfig(limits=LimitsConfig(bash_output_chars=1000, max_finished_jobs=2))
+    bash = get_handlers(workspace, config=config)["bash"]
+    for _ in range(4):
+        asyncio.run(bash(command="head -c 5000 /dev/zero | tr '\\0' x"))
+    assert len(list((workspace / ".toold" / "outputs").iterdir())) == 2
+
+
+def test_a_symlinked_outputs_folder_is_never_written_through(
+    workspace: Path, tmp_path: Path
+) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (workspace / ".toold").mkdir()
+    os.symlink(outside, workspace / ".toold" / "outputs")
+    config = TooldConfig(limits=LimitsConfig(bash_output_chars=1000))
+    bash = get_handlers(workspace, config=config)["bash"]
+    result = asyncio.run(bash(command="head -c 5000 /dev/zero | tr '\\0' x"))
+    assert "characters truncated" in result and "Output cut" not in result
+    assert list(outside.iterdir()) == []

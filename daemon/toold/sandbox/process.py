@@ -167,12 +167,15 @@ async def _pump(
     stream: asyncio.StreamReader,
     sink: CappedText,
     on_output: Callable[[str], None] | None,
+    tee: Callable[[str], None] | None = None,
 ) -> None:
     decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
     pending = ""
     while chunk := await stream.read(READ_CHUNK):
         text = decoder.decode(chunk)
         sink.append(text)
+        if tee is not None:
+            tee(text)
         if on_output is not None:
             pending += text
             complete, sep, pending = pending.rpartition("\n")
@@ -183,6 +186,8 @@ async def _pump(
                 pending = ""
     tail = decoder.decode(b"", final=True)
     sink.append(tail)
+    if tee is not None and tail:
+        tee(tail)
     if on_output is not None and (pending + tail):
         on_output(pending + tail)
 
@@ -224,9 +229,11 @@ async def run_command(
     on_output: Callable[[str], None] | None = None,
     env: dict[str, str] | None = None,
     stdin: bytes | None = None,
+    tee: Callable[[str], None] | None = None,
 ) -> CommandResult:
     """Run ``argv`` with ``stdin`` (else stdin closed); kill its whole process group on
-    timeout or cancel."""
+    timeout or cancel. ``on_output`` gets output a line at a time (for progress), ``tee``
+    every decoded chunk as it is (to keep all of it)."""
     loop = asyncio.get_running_loop()
     transport, protocol = await loop.subprocess_exec(
         lambda: _ExitAwareProtocol(loop),
@@ -242,8 +249,8 @@ async def run_command(
     assert proc.stdout is not None and proc.stderr is not None
     out, err = CappedText(output_limit), CappedText(output_limit)
     pumps = asyncio.gather(
-        _pump(proc.stdout, out, on_output),
-        _pump(proc.stderr, err, on_output),
+        _pump(proc.stdout, out, on_output, tee),
+        _pump(proc.stderr, err, on_output, tee),
         _feed(proc.stdin, stdin),
     )
     timed_out = False

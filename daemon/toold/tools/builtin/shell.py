@@ -11,6 +11,7 @@ from toold.sandbox.process import Clipped, join_clipped, run_command
 from toold.tools.annotations import SHELL
 from toold.tools.base import ToolArguments
 from toold.tools.builtin._alternatives import validate_with_alternatives
+from toold.tools.builtin._spill import Spill
 from toold.tools.builtin._workspace import WorkspaceTool
 from toold.tools.context import report_progress, set_exit_code
 
@@ -73,7 +74,7 @@ class BashTool(WorkspaceTool):
     annotations = SHELL
     description = (
         "Run a shell command in the workspace and return its merged stdout/stderr. "
-        "Long output keeps its head and tail."
+        "Long output keeps its head and tail; all of it is saved to a file the result names."
     )
     Arguments = BashArguments
     parallel_safe = False
@@ -89,18 +90,24 @@ class BashTool(WorkspaceTool):
         snapshot = getattr(self.runtime, "login_environment", None)
         if not login and snapshot is not None:
             env = await snapshot.get()
-        result = await run_command(
-            shell_argv(args.command, login=login),
-            cwd=self.workspace,
-            timeout=args.timeout,
-            output_limit=limit,
-            on_output=report_progress,
-            env=env,
-        )
+        spill = Spill(self.workspace, limit, self.config.limits.max_finished_jobs)
+        try:
+            result = await run_command(
+                shell_argv(args.command, login=login),
+                cwd=self.workspace,
+                timeout=args.timeout,
+                output_limit=limit,
+                on_output=report_progress,
+                env=env,
+                tee=spill.write,
+            )
+        finally:
+            where = spill.finish()
         set_exit_code(result.returncode, timed_out=result.timed_out)
-        return format_command_result(
+        text = format_command_result(
             result.out, result.err, result.returncode, result.timed_out, args.timeout, limit
         )
+        return f"{text}\n{spill.note()}" if where is not None else text
 
 
 TOOLS = (BashTool,)
