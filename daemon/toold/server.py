@@ -76,12 +76,6 @@ class TooldServer(EditorServer):
             raise RuntimeError("the workspace is not bound yet")
         return self._state
 
-    @state.setter
-    def state(self, state: WorkspaceState) -> None:
-        # For code that binds a session by hand (the engine's, until it passes state= to
-        # create_server); the session then does not own it only if created with state=.
-        self._state = state
-
     @property
     def toolset(self) -> ToolSet:
         """The bound tools."""
