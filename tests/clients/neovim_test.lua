@@ -4,7 +4,7 @@
 --   TOOLD_TEST_WS   a workspace folder holding main.py with "needle" in it
 -- Prints "ok - NAME" / "not ok - NAME: ERROR" lines and exits non-zero on any failure.
 
-local results = { passed = 0, failed = 0 }
+local results = { passed = 0, failed = 0, skipped = 0 }
 
 local function out(line)
   io.stdout:write(line .. "\n")
@@ -22,9 +22,13 @@ local function wait_for(what, predicate, timeout_ms)
   check(ok, "timed out waiting for %s", what)
 end
 
+-- FN may return a string: the test is skipped for that reason ("ok - NAME # SKIP why").
 local function test(name, fn)
   local ok, err = xpcall(fn, debug.traceback)
-  if ok then
+  if ok and type(err) == "string" then
+    results.skipped = results.skipped + 1
+    out("ok - " .. name .. " # SKIP " .. err)
+  elseif ok then
     results.passed = results.passed + 1
     out("ok - " .. name)
   else
@@ -72,7 +76,16 @@ local selects = {}
 local answer = "Allow"
 local answer_later = false
 vim.ui.select = function(items, opts, on_choice)
-  table.insert(selects, { items = items, prompt = opts.prompt })
+  -- What the window showed while the question was asked: the diff split, if any.
+  local shown = nil
+  local preview = require("toold.ui").find_buffer("preview")
+  if preview ~= nil and vim.fn.bufwinid(preview) ~= -1 then
+    shown = {
+      lines = vim.api.nvim_buf_get_lines(preview, 0, -1, false),
+      filetype = vim.api.nvim_buf_get_option(preview, "filetype"),
+    }
+  end
+  table.insert(selects, { items = items, prompt = opts.prompt, preview = shown })
   if answer_later then
     vim.defer_fn(function()
       on_choice(answer)
@@ -194,6 +207,81 @@ test("an asynchronous picker answering Deny refuses the call", function()
   check(result.isError and result.content == "User denied.", "result %s", vim.inspect(result))
   check(read_file(ws .. "/denied.txt") == nil, "denied.txt was written")
   answer_later = false
+end)
+
+test(":TooldUndo restores the file a tool wrote, byte for byte", function()
+  local path = ws .. "/undo.txt"
+  local f = io.open(path, "w")
+  f:write("before\n")
+  f:close()
+  toold.call("read_file", { file_path = "undo.txt" })
+  local result = toold.call("write_file", { file_path = "undo.txt", content = "after\n" })
+  check(not result.isError, "write_file: %s", vim.inspect(result))
+  check(read_file(path) == "after\n", "undo.txt was not written")
+  notes = {}
+  vim.cmd("TooldUndo")
+  check(read_file(path) == "before\n", "undo.txt is %q", read_file(path))
+  check(find_note("undid write_file %(user, .*%): restored undo%.txt"), "notes %s", vim.inspect(notes))
+end)
+
+test(":TooldUndo after an outside change asks, and Restore anyway restores", function()
+  local path = ws .. "/undo.txt"
+  toold.call("write_file", { file_path = "undo.txt", content = "by toold\n" })
+  local f = io.open(path, "w")
+  f:write("by hand\n")
+  f:close()
+  selects, answer, answer_later = {}, "Cancel", false
+  vim.cmd("TooldUndo")
+  check(#selects == 1, "%d prompts", #selects)
+  check(vim.deep_equal(selects[1].items, { "Restore anyway", "Cancel" }), "items %s", vim.inspect(selects[1].items))
+  check(selects[1].prompt:find("undo.txt changed outside toold", 1, true), "prompt %s", selects[1].prompt)
+  check(read_file(path) == "by hand\n", "Cancel restored anyway")
+  selects, answer = {}, "Restore anyway"
+  vim.cmd("TooldUndo")
+  check(read_file(path) == "before\n", "undo.txt is %q", read_file(path))
+  answer = "Allow"
+end)
+
+test(":TooldCheckpoints lists newest first; <CR> shows the diff, r restores", function()
+  toold.call("write_file", { file_path = "undo.txt", content = "third\n" })
+  vim.cmd("TooldCheckpoints")
+  local ui = require("toold.ui")
+  local buf = ui.find_buffer("checkpoints")
+  local lines = ui.buffer_lines("checkpoints")
+  check(lines[1]:find("write_file%s+user%s+undo%.txt$"), "first line %s", vim.inspect(lines))
+  check(contains(lines, "%(undone%)$"), "no undone checkpoint in %s", vim.inspect(lines))
+  local id = lines[1]:match("^(%x+)")
+  vim.api.nvim_set_current_win(vim.fn.bufwinid(buf))
+  vim.api.nvim_win_set_cursor(0, { 1, 0 })
+  vim.api.nvim_feedkeys(vim.api.nvim_replace_termcodes("<CR>", true, false, true), "x", false)
+  local diff_buf = ui.find_buffer("checkpoint/" .. id)
+  check(diff_buf ~= nil and vim.fn.bufwinid(diff_buf) ~= -1, "no diff split for %s", id)
+  check(vim.api.nvim_buf_get_option(diff_buf, "filetype") == "diff", "filetype not diff")
+  local diff = ui.buffer_lines("checkpoint/" .. id)
+  check(contains(diff, "^%-before$") and contains(diff, "^%+third$"), "diff %s", vim.inspect(diff))
+  vim.api.nvim_set_current_win(vim.fn.bufwinid(buf))
+  vim.api.nvim_win_set_cursor(0, { 1, 0 })
+  vim.api.nvim_feedkeys("r", "x", false)
+  check(read_file(ws .. "/undo.txt") == "before\n", "r did not restore: %q", read_file(ws .. "/undo.txt"))
+  check(ui.buffer_lines("checkpoints")[1]:find("^%x+%s.*restore"), "list not refreshed")
+end)
+
+test("a permission prompt for an edit opens its diff in a split first", function()
+  if os.getenv("TOOLD_TEST_PREVIEW") ~= "1" then
+    return os.getenv("TOOLD_TEST_PREVIEW_SKIP") or "TOOLD_TEST_PREVIEW is not 1"
+  end
+  selects, answer, answer_later = {}, "Allow", false
+  local args = { file_path = "previewed.txt", content = "previewed line\n" }
+  local result = toold.call("write_file", args, { origin = "agent" })
+  check(not result.isError, "write_file: %s", vim.inspect(result))
+  check(#selects == 1, "%d prompts", #selects)
+  local shown = selects[1].preview
+  check(shown ~= nil, "no diff split was open while the prompt was asked")
+  check(shown.filetype == "diff", "filetype %s", shown.filetype)
+  check(contains(shown.lines, "^%+previewed line$"), "preview %s", vim.inspect(shown.lines))
+  check(contains(shown.lines, "previewed%.txt"), "preview %s", vim.inspect(shown.lines))
+  local preview = require("toold.ui").find_buffer("preview")
+  check(vim.fn.bufwinid(preview) == -1, "the preview split stayed open after the answer")
 end)
 
 test(":TooldTasks shows tasks with status and dependencies", function()
@@ -346,6 +434,7 @@ if not ok then
   pcall(toold.stop, 5000)
 end
 
+out(string.format("# %d skipped", results.skipped))
 out(string.format("# %d passed, %d failed", results.passed, results.failed))
 if results.failed > 0 then
   vim.cmd("cquit")

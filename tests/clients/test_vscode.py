@@ -67,6 +67,8 @@ def test_node_tests_against_the_daemon(npm: str) -> None:
         "agent/run streams each tool call as $/progress and answers the final text",
         "cancelling the token stops the agent (RequestCancelled)",
         "agent/run is refused and the client names the fix",
+        "an edit is listed newest first and undo puts the file back byte for byte",
+        "a file changed outside toold is a Conflict naming it; force restores anyway",
     ):
         assert re.search(rf"^\s*ok \d+ - {re.escape(name)}$", output, re.MULTILINE), output
 

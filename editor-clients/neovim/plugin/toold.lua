@@ -35,5 +35,7 @@ command("TooldAsk", {
   desc = "toold: ask the agent — :TooldAsk [{prompt}] (tool calls stream into toold://agent)",
 })
 command("TooldCancel", { desc = "toold: cancel the running :TooldAsk" })
+command("TooldUndo", { desc = "toold: undo the last file change a tool made (checkpoints/restore)" })
+command("TooldCheckpoints", { desc = "toold: checkpoints, newest first (<CR> diff, r restore, R refresh)" })
 command("TooldRestart", { desc = "toold: restart the daemon" })
 command("TooldStop", { desc = "toold: stop the daemon" })

@@ -13,6 +13,8 @@ import {
 } from "vscode-jsonrpc";
 
 import {
+  type CheckpointInfo,
+  type CheckpointsRestoreResult,
   ERROR_CODES,
   type JobDetail,
   type JobInfo,
@@ -194,6 +196,24 @@ export class TooldApi {
 
   listTasks(): Promise<Task[]> {
     return this.request("tasks/list", {}).then((r) => r.tasks);
+  }
+
+  /** checkpoints/list: the recorded file-changing calls, oldest first. */
+  listCheckpoints(): Promise<CheckpointInfo[]> {
+    return this.request("checkpoints/list", {}).then((r) => r.checkpoints);
+  }
+
+  /** checkpoints/diff: the unified diff from before that call to now. */
+  checkpointDiff(id: string): Promise<string> {
+    return this.request("checkpoints/diff", { id }).then((r) => r.diff);
+  }
+
+  /** checkpoints/restore: undo the last call (no id) or go back before `id`. */
+  restoreCheckpoint(id?: string, force = false): Promise<CheckpointsRestoreResult> {
+    const params: Params<"checkpoints/restore"> = {};
+    if (id !== undefined) params.id = id;
+    if (force) params.force = true;
+    return this.request("checkpoints/restore", params);
   }
 }
 

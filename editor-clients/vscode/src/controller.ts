@@ -28,6 +28,8 @@ import {
   INHERIT,
   type TooldSettings,
 } from "./protocol";
+import { DiffPreviewFeature, EditPreviews } from "./preview";
+import { type EditPreview, PREVIEW_NOTIFICATION } from "./protocol";
 import { NodeTreeProvider } from "./views";
 
 /** Anything with dispose(): output channels, subscriptions, providers. */
@@ -54,6 +56,12 @@ export class TooldController implements vscode.Disposable {
   readonly jobs = new JobsModel();
   readonly todos = new NodeTreeProvider();
   readonly tasks = new NodeTreeProvider();
+  readonly previews = new EditPreviews((line) => {
+    this.output.appendLine(line);
+  });
+  private readonly started = new vscode.EventEmitter<void>();
+  /** Fires each time a daemon has started and answered initialize. */
+  readonly onDidStart = this.started.event;
   private readonly statusBar = vscode.window.createStatusBarItem(
     vscode.StatusBarAlignment.Left,
     50,
@@ -77,6 +85,8 @@ export class TooldController implements vscode.Disposable {
       this.statusBar,
       this.todos,
       this.tasks,
+      this.previews,
+      this.started,
       vscode.window.registerTreeDataProvider("toold.todos", this.todos),
       vscode.window.registerTreeDataProvider("toold.tasks", this.tasks),
       vscode.workspace.onDidChangeConfiguration((e) => {
@@ -90,6 +100,11 @@ export class TooldController implements vscode.Disposable {
   /** The workspace folder the daemon serves (the first one). */
   get folder(): vscode.WorkspaceFolder | undefined {
     return vscode.workspace.workspaceFolders?.[0];
+  }
+
+  /** The daemon's API when it is running (never starts it). */
+  get runningApi(): TooldApi | undefined {
+    return this.state === "running" ? this.api : undefined;
   }
 
   /** The running daemon's API, starting it when needed; undefined (after a message) if it cannot run. */
@@ -151,6 +166,7 @@ export class TooldController implements vscode.Disposable {
       connectionOptions: { maxRestartCount: 3 },
     };
     const client = new LanguageClient("toold", "toold", serverOptions, clientOptions);
+    client.registerFeature(new DiffPreviewFeature());
     const api = new TooldApi(client);
     this.client = client;
     this.api = api;
@@ -159,12 +175,17 @@ export class TooldController implements vscode.Disposable {
       client.onDidChangeState((e) => {
         this.onStateChanged(e.newState);
       }),
+      client.onNotification(PREVIEW_NOTIFICATION, (preview: EditPreview) => {
+        this.previews.show(preview);
+      }),
       handlePermissionRequests(client, async (message, titles, isPermission) =>
         isPermission
-          ? await vscode.window.showWarningMessage(
-              "toold: allow the agent's tool call?",
-              { modal: true, detail: message.replace(/^toold: /, "") },
-              ...titles,
+          ? await this.previews.whileAsking(() =>
+              vscode.window.showWarningMessage(
+                "toold: allow the agent's tool call?",
+                { modal: true, detail: message.replace(/^toold: /, "") },
+                ...titles,
+              ),
             )
           : await vscode.window.showInformationMessage(message, ...titles),
       ),
@@ -216,6 +237,7 @@ export class TooldController implements vscode.Disposable {
       return;
     }
     await this.refreshAll();
+    this.started.fire();
   }
 
   private reportLaunchError(error: unknown): void {

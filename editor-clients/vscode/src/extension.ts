@@ -2,6 +2,7 @@
 
 import type * as vscode from "vscode";
 
+import { CheckpointsView } from "./checkpointsView";
 import { Commands } from "./commands";
 import { TooldController } from "./controller";
 
@@ -9,7 +10,13 @@ let controller: TooldController | undefined;
 
 export function activate(context: vscode.ExtensionContext): void {
   controller = new TooldController();
-  context.subscriptions.push(controller, ...new Commands(controller).register());
+  const checkpoints = new CheckpointsView(controller);
+  context.subscriptions.push(
+    controller,
+    checkpoints,
+    ...checkpoints.register(),
+    ...new Commands(controller).register(),
+  );
   void controller.start(); // commands wait for it through controller.ready()
 }
 

@@ -226,6 +226,16 @@ M.TooldCancel = guarded(function()
   require("toold.agent").cancel()
 end)
 
+--- :TooldUndo — put back what the last file-changing tool call wrote.
+M.TooldUndo = guarded(function()
+  require("toold.checkpoints").restore(nil)
+end)
+
+--- :TooldCheckpoints — <CR> diff, r restore, R refresh.
+M.TooldCheckpoints = guarded(function()
+  require("toold.checkpoints").show()
+end)
+
 M.TooldRestart = guarded(function()
   toold().stop()
   toold().client()

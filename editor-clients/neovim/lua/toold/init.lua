@@ -110,6 +110,7 @@ handlers["window/showMessageRequest"] = function(_, params, _)
     table.insert(titles, action.title)
   end
   local answered, choice = false, nil
+  local preview = require("toold.checkpoints").take_preview()
   vim.ui.select(titles, { prompt = params.message, kind = "toold.permission" }, function(item)
     choice = item
     answered = true
@@ -119,6 +120,7 @@ handlers["window/showMessageRequest"] = function(_, params, _)
       return answered
     end, 20)
   end
+  require("toold.checkpoints").close_preview(preview)
   for _, action in ipairs(actions) do
     if action.title == choice then
       return action
@@ -167,6 +169,12 @@ handlers["$/progress"] = function(err, params, ctx, config)
   end
 end
 
+--- permissions/preview (we declare experimental.toold.diffPreview): the edit's unified
+--- diff in a split, shown before the permission prompt that follows; closed once answered.
+handlers["permissions/preview"] = function(_, params, _)
+  require("toold.checkpoints").show_preview(params or {})
+end
+
 handlers["execution/event"] = function(_, e, _)
   local took = e.durationMs and string.format(" %.0f ms", e.durationMs) or ""
   notify(string.format("toold: %s %s [%s]%s", e.event, e.tool, e.runner, took), vim.log.levels.DEBUG)
@@ -180,6 +188,8 @@ local function capabilities()
   -- toold asks permission only from clients that declare this.
   caps.window.showMessage = caps.window.showMessage
     or { messageActionItem = { additionalPropertiesSupport = false } }
+  -- An edit's permission prompt is preceded by permissions/preview (its diff in a split).
+  caps.experimental = vim.tbl_extend("force", caps.experimental or {}, { toold = { diffPreview = true } })
   return caps
 end
 
@@ -280,8 +290,9 @@ function M.stop(timeout_ms)
   require("toold.agent").daemon_gone()
 end
 
---- Send one request and wait for it: returns the result, raises with the error message.
-function M.request(method, params, timeout_ms)
+--- Send one request and wait for it: returns the result, or nil and the error object
+--- ({code, message, data}) the daemon answered; raises when there is no answer at all.
+function M.try_request(method, params, timeout_ms)
   local client = M.client(timeout_ms)
   local timeout = timeout_ms or M.config.timeout_ms
   local response, reason = client_call(client, "request_sync", method, encode_params(params), timeout)
@@ -290,10 +301,21 @@ function M.request(method, params, timeout_ms)
   end
   if response.err ~= nil then
     local err = response.err
-    local message = type(err) == "table" and err.message or tostring(err)
-    error(string.format("toold: %s: %s", method, message), 0)
+    if type(err) ~= "table" then
+      err = { message = tostring(err) }
+    end
+    return nil, err
   end
-  return response.result
+  return response.result, nil
+end
+
+--- Send one request and wait for it: returns the result, raises with the error message.
+function M.request(method, params, timeout_ms)
+  local result, err = M.try_request(method, params, timeout_ms)
+  if err ~= nil then
+    error(string.format("toold: %s: %s", method, err.message), 0)
+  end
+  return result
 end
 
 --- Send one request; callback(err, result) runs when it is answered.

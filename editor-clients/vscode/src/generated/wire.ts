@@ -26,6 +26,54 @@ export interface AnthropicTool {
   name: string;
 }
 
+/** Params naming one checkpoint. */
+export interface CheckpointIdParams {
+  id: string;
+}
+
+/** One recorded tool call that changed files (`checkpoints/list`). */
+export interface CheckpointInfo {
+  id: string;
+  origin: "agent" | "user";
+  /** Workspace-relative files it changed. */
+  paths: string[];
+  /** For a restore's own checkpoint: the checkpoint it went back before. */
+  restores?: string | null;
+  time: string;
+  /** The tool that made the change, or `restore` for a restore's own checkpoint. */
+  tool: string;
+  /** A later restore went back before it. */
+  undone?: boolean;
+}
+
+/** Result of `checkpoints/diff`: from before that call (and every later one) to now. */
+export interface CheckpointsDiffResult {
+  /** A unified diff (`a/` and `b/` paths, `/dev/null` for a file that did not exist). */
+  diff: string;
+}
+
+/** Result of `checkpoints/list`: oldest first. */
+export interface CheckpointsListResult {
+  checkpoints: CheckpointInfo[];
+}
+
+/** Params of `checkpoints/restore`. */
+export interface CheckpointsRestoreParams {
+  /** Restore even files changed outside toold since (their changes are lost). */
+  force?: boolean;
+  /** The checkpoint to go back before; the newest one an undo reaches when omitted. */
+  id?: string | null;
+}
+
+/**
+ * Result of `checkpoints/restore`: the files put back and the restore's own
+ * checkpoint (restore it to redo).
+ */
+export interface CheckpointsRestoreResult {
+  checkpoint: CheckpointInfo;
+  restored: string[];
+}
+
 /** Params of a method that takes none. */
 export type EmptyParams = Record<string, never>;
 
@@ -311,6 +359,12 @@ export interface ToolsListResult {
 export interface RequestTypes {
   /** Run the agent loop on a prompt; tool calls pass the permission guard. */
   "agent/run": { params: AgentRunParams; result: AgentRunResult };
+  /** The unified diff from before a checkpoint's call (and every later one) to now. */
+  "checkpoints/diff": { params: CheckpointIdParams; result: CheckpointsDiffResult };
+  /** Every recorded file-changing tool call, oldest first. */
+  "checkpoints/list": { params: EmptyParams; result: CheckpointsListResult };
+  /** Put files back as they were before a checkpoint (Conflict if changed since). */
+  "checkpoints/restore": { params: CheckpointsRestoreParams; result: CheckpointsRestoreResult };
   /** Cancel a running job: its whole process group is killed. */
   "jobs/cancel": { params: JobIdParams; result: JobInfo };
   /** One job with its output so far (capped). */
@@ -351,6 +405,9 @@ export interface NotificationTypes {
 
 export const REQUESTS = [
   "agent/run",
+  "checkpoints/diff",
+  "checkpoints/list",
+  "checkpoints/restore",
   "jobs/cancel",
   "jobs/get",
   "jobs/list",
@@ -373,6 +430,7 @@ export const NOTIFICATIONS = [
 ] as const;
 
 export const ERROR_CODES = {
+  Conflict: -33003,
   InternalError: -32603,
   InvalidParams: -32602,
   InvalidRequest: -32600,
