@@ -15,7 +15,7 @@ import os
 import signal
 import uuid
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from acp import PROTOCOL_VERSION, RequestError, run_agent
 from acp.interfaces import Agent, Client
@@ -34,9 +34,11 @@ from acp.schema import (
 
 from toold import __version__
 from toold.acp import history
-from toold.acp.mcp_servers import McpServerLink, start_servers
 from toold.acp.session import AcpSession, modes
 from toold.workspace import bind
+
+if TYPE_CHECKING:
+    from toold.acp.mcp_servers import McpServerLink
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +65,7 @@ class TooldAgent:
         self.client_capabilities = ClientCapabilities()
         self.sessions: dict[str, AcpSession] = {}
         self.links: dict[str, list[McpServerLink]] = {}
+        self._warming: asyncio.Future[Any] | None = None
 
     def on_connect(self, conn: Client) -> None:
         """The SDK hands over the connection to the client."""
@@ -137,11 +140,17 @@ class TooldAgent:
         if self.workspace is not None:
             root = self.workspace
         session = AcpSession(session_id, self.require_conn(), root)
-        try:
-            links, tools = await start_servers(list(mcp_servers or []), root)
-        except (RuntimeError, ValueError) as exc:
-            await session.outbox.close()
-            raise RequestError(-32602, str(exc)) from None
+        links: list[McpServerLink] = []
+        tools: list[Any] = []
+        if mcp_servers:
+            # The mcp SDK takes a second to import: only sessions with servers pay for it.
+            from toold.acp.mcp_servers import start_servers
+
+            try:
+                links, tools = await start_servers(list(mcp_servers), root)
+            except (RuntimeError, ValueError) as exc:
+                await session.outbox.close()
+                raise RequestError(-32602, str(exc)) from None
         state = await asyncio.to_thread(
             bind,
             root,
@@ -159,6 +168,9 @@ class TooldAgent:
             await asyncio.wait_for(state.watching.wait(), WATCH_TIMEOUT_S)
         self.sessions[session.id] = session
         self.links[session.id] = links
+        if state.agents is not None:
+            # The model SDK takes seconds to import: ready it before the first prompt.
+            self._warming = asyncio.ensure_future(state.agents.provider.prepare())
         return session
 
     async def prompt(self, prompt: list[Any], session_id: str, **kwargs: Any) -> PromptResponse:

@@ -76,6 +76,10 @@ class AnthropicProvider:
                 self._client = self._sdk.AsyncAnthropic(**self._options)
         return self._client
 
+    async def prepare(self) -> None:
+        """Import the SDK and build the client now (a front end readying the first call)."""
+        await self._ready()
+
     async def close(self) -> None:
         """Close the HTTP client and its connections."""
         if self._client is not None:
