@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.agents.conftest import API_KEY, ModelServer
-from tests.clients.toolchain import CLIENTS, ROOT, require_tool, run
+from tests.clients.toolchain import CLIENTS, ROOT, preview_missing, require_tool, run
 
 SCRIPT = Path(__file__).with_name("neovim_test.lua")
 EXPECTED = [
@@ -35,18 +35,6 @@ UNDO = [
     ":TooldCheckpoints lists newest first; <CR> shows the diff, r restores",
 ]
 PREVIEW = "a permission prompt for an edit opens its diff in a split first"
-PREVIEW_METHOD = "permissions/preview"
-
-
-def preview_landed() -> str | None:
-    """None when the daemon sends permissions/preview; else why the preview test skips.
-
-    The daemon side was written at the same time as this client: until its sources name
-    the notification, the client's half cannot be driven."""
-    sources = [*(ROOT / "daemon" / "toold").rglob("*.py"), *(ROOT / "protocol").rglob("*.py")]
-    if any(PREVIEW_METHOD in path.read_text(encoding="utf-8") for path in sources):
-        return None
-    return f"the daemon does not send {PREVIEW_METHOD} yet (no source under daemon/ names it)"
 
 
 def _script_the_model(model: ModelServer) -> None:
@@ -97,7 +85,7 @@ def test_neovim_undo_and_checkpoints(nvim_report: list[str]) -> None:
 
 @pytest.mark.timeout(600)
 def test_neovim_permission_prompt_opens_the_diff_split(nvim_report: list[str]) -> None:
-    why = preview_landed()
+    why = preview_missing()
     if why is not None:
         assert f"ok - {PREVIEW} # SKIP {why}" in nvim_report, "\n".join(nvim_report)
         pytest.skip(why)
@@ -111,8 +99,8 @@ def _run_nvim(nvim: str, tmp_path: Path, workspace: Path, model: ModelServer) ->
         "ANTHROPIC_BASE_URL": model.url,
         "TOOLD_TEST_WS": os.fspath(workspace),
         "TOOLD_TEST_CMD": json.dumps([sys.executable, "-m", "toold", "serve"]),
-        "TOOLD_TEST_PREVIEW": "0" if preview_landed() else "1",
-        "TOOLD_TEST_PREVIEW_SKIP": preview_landed() or "",
+        "TOOLD_TEST_PREVIEW": "0" if preview_missing() else "1",
+        "TOOLD_TEST_PREVIEW_SKIP": preview_missing() or "",
         # Keep nvim's state, cache and LSP log out of the user's home.
         "XDG_CACHE_HOME": os.fspath(tmp_path / "cache"),
         "XDG_STATE_HOME": os.fspath(tmp_path / "state"),

@@ -28,7 +28,7 @@ from playwright.sync_api import Page, expect, sync_playwright
 
 from tests.agents.conftest import API_KEY, ModelServer, tool_results
 from tests.clients import code_server
-from tests.clients.toolchain import CLIENTS, ROOT, apt_install, run
+from tests.clients.toolchain import CLIENTS, ROOT, apt_install, preview_missing, run
 from tests.clients.vscode_ui import CHROMIUM_FLAGS, WAIT_MS, Screens, Workbench
 from tests.environment import in_ci, unavailable
 from tests.processes import wait_gone
@@ -177,6 +177,8 @@ def session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Session]:
     workspace.mkdir()
     (workspace / "toold.toml").write_text('[permissions]\nmode = "default"\n', encoding="utf-8")
     (workspace / "notes.txt").write_text("hello from the workspace\n", encoding="utf-8")
+    (workspace / "greeting.txt").write_text("hello, reviewer\n", encoding="utf-8")
+    (workspace / "draft.txt").write_text("first draft\n", encoding="utf-8")
     no_key = home / "no-key-workspace"
     no_key.mkdir()
     (no_key / "toold.toml").write_text(
@@ -412,6 +414,85 @@ def test_agent_call_needing_permission_obeys_deny_then_allow(
             assert not (session.workspace / name).exists()
         else:
             assert (session.workspace / name).read_text(encoding="utf-8") == "Allow\n"
+
+
+def _agent_edits(session: Session, path: str, old: str, new: str) -> None:
+    """Ask the agent, whose model reads PATH and then edits OLD into NEW (a permission prompt)."""
+    session.model.tool_use(("read_file", {"file_path": path}))
+    session.model.tool_use(("edit_file", {"file_path": path, "old_text": old, "new_text": new}))
+    session.model.text(f"Edited {path}.")
+    _ask(session, f"edit {path}")
+
+
+@pytest.mark.timeout(300)
+def test_an_agent_edit_shows_its_diff_before_allow(session: Session, screens: Screens) -> None:
+    why = preview_missing()
+    if why is not None:
+        pytest.skip(why)
+    ui = session.ui
+    _reset(session)
+    ui.command("View: Close All Editors")
+    _agent_edits(session, "greeting.txt", "hello, reviewer", "goodbye, reviewer")
+    expect(ui.dialog()).to_contain_text("allow the agent's tool call?")
+    # Before anyone answers: VS Code's diff editor on the edit, beside the dialog.
+    tab = ui.page.locator(".tab").filter(has_text="toold preview: greeting.txt")
+    expect(tab).to_be_visible()
+    diff = ui.page.locator(".monaco-diff-editor").first
+    expect(diff.locator(".editor.original .view-lines")).to_contain_text("hello, reviewer")
+    expect(diff.locator(".editor.modified .view-lines")).to_contain_text("goodbye, reviewer")
+    assert (session.workspace / "greeting.txt").read_text(encoding="utf-8") == "hello, reviewer\n"
+    screens.shot("diff-beside-the-dialog")
+    ui.dialog_button("Allow").click()
+    expect(ui.markdown_preview()).to_contain_text("Edited greeting.txt.")
+    expect(tab).to_have_count(0)  # answered: the preview's tabs are closed
+    text = (session.workspace / "greeting.txt").read_text(encoding="utf-8")
+    assert text == "goodbye, reviewer\n"
+    screens.shot("allowed-preview-closed")
+
+
+@pytest.mark.timeout(300)
+def test_undo_last_agent_edit_and_the_checkpoints_view(session: Session, screens: Screens) -> None:
+    ui = session.ui
+    draft = session.workspace / "draft.txt"
+    _reset(session)
+    _agent_edits(session, "draft.txt", "first draft", "second draft")
+    ui.dialog_button("Allow").click()
+    expect(ui.markdown_preview()).to_contain_text("Edited draft.txt.")
+    assert draft.read_text(encoding="utf-8") == "second draft\n"
+    header = ui.page.locator(".pane-header").filter(has_text="Checkpoints")
+    if not header.is_visible():  # the toold side bar may be open already: a click would close it
+        ui.page.locator(".activitybar .action-item a[aria-label^='toold']").click()
+    expect(header).to_be_visible()
+    edit = ui.view_row("Checkpoints", "edit_file: draft.txt")
+    expect(edit).to_contain_text("agent")
+    screens.shot("checkpoints-view")
+    edit.click()  # Show Diff: what undoing it would change
+    expect(ui.active_tab()).to_contain_text("edit_file.diff")
+    expect(ui.active_editor_text()).to_contain_text("-first draft")
+    expect(ui.active_editor_text()).to_contain_text("+second draft")
+    screens.shot("checkpoint-diff")
+
+    ui.command("toold: Undo Last Agent Edit")
+    undid = re.compile(r"toold: undid edit_file \(agent, .*\): restored draft\.txt")
+    expect(ui.notification(undid)).to_be_visible()
+    assert draft.read_text(encoding="utf-8") == "first draft\n"
+    expect(edit).to_contain_text("undone")
+    restore = ui.view_row("Checkpoints", "restore: draft.txt")
+    expect(restore).to_be_visible()
+    screens.shot("undone")
+
+    # A change made outside toold since: Restore (here: redo the undo) asks first.
+    draft.write_text("edited by hand\n", encoding="utf-8")
+    _reset(session)
+    restore.hover()
+    restore.locator(".action-label[aria-label='Restore']").click()
+    expect(ui.dialog()).to_contain_text("draft.txt changed outside toold")
+    screens.shot("conflict-dialog")
+    ui.dialog_button("Restore anyway").click()
+    redid = re.compile(r"toold: undid restore \(user, .*\): restored draft\.txt")
+    expect(ui.notification(redid)).to_be_visible()
+    assert draft.read_text(encoding="utf-8") == "second draft\n"
+    screens.shot("restored-anyway")
 
 
 @pytest.mark.timeout(300)

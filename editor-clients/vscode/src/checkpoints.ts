@@ -36,7 +36,7 @@ export function checkpointRow(checkpoint: CheckpointInfo, now?: Date): Checkpoin
   const undone = checkpoint.undone === true;
   const restore = checkpoint.restores !== undefined && checkpoint.restores !== null;
   const parts = [timeLabel(checkpoint.time, now), checkpoint.origin];
-  if (undone) parts.push("undone");
+  if (undone) parts.unshift("undone"); // first: the row's description is often cut short
   const tooltip = [
     `${checkpoint.tool} by the ${checkpoint.origin} at ${checkpoint.time} (checkpoint ${checkpoint.id})`,
     ...checkpoint.paths.map((p) => `  ${p}`),
