@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from tests.engine.support import stop_engines
 
 # bash captures the login environment with `bash -l` (and runs `bash -lc` with
 # execution.login_shell); on machines whose login profile runs `pyenv rehash`, a shell
@@ -15,6 +20,19 @@ os.environ.setdefault("PYENV_REHASH_TIMEOUT", "1")
 # Every toold command a test starts serves privately (as with --no-daemon): the shared
 # engine's tests (tests/engine) opt in per process and stop what they start.
 os.environ.setdefault("TOOLD_NO_DAEMON", "1")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def engine_runtime() -> Iterator[Path]:
+    """A runtime folder of this run's own for engine sockets (never a stale shared one);
+    any engine a test left running there is stopped at the end."""
+    runtime = Path(tempfile.mkdtemp(prefix="toold-run-", dir="/tmp"))
+    os.environ["TOOLD_RUNTIME_DIR"] = os.fspath(runtime)
+    try:
+        yield runtime
+    finally:
+        stop_engines(runtime, dict(os.environ))
+        shutil.rmtree(runtime, ignore_errors=True)
 
 
 @pytest.fixture

@@ -200,7 +200,14 @@ class EngineClient(RpcClient):
         except (EngineError, OSError) as exc:
             raise RpcError(errors.DAEMON_EXITED, str(exc)) from None
         self._reader, self._writer = self._attached.reader, self._attached.writer
-        self._initialize()
+        # Not waited for: its answer is skipped while the first request's is awaited, so
+        # attaching costs one round trip less.
+        params = {"processId": os.getpid(), "capabilities": {}, "clientInfo": {"name": "toold-cli"}}
+        write_frame(
+            self._writer,
+            {"jsonrpc": "2.0", "id": next(self._ids), "method": "initialize", "params": params},
+        )
+        self.notify("initialized", {})
         return self
 
     def _ended(self) -> RpcError:

@@ -183,6 +183,7 @@ def spawn_engine(paths: EnginePaths) -> None:
             os.setsid()
             if os.fork():
                 os._exit(0)
+            os.setpgid(0, 0)  # the engine leads its own process group (kill -- -PID ends all)
             null = os.open(os.devnull, os.O_RDONLY)
             os.dup2(null, 0)
             os.dup2(log_fd, 1)

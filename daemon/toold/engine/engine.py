@@ -95,6 +95,8 @@ class Engine:
         self.stopping = asyncio.Event()
         self.started = time.time()
         self._tasks: set[asyncio.Task[Any]] = set()
+        """The connections being served."""
+        self._watching: asyncio.Task[None] | None = None
         self._listener: socket.socket | None = None
 
     # -- start and stop ------------------------------------------------------------------
@@ -145,6 +147,8 @@ class Engine:
             session.server.request_stop(1)
         if self._tasks:
             await asyncio.wait(self._tasks, timeout=10)
+        if self._watching is not None:
+            self._watching.cancel()
         if self.state is not None:
             await self.state.aclose()
 
@@ -163,7 +167,7 @@ class Engine:
             warn=sessions.warn,
             confirm=sessions.confirm,
         )
-        self._spawn(watch_workspace(self.state, sessions.show_error))
+        self._watching = asyncio.ensure_future(watch_workspace(self.state, sessions.show_error))
         log.info("toold %s engine serving %s", __version__, self.paths.workspace)
 
     def _spawn(self, coro: Any) -> asyncio.Task[Any]:
@@ -192,7 +196,7 @@ class Engine:
         loop = asyncio.get_running_loop()
         idle_since = loop.time()
         while True:
-            timeout = self.idle_timeout()
+            timeout = self.idle_timeout() if self.state is not None else 0.4
             await asyncio.sleep(min(max(timeout / 4, 0.05), 15.0))
             if self.busy():
                 idle_since = loop.time()
@@ -224,6 +228,8 @@ class Engine:
                 conn.sendall(json.dumps({"ok": False, "error": str(exc)}).encode() + b"\n")
         except (OSError, TimeoutError) as exc:
             log.info("connection dropped: %s", exc)
+        except Exception:
+            log.exception("a session failed")
         finally:
             conn.close()
             for fd in fds:
@@ -242,7 +248,11 @@ class Engine:
             "log": os.fspath(self.paths.log),
             "startedAt": self.started,
             "sessions": [s.describe() for s in self.sessions.all()],
-            "jobs": [j for j in jobs if j.get("status") == "running"],
+            "jobs": [
+                {"jobId": j["job_id"], "command": j["command"], "startedAt": j["started_at"]}
+                for j in jobs
+                if j.get("status") == "running"
+            ],
         }
 
     async def _serve(
@@ -270,17 +280,37 @@ class Engine:
         await serve_session(self, conn, output, pid, hello)
 
 
-def take_pid_lock(paths: EnginePaths) -> int | None:
-    """Lock the pid file for this process's life; None when another engine holds it."""
+def take_pid_lock(paths: EnginePaths, wait: float = 30.0) -> int | None:
+    """Lock the pid file for this process's life; None when another engine serves.
+
+    An engine that holds the lock but no longer listens is on its way out (idle, or
+    stopped): wait for it to let go rather than leave the workspace without an engine.
+    """
     fd = os.open(paths.pid_file, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.close(fd)
-        return None
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            break
+        except BlockingIOError:
+            if _listening(paths) or time.monotonic() > deadline:
+                os.close(fd)
+                return None
+            time.sleep(0.01)
     os.ftruncate(fd, 0)
     os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
     return fd
+
+
+def _listening(paths: EnginePaths) -> bool:
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        probe.connect(os.fspath(paths.socket))
+    except OSError:
+        return False
+    finally:
+        probe.close()
+    return True
 
 
 def main(workspace: Path, ready_fd: int | None) -> int:

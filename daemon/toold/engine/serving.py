@@ -24,6 +24,7 @@ from toold.engine.sessions import current
 if TYPE_CHECKING:
     from toold.engine.engine import Engine
     from toold.server import TooldServer
+    from toold.transport import FrameWriter
     from toold.workspace import WorkspaceState
 
 log = logging.getLogger(__name__)
@@ -34,32 +35,31 @@ def session_server(state: WorkspaceState, hello: dict[str, Any]) -> TooldServer:
     from toold.server import create_server
 
     client_pid = hello.get("clientProcessId")
-    server = create_server(
-        state.root,
-        max_message_bytes=hello.get("maxMessageBytes"),
+    cap = hello.get("maxMessageBytes")
+    return create_server(
+        max_message_bytes=cap if isinstance(cap, int) and cap > 0 else None,
         client_process_id=client_pid if isinstance(client_pid, int) else None,
+        state=state,
     )
-    loop = asyncio.get_running_loop()
-    bound = loop.create_future()
-    bound.set_result(None)
-    # TODO(wire stack): replace with create_server's shared-state parameter.
-    server.state, server.root, server._loop, server._binding = state, state.root, loop, bound
-    server.max_message_bytes = hello.get("maxMessageBytes") or state.config.limits.max_message_bytes
-    server.start_binding = lambda *args, **kwargs: None  # type: ignore[method-assign]
 
-    async def close() -> None:
-        for task in list(server._background):
-            task.cancel()
 
-    server.close = close  # type: ignore[method-assign]
-    return server
+async def _output(fd: int) -> FrameWriter:
+    """A writer over the relay's stdout: a pipe, socket or terminal, else a plain file."""
+    from toold.transport import FrameWriter
+
+    stream = os.fdopen(fd, "wb", buffering=0)
+    try:
+        transport, _ = await asyncio.get_running_loop().connect_write_pipe(asyncio.Protocol, stream)
+    except ValueError:
+        return FrameWriter(None, stream)
+    return FrameWriter(transport, stream)
 
 
 async def serve_session(
     engine: Engine, conn: socket.socket, output: int | None, peer_pid: int, hello: dict[str, Any]
 ) -> None:
     """Serve one session until it ends; ``output`` is the relay's stdout (stdio kind)."""
-    from toold.transport import serve_stdio
+    from toold.transport import HEADER_LIMIT, FrameWriter
 
     assert engine.state is not None
     kind = hello["kind"]
@@ -67,14 +67,15 @@ async def serve_session(
     session = engine.sessions.open(kind, server, peer_pid, str(hello.get("client", "")))
     current.set(session)  # this task's context: every request of the session inherits it
     log.info("session %d (%s, pid %d) attached", session.id, kind, peer_pid)
+    reply = {"ok": True, "pid": os.getpid(), "version": __version__, "session": session.id}
+    conn.sendall(json.dumps(reply).encode() + b"\n")
+    conn.setblocking(False)
+    reader, socket_writer = await asyncio.open_unix_connection(sock=conn, limit=HEADER_LIMIT)
+    writer = await _output(output) if output is not None else FrameWriter.over(socket_writer)
     code = 1
-    reader = os.fdopen(os.dup(conn.fileno()), "rb", buffering=0)
-    writer = os.fdopen(output if output is not None else os.dup(conn.fileno()), "wb", buffering=0)
     try:
-        reply = {"ok": True, "pid": os.getpid(), "version": __version__, "session": session.id}
-        conn.sendall(json.dumps(reply).encode() + b"\n")
         stop = asyncio.ensure_future(engine.stopping.wait())
-        serving = asyncio.ensure_future(serve_stdio(server, reader, writer))
+        serving = asyncio.ensure_future(server.serve(reader, writer))
         await asyncio.wait({stop, serving}, return_when=asyncio.FIRST_COMPLETED)
         if not serving.done():
             server.request_stop(1)
@@ -82,18 +83,10 @@ async def serve_session(
         code = await serving
     finally:
         engine.sessions.close(session)
-        _close_output(server, writer)
-        with contextlib.suppress(OSError):
-            reader.close()
+        writer.close()
         log.info("session %d ended (status %d)", session.id, code)
     if kind == "stdio":
         with contextlib.suppress(OSError):
-            conn.sendall(json.dumps({"exit": code}).encode() + b"\n")
-
-
-def _close_output(server: TooldServer, writer: Any) -> None:
-    transport = getattr(server.protocol.writer, "_transport", None)
-    if transport is not None:
-        transport.close()
-    with contextlib.suppress(OSError):
-        writer.close()
+            socket_writer.write(json.dumps({"exit": code}).encode() + b"\n")
+            await socket_writer.drain()
+    socket_writer.close()

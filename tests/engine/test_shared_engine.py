@@ -1,0 +1,276 @@
+"""Editors, the command line and jobs on one engine per workspace (real processes)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.engine.support import Engines, live_engines
+from tests.processes import process_alive, wait_gone
+from tests.waiting import wait_until
+
+
+def _todo(engines: Engines, workspace: Path, text: str) -> None:
+    arguments = json.dumps({"action": "add", "task": text})
+    done = engines.toold("call", "todo_write", arguments, cwd=workspace)
+    assert done.returncode == 0, done.stderr
+
+
+def test_two_editors_and_the_cli_share_one_engine(engines: Engines, workspace: Path) -> None:
+    first = engines.editor(workspace)
+    second = engines.editor(workspace)
+    status = engines.status(workspace)
+    assert len(status["sessions"]) == 2
+    assert live_engines(engines.runtime) == [status["pid"]]
+
+    first.tool("todo_write", action="add", task="from the first editor")
+    for editor in (first, second):
+        seen = editor.notification("todos/changed")["params"]["todos"]
+        assert [t["task"] for t in seen] == ["from the first editor"]
+
+    _todo(engines, workspace, "from the command line")
+    for editor in (first, second):
+        tasks = [t["task"] for t in editor.notification("todos/changed")["params"]["todos"]]
+        assert "from the command line" in tasks
+    assert engines.status(workspace)["pid"] == status["pid"]
+
+
+def test_a_job_started_by_toold_call_outlives_the_cli(engines: Engines, workspace: Path) -> None:
+    command = "sleep 0.5; echo finished > out.txt"
+    arguments = json.dumps({"command": command, "task_id": "late"})
+    started = engines.toold("call", "background_run", arguments, cwd=workspace)
+    assert started.returncode == 0, started.stderr
+    assert "late" in started.stdout
+
+    waited = engines.toold("jobs", "wait", "late", cwd=workspace)
+    assert waited.returncode == 0, waited.stderr
+    assert (workspace / "out.txt").read_text() == "finished\n"
+    listed = engines.toold("jobs", "--json", cwd=workspace)
+    jobs = {job["jobId"]: job for job in json.loads(listed.stdout)}
+    assert jobs["late"]["status"] == "done" and jobs["late"]["exitCode"] == 0
+
+    failing = json.dumps({"command": "exit 7", "task_id": "bad"})
+    assert engines.toold("call", "background_run", failing, cwd=workspace).returncode == 0
+    assert engines.toold("jobs", "wait", "bad", cwd=workspace).returncode == 7
+
+
+def test_a_prompt_goes_to_the_calling_session_only(engines: Engines, workspace: Path) -> None:
+    can_ask: dict[str, object] = {"window": {"showMessage": {}}}
+    asking = engines.editor(workspace, capabilities=can_ask)
+    other = engines.editor(workspace, capabilities=can_ask)
+    call = {
+        "name": "write_file",
+        "arguments": {"file_path": "a.txt", "content": "x"},
+        "origin": "agent",
+    }
+    msg_id = asking.request("tools/call", call)
+    prompt = asking.next_message(lambda m: m.get("method") == "window/showMessageRequest")
+    assert "write_file" in prompt["params"]["message"]
+    # The other session gets nothing: its own request's answer comes with no prompt before it.
+    other.call("todos/list", {})
+    assert not [m for m in other._pending if m.get("method") == "window/showMessageRequest"]
+    asking.send({"jsonrpc": "2.0", "id": prompt["id"], "result": {"title": "Deny"}})
+    result = asking.response(msg_id)["result"]
+    assert result["isError"] and not (workspace / "a.txt").exists()
+
+
+def test_a_session_without_prompts_is_denied_not_another_asked(
+    engines: Engines, workspace: Path
+) -> None:
+    engines.editor(workspace, capabilities={"window": {"showMessage": {}}})
+    call = json.dumps({"file_path": "b.txt", "content": "x"})
+    # toold call is a person's call (origin user): it is not asked, it runs.
+    assert engines.toold("call", "write_file", call, cwd=workspace).returncode == 0
+    mute = engines.editor(workspace)
+    params = {"name": "write_file", "arguments": {"file_path": "c.txt", "content": "x"}}
+    result = mute.call("tools/call", {**params, "origin": "agent"})
+    assert result["isError"] and not (workspace / "c.txt").exists()
+
+
+def test_killing_one_editor_cancels_its_calls_only(engines: Engines, workspace: Path) -> None:
+    stand_in = subprocess.Popen(["sleep", "600"])  # the editor whose processId dies
+    try:
+        doomed = engines.editor(workspace, processId=stand_in.pid)
+        survivor = engines.editor(workspace)
+        slow = "echo $$ > {name}.pid; exec sleep 60"
+        doomed.request("tools/call", _bash(slow.format(name="a")))
+        kept = survivor.request("tools/call", _bash(slow.format(name="b")))
+        pid_a = _wait_pid(workspace / "a.pid", "the doomed call's shell")
+        pid_b = _wait_pid(workspace / "b.pid", "the surviving call's shell")
+        stand_in.kill()
+        stand_in.wait()
+        wait_gone(pid_a, "the dead editor's call")
+        assert process_alive(pid_b)
+        assert doomed.proc.wait(timeout=20) == 0  # its toold serve ends with the session
+        assert engines.status(workspace)["sessions"][0]["kind"] == "stdio"
+        survivor.notify("$/cancelRequest", {"id": kept})
+        assert survivor.response(kept)["error"]["code"] == -32800
+        wait_gone(pid_b, "the cancelled call")
+    finally:
+        stand_in.kill()
+        stand_in.wait()
+
+
+def _bash(command: str) -> dict[str, object]:
+    return {"name": "bash", "arguments": {"command": command}, "origin": "user"}
+
+
+def _wait_pid(path: Path, what: str) -> int:
+    pid: int = wait_until(lambda: _pid_in(path) or 0, what)
+    return pid
+
+
+def _pid_in(path: Path) -> int | None:
+    try:
+        text = path.read_text().strip()
+    except FileNotFoundError:
+        return None
+    return int(text) if text.isdigit() else None
+
+
+def test_sigkill_of_the_engine_loses_no_acknowledged_todo_or_task(
+    engines: Engines, workspace: Path
+) -> None:
+    _todo(engines, workspace, "kept across the crash")
+    task = json.dumps({"title": "kept too"})
+    assert engines.toold("call", "task_create", task, cwd=workspace).returncode == 0
+    first = engines.status(workspace)["pid"]
+    os.kill(first, signal.SIGKILL)
+    wait_gone(first, "the killed engine")
+    assert any(p.suffix == ".sock" for p in engines.runtime.iterdir())
+
+    todos = engines.toold("call", "todo_read", cwd=workspace)
+    assert todos.returncode == 0, todos.stderr
+    assert "kept across the crash" in todos.stdout
+    tasks = engines.toold("call", "task_list", cwd=workspace)
+    assert "kept too" in tasks.stdout
+    second = engines.status(workspace)["pid"]
+    assert second != first and live_engines(engines.runtime) == [second]
+
+
+def test_a_crash_during_a_call_names_the_log(engines: Engines, workspace: Path) -> None:
+    engines.toold("daemon", "start", cwd=workspace)
+    pid = engines.status(workspace)["pid"]
+    call = subprocess.Popen(
+        [sys.executable, "-m", "toold", "call", "bash", '{"command": "echo $$ > c.pid; sleep 60"}'],
+        cwd=workspace,
+        env=engines.env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    wait_until(lambda: _pid_in(workspace / "c.pid"), "the call to run")
+    os.kill(pid, signal.SIGKILL)
+    _, err = call.communicate(timeout=30)
+    assert call.returncode != 0
+    assert "exited before answering; see its log" in err and ".log" in err
+    os.killpg(_pid_in(workspace / "c.pid") or 0, signal.SIGKILL)
+
+
+def test_two_simultaneous_starts_leave_one_engine(engines: Engines, workspace: Path) -> None:
+    starts = [
+        subprocess.Popen(
+            [sys.executable, "-m", "toold", "daemon", "start", "--json"],
+            cwd=workspace,
+            env=engines.env,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(4)
+    ]
+    pids = set()
+    for start in starts:
+        out, _ = start.communicate(timeout=60)
+        assert start.returncode == 0
+        pids.add(json.loads(out)["pid"])
+    assert len(pids) == 1
+    assert live_engines(engines.runtime) == list(pids)
+
+
+def test_daemon_start_status_stop(engines: Engines, workspace: Path) -> None:
+    none = engines.toold("daemon", "status", cwd=workspace)
+    assert none.returncode == 3 and "no toold engine" in none.stdout
+    assert engines.toold("daemon", "start", cwd=workspace).returncode == 0
+    status = engines.toold("daemon", "status", cwd=workspace)
+    assert status.returncode == 0
+    assert "sessions: 0" in status.stdout and "running jobs: 0" in status.stdout
+    pid = engines.status(workspace)["pid"]
+
+    job = json.dumps({"command": "sleep 60", "task_id": "long"})
+    engines.toold("call", "background_run", job, cwd=workspace)
+    assert "long" in engines.toold("daemon", "status", cwd=workspace).stdout
+    stopped = engines.toold("daemon", "stop", cwd=workspace)
+    assert stopped.returncode == 0 and "cancelled jobs: long" in stopped.stdout
+    wait_gone(pid, "the stopped engine")
+    assert engines.toold("daemon", "status", cwd=workspace).returncode == 3
+    listed = json.loads(engines.toold("jobs", "--json", cwd=workspace).stdout)
+    assert [j["status"] for j in listed if j["jobId"] == "long"] == ["cancelled"]
+
+
+def test_the_engine_exits_when_idle(engines: Engines, workspace: Path) -> None:
+    (workspace / "toold.toml").write_text("[daemon]\nidle_timeout = 0.3\n")
+    editor = engines.editor(workspace)
+    pid = engines.status(workspace)["pid"]
+    editor.tool("todo_read")
+    assert process_alive(pid)  # a session is attached: not idle
+    editor.close()
+    wait_gone(pid, "the idle engine")
+
+
+def test_the_socket_is_owner_only(engines: Engines, workspace: Path) -> None:
+    engines.toold("daemon", "start", cwd=workspace)
+    assert stat.S_IMODE(engines.runtime.stat().st_mode) == 0o700
+    sockets = [p for p in engines.runtime.iterdir() if p.suffix == ".sock"]
+    assert [stat.S_IMODE(p.stat().st_mode) for p in sockets] == [0o600]
+
+
+def test_a_peer_of_another_uid_is_refused(engines: Engines, workspace: Path) -> None:
+    engines.toold("daemon", "start", cwd=workspace)
+    (sock,) = [p for p in engines.runtime.iterdir() if p.suffix == ".sock"]
+    # Open the folder and socket on purpose: SO_PEERCRED must refuse the peer by itself.
+    engines.runtime.chmod(0o711)
+    sock.chmod(0o666)
+    read_end, write_end = os.pipe()
+    child = os.fork()
+    if child == 0:  # pragma: no cover - the child drops to nobody, asks, reports, exits
+        try:
+            os.setgroups([])
+            os.setgid(65534)
+            os.setuid(65534)
+            peer = socket.socket(socket.AF_UNIX)
+            peer.connect(str(sock))
+            peer.sendall(b'{"toold": 1, "kind": "status"}\n')
+            os.write(write_end, peer.makefile("rb").readline())
+        finally:
+            os._exit(0)
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as answer:
+        reply = json.loads(answer.read() or b"null")
+    os.waitpid(child, 0)
+    assert reply["ok"] is False and "may not use the engine" in reply["error"]
+    assert engines.toold("daemon", "status", cwd=workspace).returncode == 0
+
+
+def test_a_runtime_folder_of_another_user_is_not_used(tmp_path: Path, workspace: Path) -> None:
+    foreign = tmp_path / "foreign"
+    foreign.mkdir(mode=0o700)
+    os.chown(foreign, 65534, 65534)
+    env = {**os.environ, "TOOLD_RUNTIME_DIR": str(foreign)}
+    env.pop("TOOLD_NO_DAEMON", None)
+    done = subprocess.run(
+        [sys.executable, "-m", "toold", "call", "todo_read"],
+        cwd=workspace,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode != 0
+    assert "belongs to uid 65534" in done.stderr
+    assert list(foreign.iterdir()) == []
