@@ -202,6 +202,12 @@ class HooksConfig(_Section):
     """Run after every matching call that ran: stdout is added to the result."""
 
 
+class SearchConfig(_Section):
+    respect_gitignore: bool = True
+    """glob, grep, glob_search and grep_search leave out what .gitignore, .ignore and
+    .git/info/exclude ignore (a call's ``include_ignored`` brings it back)."""
+
+
 class CheckpointsConfig(_Section):
     enabled: bool = True
     """Record what each file-changing tool call replaced (.toold/checkpoints), for undo."""
@@ -224,6 +230,7 @@ class TooldConfig(_Section):
     daemon: DaemonConfig = Field(default_factory=DaemonConfig)
     hooks: HooksConfig = Field(default_factory=HooksConfig)
     checkpoints: CheckpointsConfig = Field(default_factory=CheckpointsConfig)
+    search: SearchConfig = Field(default_factory=SearchConfig)
 
 
 class ConfigError(ValueError):

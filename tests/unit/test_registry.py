@@ -74,8 +74,8 @@ def test_base_tool_parameters() -> None:
         "read_file": (["file_path", "offset", "limit"], ["file_path"]),
         "write_file": (["file_path", "content", "append"], ["file_path", "content"]),
         "edit_file": (["file_path", "old_text", "new_text"], ["file_path", "old_text", "new_text"]),
-        "glob": (["pattern", "path"], ["pattern"]),
-        "grep": (["pattern", "path", "include", "output_mode"], ["pattern"]),
+        "glob": (["pattern", "path", "include_ignored"], ["pattern"]),
+        "grep": (["pattern", "path", "include", "output_mode", "include_ignored"], ["pattern"]),
     }
     for name, (props, required) in expected.items():
         assert list(by_name[name]["properties"]) == props, name

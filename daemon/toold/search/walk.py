@@ -27,6 +27,7 @@ from toold.sandbox.paths import (
     require_inside,
     workspace_relative,
 )
+from toold.search.ignore import IgnoreRules
 
 log = logging.getLogger(__name__)
 
@@ -115,7 +116,7 @@ class Tree:
     Use as a context manager: it holds descriptors.
     """
 
-    def __init__(self, workspace: Path, path: str) -> None:
+    def __init__(self, workspace: Path, path: str, *, respect_ignores: bool = False) -> None:
         self.workspace = workspace
         self.rel = workspace_relative(workspace, path)
         """The start, workspace-relative ("." for the workspace itself)."""
@@ -123,6 +124,10 @@ class Tree:
         self._folders: _Folders | None = None
         self._parent: int | None = None
         self._name = ""
+        self._base: tuple[str, ...] = () if self.rel == "." else tuple(self.rel.split("/"))
+        self._ignores: IgnoreRules | None = None
+        if respect_ignores:
+            self._ignores = self._ancestor_rules(workspace, self._base)
         root = os.fspath(workspace)
         if self.rel == ".":
             fd = open_in_workspace(workspace, ".", DIR_FLAGS)
@@ -152,6 +157,33 @@ class Tree:
             self._parent, self.kind = pfd, "file"
         else:
             os.close(pfd)
+
+    @staticmethod
+    def _ancestor_rules(workspace: Path, base: tuple[str, ...]) -> IgnoreRules:
+        """The rules of the folders above the start, from the workspace root down."""
+        rules = IgnoreRules()
+        for depth in range(len(base)):
+            try:
+                fd = open_in_workspace(workspace, "/".join(base[:depth]) or ".", DIR_FLAGS)
+            except OSError:
+                break  # the start itself will fail to open and say why
+            try:
+                rules.load(base[:depth], fd)
+            finally:
+                os.close(fd)
+        rules.lift(base)
+        return rules
+
+    def _skipped(self, parts: tuple[str, ...], fd: int | None, is_dir: bool) -> bool:
+        """Whether ignore rules drop the entry ``parts`` (below the start); ``fd`` is its
+        folder's descriptor when its rules may not be read yet."""
+        rules = self._ignores
+        if rules is None:
+            return False
+        folder = self._base + parts[:-1]
+        if fd is not None and not rules.loaded(folder):
+            rules.load(folder, fd)
+        return rules.ignored(self._base + parts, is_dir)
 
     @property
     def start(self) -> Path:
@@ -196,9 +228,11 @@ class Tree:
                     continue
                 try:
                     if entry.is_dir(follow_symlinks=False):
-                        if name not in skip_dirs:
+                        if name not in skip_dirs and not self._skipped((*parts, name), fd, True):
                             subdirs.append((*parts, name))
                     elif entry.is_file(follow_symlinks=False):
+                        if self._skipped((*parts, name), fd, False):
+                            continue
                         rel = "/".join((*parts, name))
                         yield FoundFile(rel, self._joined(rel), fd, name)
                 except OSError:
@@ -217,9 +251,21 @@ class Tree:
                 continue
             try:
                 fd = folders.enter(parts)
+                if self._ignores is not None and self._select_skips(folders, tuple(parts), name):
+                    continue
             except OSError:
                 continue
             yield FoundFile(rel, self._joined(rel), fd, name)
+
+    def _select_skips(self, folders: _Folders, parts: tuple[str, ...], name: str) -> bool:
+        """Whether ignore rules drop ``parts/name``: a folder on the way, or the file.
+        ``folders`` has entered ``parts``, so ``folders.fds[i]`` is the folder ``parts[:i]``
+        (entering a shorter path here would close the descriptor the caller holds)."""
+        fds = folders.fds
+        for depth in range(len(parts)):
+            if self._skipped(parts[: depth + 1], fds[depth], True):
+                return True
+        return self._skipped((*parts, name), fds[len(parts)], False)
 
     def close(self) -> None:
         """Close every descriptor."""

@@ -64,6 +64,11 @@ class WorkspaceTool(Tool):
         """The workspace's configuration (defaults when unbound)."""
         return self.runtime.config if self.runtime is not None else TooldConfig()
 
+    def ignores(self, args: Any) -> bool:
+        """Whether a search leaves out what ignore files ignore: ``search.respect_gitignore``,
+        unless the call's ``include_ignored`` asks for everything."""
+        return self.config.search.respect_gitignore and not getattr(args, "include_ignored", False)
+
     def lexical_path(self, path: str) -> Path:
         """The absolute path ``path`` names, checked lexically only (a lock's key)."""
         return self.workspace / workspace_relative(self.workspace, path)

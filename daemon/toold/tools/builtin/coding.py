@@ -28,6 +28,7 @@ from toold.tools.annotations import READS, SEARCHES, WRITES_FILE
 from toold.tools.base import ToolArguments
 from toold.tools.builtin._workspace import WorkspaceTool
 from toold.tools.builtin.files import decode_text
+from toold.tools.builtin.search import INCLUDE_IGNORED
 
 MAX_LIST_ENTRIES = 1000
 MAX_LINE_CHARS = 500
@@ -47,6 +48,7 @@ class GlobSearchArguments(ToolArguments):
     path: str = Field(".", description="Workspace-relative folder to search from.")
     include_hidden: bool = Field(False, description="Also match files and folders named '.*'.")
     limit: int = Field(200, ge=1, description="Most paths to return.")
+    include_ignored: bool = Field(False, description=INCLUDE_IGNORED)
 
 
 class GrepSearchArguments(ToolArguments):
@@ -56,6 +58,7 @@ class GrepSearchArguments(ToolArguments):
     glob: str | None = Field(None, description="Only files matching this glob, e.g. '*.py'.")
     path: str = Field(".", description="Workspace-relative folder (or file) to search.")
     limit: int = Field(200, ge=1, description="Most matching lines to return.")
+    include_ignored: bool = Field(False, description=INCLUDE_IGNORED)
 
 
 class FileInfoArguments(ToolArguments):
@@ -155,7 +158,7 @@ class GlobSearchTool(WorkspaceTool):
     def run(self, args: GlobSearchArguments) -> str:
         """Matching paths, one per line."""
         matcher = compile_glob(args.pattern)
-        with _tree(self, args.path) as tree:
+        with _tree(self, args.path, self.ignores(args)) as tree:
             files = tree.files(include_hidden=args.include_hidden)
             found = [f.path for f in files if matcher.match(f.rel)]
         if not found:
@@ -193,7 +196,7 @@ class GrepSearchTool(WorkspaceTool):
             max_matches=limit + 1,
         )
         lines = []
-        with _tree(self, args.path) as tree:
+        with _tree(self, args.path, self.ignores(args)) as tree:
             for match in grep_lines(tree, search):
                 text = match.text
                 if len(text) > MAX_LINE_CHARS:
@@ -235,10 +238,10 @@ class FileInfoTool(WorkspaceTool):
         }
 
 
-def _tree(tool: WorkspaceTool, path: str) -> Tree:
+def _tree(tool: WorkspaceTool, path: str, respect_ignores: bool) -> Tree:
     """The walk's start for glob_search and grep_search: a missing path is an error."""
     try:
-        return Tree(tool.workspace, path)
+        return Tree(tool.workspace, path, respect_ignores=respect_ignores)
     except (FileNotFoundError, NotADirectoryError):
         rel = workspace_relative(tool.workspace, path)
         raise FileNotFoundError(f"Path not found: {rel}") from None

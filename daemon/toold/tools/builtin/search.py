@@ -14,6 +14,8 @@ from toold.tools.annotations import SEARCHES
 from toold.tools.base import ToolArguments
 from toold.tools.builtin._workspace import WorkspaceTool
 
+INCLUDE_IGNORED = "Also search files .gitignore, .ignore or .git/info/exclude leave out."
+
 
 class GlobArguments(ToolArguments):
     pattern: str = Field(
@@ -23,6 +25,7 @@ class GlobArguments(ToolArguments):
         )
     )
     path: str = Field(".", description="Folder (or file) to search from, workspace-relative.")
+    include_ignored: bool = Field(False, description=INCLUDE_IGNORED)
 
 
 class GrepArguments(ToolArguments):
@@ -33,6 +36,7 @@ class GrepArguments(ToolArguments):
         "content",
         description="'content' (path:line:text), 'files_with_matches' (paths) or 'count' (path:N).",
     )
+    include_ignored: bool = Field(False, description=INCLUDE_IGNORED)
 
 
 class GlobTool(WorkspaceTool):
@@ -40,7 +44,8 @@ class GlobTool(WorkspaceTool):
     annotations = SEARCHES
     description = (
         "Find files by glob pattern; returns sorted workspace-relative paths. "
-        "Skips .git, .venv, node_modules and caches unless path points inside one."
+        "Skips .git, .venv, node_modules, caches and what .gitignore ignores unless path "
+        "points inside one."
     )
     Arguments = GlobArguments
 
@@ -48,7 +53,8 @@ class GlobTool(WorkspaceTool):
         """Sorted, de-duplicated workspace-relative paths of matching files."""
         matcher = compile_glob(args.pattern)
         try:
-            tree = Tree(self.workspace, args.path)  # walked from descriptors: no link followed
+            # Walked from descriptors: no link followed.
+            tree = Tree(self.workspace, args.path, respect_ignores=self.ignores(args))
         except (FileNotFoundError, NotADirectoryError):
             return []
         with tree:
@@ -76,7 +82,8 @@ class GrepTool(WorkspaceTool):
             max_matches=self.config.limits.grep_max_matches,
         )
         try:
-            tree = Tree(self.workspace, args.path)  # every line from a file opened by the walk
+            # Every line from a file opened by the walk.
+            tree = Tree(self.workspace, args.path, respect_ignores=self.ignores(args))
         except (FileNotFoundError, NotADirectoryError):
             return []
         with tree:
