@@ -5,7 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from acp import RequestError, text_block
+from acp import (
+    RequestError,
+    embedded_text_resource,
+    resource_block,
+    resource_link_block,
+    text_block,
+)
 
 from tests.acp.conftest import Recorder, acp_agent, agent_env, run, start_session
 from tests.agents.conftest import ModelServer, tool_results
@@ -216,3 +222,28 @@ def test_session_load_replays_a_kept_session_and_goes_on_from_it(
     messages = model.wait_requests(3)[2]["messages"]
     assert [m["role"] for m in messages] == ["user", "assistant", "user", "assistant", "user"]
     assert messages[-1]["content"][-1]["text"] == "What did I ask?"
+
+
+def test_links_and_embedded_files_in_a_prompt_reach_the_model_as_text(
+    model: ModelServer, workspace: Path, recorder: Recorder
+) -> None:
+    model.text("seen")
+    uri = (workspace / "src" / "main.py").as_uri()
+    prompt = [
+        text_block("Look at"),
+        resource_link_block("main.py", uri),
+        resource_block(embedded_text_resource(uri, "print('unsaved')\n")),
+    ]
+
+    async def scenario() -> str:
+        async with acp_agent(workspace, agent_env(model), recorder) as conn:
+            session_id = await start_session(conn, workspace)
+            return (await conn.prompt(session_id=session_id, prompt=prompt)).stop_reason
+
+    assert run(scenario) == "end_turn"
+    content = model.wait_requests(1)[0]["messages"][0]["content"]
+    assert [b["text"] for b in content] == [
+        "Look at",
+        f"[main.py]({uri})",
+        f"<context uri=\"{uri}\">\nprint('unsaved')\n</context>",
+    ]

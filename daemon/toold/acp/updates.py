@@ -175,7 +175,8 @@ def prompt_text(blocks: list[Any]) -> list[dict[str, Any]]:
             block.resource, TextResourceContents
         ):
             resource = block.resource
-            text = f'<context uri="{resource.uri}">\n{resource.text}\n</context>'
+            body = resource.text.rstrip("\n")
+            text = f'<context uri="{resource.uri}">\n{body}\n</context>'
         else:
             kind = getattr(block, "type", type(block).__name__)
             text = f"[a {kind} block was attached; toold reads text only]"
