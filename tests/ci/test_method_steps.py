@@ -190,8 +190,9 @@ def test_method_and_wait_steps_are_checked_before_anything_runs(workspace: Path)
     assert done.returncode == 2
     assert done.stdout == ""
     methods = (
-        "agent/run, jobs/cancel, jobs/get, jobs/list, permissions/setMode, skills/list, "
-        "tasks/list, team/register, todos/list, tools/call, tools/list"
+        "agent/run, checkpoints/diff, checkpoints/list, checkpoints/restore, jobs/cancel, "
+        "jobs/get, jobs/list, permissions/setMode, skills/list, tasks/list, team/register, "
+        "todos/list, tools/call, tools/list"
     )
     assert done.stderr.splitlines()[1:] == [
         "  steps[1].method: unknown method 'task/list'; did you mean 'tasks/list'? one of: "
