@@ -255,3 +255,30 @@ def test_a_new_skill_becomes_a_command_while_the_session_lives(
 
     run(scenario)
     assert "release" not in commands()[0]
+
+
+def test_a_subagents_question_is_shown_and_settled(
+    model: ModelServer, workspace: Path, recorder: Recorder
+) -> None:
+    model.tool_use(("subagent", {"task": "write it", "agent_type": "general-purpose"}))
+    model.tool_use(("write_file", {"file_path": "sub.txt", "content": "from a subagent\n"}))
+    model.text("sub done")
+    model.text("all done")
+    recorder.answers = ["allow_once", "allow_once"]  # the subagent tool, then its write
+
+    async def scenario() -> str:
+        async with acp_agent(workspace, agent_env(model), recorder) as conn:
+            session_id = await start_session(conn, workspace)
+            return (await conn.prompt(session_id=session_id, prompt=[text_block("go")])).stop_reason
+
+    assert run(scenario) == "end_turn"
+    assert (workspace / "sub.txt").read_text(encoding="utf-8") == "from a subagent\n"
+    outer, inner = (c["toolCallId"] for c in recorder.updates("tool_call"))
+    assert [
+        a["toolCall"]["toolCallId"] for a in recorder.requests("session/request_permission")
+    ] == [
+        outer,
+        inner,
+    ]
+    assert recorder.call_updates(inner)[-1]["status"] == "completed"
+    assert recorder.call_updates(outer)[-1]["status"] == "completed"

@@ -40,6 +40,8 @@ class OpenCall:
     before: str | None = None
     """The written file's text before the call (None: it did not exist or is not shown)."""
     output: str = ""
+    nested: bool = False
+    """Made by a subagent: its loop reports no outcome, the turn's end settles it."""
 
 
 def read_shown(root: Path, path: str | None) -> str | None:
@@ -142,7 +144,9 @@ class TurnEvents(LoopEvents):
     def permission_subject(self, call_id: str, name: str, args: Any, reason: str) -> ToolCallUpdate:
         """The ``toolCall`` of a permission request for this call (announced first): why
         toold asks and, for a file write it can foresee, the diff it would make."""
+        nested = call_id not in self.open
         call = self.announce(call_id, name, args)
+        call.nested = call.nested or nested
         content: list[Any] = []
         path = path_argument(args)
         proposed = proposal(call.name, args, call.before)
@@ -168,6 +172,20 @@ class TurnEvents(LoopEvents):
         """The guard let the call run."""
         if call_id in self.open:
             self.outbox.put(update_tool_call(call_id, status="in_progress"))
+
+    def refused(self, call_id: str) -> None:
+        """The user refused a subagent's call (a main-loop call ends in tool_finished)."""
+        call = self.open.get(call_id)
+        if call is not None and call.nested:
+            del self.open[call_id]
+            self.outbox.put(update_tool_call(call_id, status="failed"))
+
+    def settle(self) -> None:
+        """The turn ended: subagents' calls still shown as running are done."""
+        for call_id, call in list(self.open.items()):
+            if call.nested:
+                del self.open[call_id]
+                self.outbox.put(update_tool_call(call_id, status="completed"))
 
     def tool_progress(self, call_id: str, text: str) -> None:
         """A command's output so far (from any thread)."""

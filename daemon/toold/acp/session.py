@@ -158,6 +158,7 @@ class AcpSession:
         )
         outcome = response.outcome
         if outcome.outcome != "selected":
+            events.refused(call_id)
             return None
         option = getattr(outcome, "option_id", None)
         if option == "reject_always":
@@ -165,6 +166,8 @@ class AcpSession:
         answer = ANSWERS.get(str(option))
         if answer in ("allow", "always"):
             events.running(call_id)
+        else:
+            events.refused(call_id)
         return answer
 
     # -- protocol ------------------------------------------------------------------
@@ -208,6 +211,7 @@ class AcpSession:
             stop = await self._finish(self.turn)
         finally:
             self.turn = None
+            self.require_events().settle()
             await self.keep()
         await self.outbox.flush()
         return stop
