@@ -274,11 +274,7 @@ def test_a_subagents_question_is_shown_and_settled(
     assert run(scenario) == "end_turn"
     assert (workspace / "sub.txt").read_text(encoding="utf-8") == "from a subagent\n"
     outer, inner = (c["toolCallId"] for c in recorder.updates("tool_call"))
-    assert [
-        a["toolCall"]["toolCallId"] for a in recorder.requests("session/request_permission")
-    ] == [
-        outer,
-        inner,
-    ]
+    asked = recorder.requests("session/request_permission")
+    assert [a["toolCall"]["toolCallId"] for a in asked] == [outer, inner]
     assert recorder.call_updates(inner)[-1]["status"] == "completed"
     assert recorder.call_updates(outer)[-1]["status"] == "completed"
