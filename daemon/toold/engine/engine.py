@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-HELLO_LIMIT = 64 * 1024
+HELLO_LIMIT = 96 * 1024 * 1024
 """Longest hello line accepted."""
 HELLO_TIMEOUT = 10.0
 """Seconds a new connection has to say hello."""
@@ -57,7 +57,7 @@ def read_hello(sock: socket.socket) -> tuple[dict[str, Any], list[int]]:
     data, fds = b"", []
     space = socket.CMSG_SPACE(2 * struct.calcsize("i"))
     while b"\n" not in data:
-        chunk, ancillary, _, _ = sock.recvmsg(4096, space)
+        chunk, ancillary, _, _ = sock.recvmsg(1 << 16, space)
         for level, kind, payload in ancillary:
             if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
                 usable = len(payload) - len(payload) % 4
@@ -270,14 +270,14 @@ class Engine:
             return
         if self.stopping.is_set():
             raise PeerRefused("the engine is stopping; try again")
-        if kind == "stdio" and len(fds) != 1:
-            raise PeerRefused("a stdio session sends exactly one descriptor: its stdout")
+        if kind == "stdio" and len(fds) != 2:
+            raise PeerRefused("a stdio session sends two descriptors: its stdin and stdout")
         assert self.bound is not None
         await asyncio.shield(self.bound)
         from toold.engine.serving import serve_session
 
-        output = fds.pop() if kind == "stdio" else None
-        await serve_session(self, conn, output, pid, hello)
+        stdio = (fds.pop(0), fds.pop(0)) if kind == "stdio" else None
+        await serve_session(self, conn, stdio, pid, hello)
 
 
 def take_pid_lock(paths: EnginePaths, wait: float = 30.0) -> int | None:

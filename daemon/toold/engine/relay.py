@@ -4,20 +4,19 @@ Editors change nothing: they start ``toold serve`` and speak LSP-framed JSON-RPC
 its stdin and stdout. The relay finds the workspace (``--workspace``, else the first
 message, ``initialize``: its ``initializationOptions.workspace``, ``workspaceFolders``,
 ``rootUri`` or ``rootPath``, else the current folder), attaches to that workspace's
-engine (starting one if needed) and hands it its stdout descriptor: the engine writes
-answers straight to the editor. The editor's bytes go to the engine over the socket;
-at their end the relay half-closes it. The engine ends the session with a line naming
-the exit status, which becomes the relay's. Standard library only.
+engine (starting one if needed) and hands it its stdin and stdout descriptors, with
+the bytes it read to find the workspace: the engine reads and answers the editor
+directly, so no byte passes through the relay. The engine ends the session with a line
+naming the exit status, which becomes the relay's; a relay that dies (its connection
+closes) ends the session at once, its calls cancelled. Standard library only.
 """
 
 from __future__ import annotations
 
-import contextlib
+import base64
 import json
 import os
-import socket
 import sys
-import threading
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
@@ -86,18 +85,6 @@ def workspace_of(message: dict[str, Any] | None) -> Path | None:
     return Path(root_path) if isinstance(root_path, str) else None
 
 
-def _pump(sock: socket.socket, fd: int) -> None:
-    """The editor's bytes to the engine; at their end, half-close the socket."""
-    try:
-        while chunk := os.read(fd, 1 << 16):
-            sock.sendall(chunk)
-    except OSError:
-        pass
-    finally:
-        with contextlib.suppress(OSError):
-            sock.shutdown(socket.SHUT_WR)
-
-
 def relay(
     workspace: Path | None,
     *,
@@ -117,16 +104,15 @@ def relay(
         "client": "toold serve",
         "clientProcessId": client_process_id,
         "maxMessageBytes": max_message_bytes,
+        "preface": base64.b64encode(preface).decode("ascii"),
     }
     try:
-        attached = attach(workspace, "stdio", extra, fds=[stdout])
+        attached = attach(workspace, "stdio", extra, fds=[stdin, stdout])
     except (EngineError, OSError) as exc:
         print(f"toold: {exc}", file=sys.stderr)
         return 1
-    sock = attached.sock
-    if preface:
-        sock.sendall(preface)
-    threading.Thread(target=_pump, args=(sock, stdin), name="toold-relay", daemon=True).start()
+    # The engine reads and writes the editor's pipes itself; this connection only says
+    # when the session ends (and, closed by our death, ends it).
     line = attached.reader.readline()
     try:
         end = json.loads(line) if line else None

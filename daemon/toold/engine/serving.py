@@ -3,19 +3,23 @@
 Each connection gets its own server (its own ``initialize``, capabilities, progress
 tokens and cancellations) on the one bound WorkspaceState. A ``session`` connection
 carries LSP frames both ways on the socket (the command line); a ``stdio`` one (``toold
-serve``) writes its answers straight to the stdout descriptor the relay handed over,
-reads the editor's bytes from the socket, and ends with a line naming the exit status.
+serve``) reads and writes the stdin and stdout descriptors the relay handed over, and
+ends with a line on the socket naming the exit status.
 When the session ends its running calls are cancelled; the engine and its jobs go on.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import json
 import logging
 import os
 import socket
+import stat
+import threading
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from toold import __version__
@@ -55,10 +59,46 @@ async def _output(fd: int) -> FrameWriter:
     return FrameWriter(transport, stream)
 
 
+async def _input(fd: int, preface: bytes) -> tuple[asyncio.StreamReader, Callable[[], None]]:
+    """A reader over the relay's stdin, starting with the bytes the relay read already;
+    and how to close it. Pipes, sockets and terminals are watched by the loop; a plain
+    file or /dev/null is read on a thread."""
+    from toold.transport import HEADER_LIMIT
+
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader(limit=HEADER_LIMIT)
+    if preface:
+        reader.feed_data(preface)
+    stream = os.fdopen(fd, "rb", buffering=0)
+    mode = os.fstat(fd).st_mode
+    if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or os.isatty(fd):
+        transport, _ = await loop.connect_read_pipe(
+            lambda: asyncio.StreamReaderProtocol(reader), stream
+        )
+        return reader, transport.close
+    stop = threading.Event()
+
+    def pump() -> None:
+        try:
+            while not stop.is_set() and (chunk := stream.read(1 << 16)):
+                loop.call_soon_threadsafe(reader.feed_data, chunk)
+        finally:
+            stream.close()
+            with contextlib.suppress(RuntimeError):  # the loop may be closed by now
+                loop.call_soon_threadsafe(reader.feed_eof)
+
+    threading.Thread(target=pump, name="toold-session-input", daemon=True).start()
+    return reader, stop.set
+
+
 async def serve_session(
-    engine: Engine, conn: socket.socket, output: int | None, peer_pid: int, hello: dict[str, Any]
+    engine: Engine,
+    conn: socket.socket,
+    stdio: tuple[int, int] | None,
+    peer_pid: int,
+    hello: dict[str, Any],
 ) -> None:
-    """Serve one session until it ends; ``output`` is the relay's stdout (stdio kind)."""
+    """Serve one session until it ends; ``stdio`` is the relay's (stdin, stdout)."""
     from toold.transport import HEADER_LIMIT, FrameWriter
 
     assert engine.state is not None
@@ -70,20 +110,33 @@ async def serve_session(
     reply = {"ok": True, "pid": os.getpid(), "version": __version__, "session": session.id}
     conn.sendall(json.dumps(reply).encode() + b"\n")
     conn.setblocking(False)
-    reader, socket_writer = await asyncio.open_unix_connection(sock=conn, limit=HEADER_LIMIT)
-    writer = await _output(output) if output is not None else FrameWriter.over(socket_writer)
+    control, socket_writer = await asyncio.open_unix_connection(sock=conn, limit=HEADER_LIMIT)
+    close_input: Callable[[], None] = lambda: None  # noqa: E731
+    if stdio is not None:
+        preface = base64.b64decode(str(hello.get("preface") or ""))
+        reader, close_input = await _input(stdio[0], preface)
+        writer = await _output(stdio[1])
+        # The relay's connection carries nothing more: its end means the relay died.
+        watch: asyncio.Future[Any] = asyncio.ensure_future(control.read())
+    else:
+        reader, writer = control, FrameWriter.over(socket_writer)
+        watch = asyncio.ensure_future(engine.stopping.wait())  # the socket is the input
     code = 1
     try:
         stop = asyncio.ensure_future(engine.stopping.wait())
         serving = asyncio.ensure_future(server.serve(reader, writer))
-        await asyncio.wait({stop, serving}, return_when=asyncio.FIRST_COMPLETED)
+        await asyncio.wait({stop, serving, watch}, return_when=asyncio.FIRST_COMPLETED)
         if not serving.done():
+            why = "the engine is stopping" if stop.done() else "its toold serve exited"
+            log.info("session %d ends: %s", session.id, why)
             server.request_stop(1)
         stop.cancel()
+        watch.cancel()
         code = await serving
     finally:
         engine.sessions.close(session)
         writer.close()
+        close_input()
         log.info("session %d ended (status %d)", session.id, code)
     if kind == "stdio":
         with contextlib.suppress(OSError):
