@@ -544,6 +544,7 @@ SECTIONS = {
     "agents": ("agents", "bench_agents"),
     "runners": ("runners", "bench_runners"),
     "peers": ("peers", "bench_peers"),
+    "engine": ("engine", "bench_engine"),
 }
 """Further benchmarks, each in its own module next to this file: name → (module, function)."""
 
