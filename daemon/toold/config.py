@@ -91,6 +91,9 @@ class FilesConfig(_Section):
 
     Writes are atomic either way (temp file and rename): a crash leaves old or new.
     """
+    require_read_before_edit: bool = True
+    """An agent's edit or overwrite of an existing file is refused unless it read the file
+    (read_file) or wrote it through toold, and it has not changed on disk since."""
 
 
 class HttpConfig(_Section):

@@ -103,6 +103,10 @@ class CheckpointConflict(TooldError):
         return {"paths": self.paths}
 
 
+class FileChangedError(TooldError):
+    """An agent's edit of a file it has not read, or that changed since it read it."""
+
+
 JSONRPC_CODES: dict[type[TooldError], int] = {
     TooldError: codes.INTERNAL_ERROR,
     InvalidParams: codes.INVALID_PARAMS,
@@ -113,6 +117,7 @@ JSONRPC_CODES: dict[type[TooldError], int] = {
     AgentUnavailable: codes.INVALID_REQUEST,
     UnknownCheckpoint: codes.NOT_FOUND,
     CheckpointConflict: codes.CONFLICT,
+    FileChangedError: codes.CONFLICT,
 }
 """Each domain error's JSON-RPC code; a subclass takes its nearest listed ancestor's."""
 

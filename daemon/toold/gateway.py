@@ -16,19 +16,21 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
 from pydantic_core import to_jsonable_python
 
 from toold.checkpoints import CheckpointStore
+from toold.errors import FileChangedError
 from toold.hooks import Hooks, PreHookVerdict
 from toold.permissions.guard import DENIED, PermissionGuard
 from toold.sandbox.runner import ToolRunner
 from toold.tools.base import Tool, ToolArgumentError
 from toold.tools.context import CallContext
-from toold.tools.toolset import ToolOutcome, ToolSet
+from toold.tools.runtime import ToolRuntime
+from toold.tools.toolset import ToolOutcome, ToolSet, error_text
 
 
 @dataclass(frozen=True)
@@ -75,14 +77,27 @@ class ToolGateway:
             if hooked.blocked is not None:
                 self._audit("hook", tool.name, context.origin, seen, decision="blocked")
                 return ToolOutcome(hooked.blocked, is_error=True)
-        # The guard judges the tool by its own annotations (a user's tool included).
+        try:
+            # Every file the call names (a patch's too), for the guard and the stale-file
+            # check; a call whose files cannot be named does not run (fail closed).
+            named = tool.named_paths(checked)
+            written = tool.written_paths(checked)
+        except ValueError as exc:
+            return ToolOutcome(f"Error: {exc}", is_error=True)
+        # The guard judges the tool by its own annotations (a user's tool included); a dry
+        # run changes nothing, so it is judged as a read.
         verdict = await self.guard.check(
-            tool.name, seen, context.origin, tool.annotations, steer=hooked
+            tool.name,
+            seen,
+            context.origin,
+            tool.call_annotations(checked),
+            steer=hooked,
+            paths=named,
         )
         if not verdict.allowed:
             return ToolOutcome(verdict.message or DENIED, is_error=True)
         started = time.perf_counter()
-        outcome = await self._run(tool, checked, context)
+        outcome = await self._tracked(tool, checked, context, written)
         if self.hooks is not None:
             said = await self.hooks.after(tool.name, seen, outcome.content, context.origin)
             if said:
@@ -104,10 +119,41 @@ class ToolGateway:
                 event=event, tool=tool, origin=origin, arguments=arguments, **fields
             )
 
-    async def _run(self, tool: Tool, checked: Any, context: CallContext) -> ToolOutcome:
+    async def _tracked(
+        self, tool: Tool, checked: Any, context: CallContext, written: list[str]
+    ) -> ToolOutcome:
+        """Run the call under the stale-file guard (toold.tools.filestate): an agent's write
+        of an existing file it has not seen as it is now is refused; reads and writes that
+        succeed are remembered. Writes of one file are serialised."""
+        runtime = getattr(tool, "runtime", None)
+        files = runtime.files if isinstance(runtime, ToolRuntime) else None
+        if files is None or runtime is None:
+            return await self._run(tool, checked, context, written)
+        agent = context.origin == "agent" and runtime.config.files.require_read_before_edit
+        reads = tool.read_paths(checked) if agent else []
+        if not written and not reads:
+            return await self._run(tool, checked, context, written)
+        inline = tool.runs_inline(checked)
+        async with files.serialised(written):
+            if agent and written:
+                try:
+                    await _on_disk(inline, files.require_seen, written)
+                except FileChangedError as exc:
+                    return ToolOutcome(error_text(exc), is_error=True)
+            before = files.snapshot(reads) if reads else None
+            outcome = await self._run(tool, checked, context, written)
+            if agent and not outcome.is_error:
+                await _on_disk(inline, files.remember, written)
+                if reads:
+                    await _on_disk(inline, files.remember, reads, before)
+        return outcome
+
+    async def _run(
+        self, tool: Tool, checked: Any, context: CallContext, written: list[str]
+    ) -> ToolOutcome:
         """Run the call, recording a checkpoint of the files it writes."""
         store = self.checkpoints
-        paths = written_paths(tool, checked) if store is not None and store.enabled else []
+        paths = written if store is not None and store.enabled else []
         if not paths or store is None:
             return await self.toolset.run(tool, checked, context=context, runner=self.runner)
         pending = await asyncio.to_thread(store.snapshot, paths)
@@ -120,13 +166,9 @@ class ToolGateway:
             )
 
 
-def written_paths(tool: Tool, checked: Any) -> list[str]:
-    """The workspace files a call writes, as its arguments name them ([] when it writes none
-    the gateway can name: bash's effects are not recorded)."""
-    if not tool.annotations.writes_path or not isinstance(checked, Mapping):
-        return []
-    path = checked.get("file_path", checked.get("path"))
-    return [path] if isinstance(path, str) and path else []
+async def _on_disk(inline: bool, work: Callable[..., Any], *args: Any) -> Any:
+    """File work for a call: on the loop when the call itself runs there, else a thread."""
+    return work(*args) if inline else await asyncio.to_thread(work, *args)
 
 
 def with_hook_output(content: Any, said: list[str]) -> str:

@@ -39,9 +39,10 @@ def test_what_the_builtins_declare() -> None:
         "team_list",
         "load_skill",
     }
-    always = {"write_file", "edit_file", "str_replace", "task_create", "task_update"}
+    writers = {"write_file", "edit_file", "str_replace", "multi_edit", "apply_patch"}
+    always = writers | {"task_create", "task_update"}
     assert _names(lambda a: a.confirm == "always") == always
-    assert _names(lambda a: a.writes_path) == {"write_file", "edit_file", "str_replace"}
+    assert _names(lambda a: a.writes_path) == writers
     assert _names(lambda a: a.runs_code) == {"python_repl"}
     assert _names(lambda a: a.shell) == {"bash", "background_run"}
     assert _names(lambda a: a.searches_folder) == {

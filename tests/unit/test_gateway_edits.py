@@ -42,6 +42,7 @@ def test_every_file_change_is_a_checkpoint(workspace: Path) -> None:
     async def scenario(state: WorkspaceState) -> list[ToolOutcome]:
         return [
             await call(state, "write_file", file_path="new.txt", content="hi\n"),
+            await call(state, "read_file", file_path="a.txt"),  # an agent edits what it read
             await call(state, "edit_file", file_path="a.txt", old_text="one", new_text="two"),
             await call(state, "str_replace", path="a.txt", old="two", new="three"),
             await call(state, "read_file", file_path="a.txt"),
@@ -49,7 +50,7 @@ def test_every_file_change_is_a_checkpoint(workspace: Path) -> None:
         ]
 
     outcomes = run(workspace, scenario)
-    assert [o.is_error for o in outcomes] == [False, False, False, False, True]
+    assert [o.is_error for o in outcomes] == [False, False, False, False, False, True]
     store = workspace / ".toold" / "checkpoints" / "index.json"
     index = json.loads(store.read_text())
     assert [(c["tool"], c["origin"], [f["path"] for f in c["files"]]) for c in index] == [
@@ -63,6 +64,7 @@ def test_restoring_the_first_checkpoint_undoes_them_all(workspace: Path) -> None
     (workspace / "a.txt").write_text("one\n")
 
     async def scenario(state: WorkspaceState) -> None:
+        await call(state, "read_file", file_path="a.txt")
         await call(state, "edit_file", file_path="a.txt", old_text="one", new_text="two")
         await call(state, "write_file", file_path="b.txt", content="b")
         store = state.gateway.checkpoints

@@ -14,7 +14,7 @@ from toold.tools.registry import BuiltinToolProvider
 from toold.tools.runtime import ToolRuntime
 from toold.tools.toolset import ToolSet
 
-INLINE = {"read_file", "write_file", "edit_file", "list_dir", "file_info"}
+INLINE = {"read_file", "write_file", "edit_file", "multi_edit", "list_dir", "file_info"}
 
 
 def toolset(workspace: Path, config: TooldConfig | None = None) -> ToolSet:

@@ -72,8 +72,12 @@ def test_base_tool_parameters() -> None:
     expected = {
         "bash": (["command", "timeout"], ["command"]),
         "read_file": (["file_path", "offset", "limit"], ["file_path"]),
-        "write_file": (["file_path", "content", "append"], ["file_path", "content"]),
-        "edit_file": (["file_path", "old_text", "new_text"], ["file_path", "old_text", "new_text"]),
+        # dry_run (issue 17) follows the spec's arguments.
+        "write_file": (["file_path", "content", "append", "dry_run"], ["file_path", "content"]),
+        "edit_file": (
+            ["file_path", "old_text", "new_text", "dry_run"],
+            ["file_path", "old_text", "new_text"],
+        ),
         "glob": (["pattern", "path", "include_ignored"], ["pattern"]),
         "grep": (["pattern", "path", "include", "output_mode", "include_ignored"], ["pattern"]),
     }

@@ -35,11 +35,13 @@ from toold.hooks import PreHookVerdict
 from toold.permissions.audit import AuditLog
 from toold.permissions.commands import PROTECTED
 from toold.permissions.rules import (
+    PATH_FIELDS,
     Rule,
     Subject,
     allow_rule,
     annotations_of,
     deny_rule,
+    normalise_path,
     parse_rules,
     session_allows,
 )
@@ -116,27 +118,37 @@ class PermissionGuard:
             session_rules=self.session_rules,
         )
 
-    def decide(self, tool: str, args: Any, annotations: ToolAnnotations | None = None) -> Decision:
+    def decide(
+        self,
+        tool: str,
+        args: Any,
+        annotations: ToolAnnotations | None = None,
+        paths: list[str] | None = None,
+    ) -> Decision:
         """The rules' answer for an agent's call.
 
         ``annotations`` are the called tool's own (the gateway passes them); without
         them a builtin's of that name count, and a tool the guard does not know gets the
-        defaults: it is not safe, so it asks.
+        defaults: it is not safe, so it asks. ``paths`` are the files the call names
+        (``Tool.named_paths``: every file of a patch); deny rules and the self-escalation
+        check judge each of them.
         """
         if self.mode == "bypass":
             return Decision("allow", "bypass mode")
         subject = Subject.of(tool, args, annotations)  # parse and classify, once
-        return self._decide(subject, annotations or annotations_of(subject.tool))
+        return self._decide(subject, annotations or annotations_of(subject.tool), paths)
 
-    def _decide(self, subject: Subject, annotations: ToolAnnotations) -> Decision:
+    def _decide(
+        self, subject: Subject, annotations: ToolAnnotations, paths: list[str] | None = None
+    ) -> Decision:
         tool = subject.tool
-        denied = deny_rule(self.deny, subject)
+        denied = deny_rule(self.deny, subject) or path_denied(self.deny, tool, paths, annotations)
         if denied:
             # Asks whatever comes next, and "Always allow" never answers it.
             return Decision("ask", f"deny rule {denied.source}", approvable=False)
         if subject.ambiguous or subject.blank_command:
             return Decision("ask", "empty or ambiguous arguments", approvable=False)
-        if loosens_guard(subject, annotations):
+        if loosens_guard(subject, annotations, paths):
             return Decision("ask", SELF_ESCALATION, approvable=False)
         if annotations.confirm == "always":
             return Decision("ask", f"{tool} always asks")
@@ -183,6 +195,7 @@ class PermissionGuard:
         origin: str = "agent",
         annotations: ToolAnnotations | None = None,
         steer: PreHookVerdict | None = None,
+        paths: list[str] | None = None,
     ) -> Verdict:
         """Decide, ask when needed, and record the decision (``annotations``: see decide).
 
@@ -190,8 +203,11 @@ class PermissionGuard:
         from any origin; ask makes an agent's call ask (every time: "Always allow" does not
         answer it) even where the rules allow it; allow lets an agent's call run where the
         rules would ask, but never past a deny rule, a danger, a self-escalation or plan mode.
+        ``paths``: the files the call names (see decide).
         """
-        verdict = await self._check(tool, args, origin, annotations, steer or PreHookVerdict())
+        verdict = await self._check(
+            tool, args, origin, annotations, steer or PreHookVerdict(), paths
+        )
         if self.audit is not None:
             self.audit.record(
                 event="decision",
@@ -210,6 +226,7 @@ class PermissionGuard:
         origin: str,
         annotations: ToolAnnotations | None,
         steer: PreHookVerdict,
+        paths: list[str] | None = None,
     ) -> Verdict:
         if steer.steer == "deny":
             reason = steer.reason
@@ -217,11 +234,13 @@ class PermissionGuard:
                 False, "denied", f"pre_tool_use hook: {reason}", f"Denied by hook: {reason}"
             )
         if origin == "user":
-            denied = deny_rule(self.deny, Subject.of(tool, args, annotations))
+            denied = deny_rule(self.deny, Subject.of(tool, args, annotations)) or path_denied(
+                self.deny, tool, paths, annotations or annotations_of(tool.lower())
+            )
             if denied:
                 return Verdict(False, "denied", f"deny rule {denied.source}", DENIED)
             return Verdict(True, "allowed", "the user asked for it")
-        decision = self.decide(tool, args, annotations)
+        decision = self.decide(tool, args, annotations, paths)
         # A hook's allow answers only what a user could approve, and never in plan mode.
         hook_allows = steer.steer == "allow" and decision.approvable and self.mode != "plan"
         if steer.steer == "ask":
@@ -251,13 +270,48 @@ class PermissionGuard:
         return Verdict(False, "denied", f"{why} ({decision.reason})", DENIED)
 
 
-def loosens_guard(subject: Subject, annotations: ToolAnnotations) -> bool:
-    """Whether an agent's call could write toold.toml or .toold/ (and so loosen the guard)."""
+def loosens_guard(
+    subject: Subject, annotations: ToolAnnotations, paths: list[str] | None = None
+) -> bool:
+    """Whether an agent's call could write toold.toml or .toold/ (and so loosen the guard).
+
+    A tool that writes paths is judged by every file it names (``paths``, else its path
+    argument); one that says it writes but names none it can be judged by fails closed.
+    """
     if subject.shell is not None:
         return not subject.shell.read_only and subject.shell.touches()
     if annotations.writes_path:
-        path = subject.value.lower()
-        return path in PROTECTED or path.startswith(".toold/")
+        if paths is None:
+            paths = [subject.value] if _names_a_path(subject.args) else []
+        if not paths:
+            return True
+        return any(protected(path) for path in paths)
     if annotations.runs_code:
         return any(name in subject.value for name in PROTECTED)
     return False
+
+
+def protected(path: str) -> bool:
+    """Whether ``path`` (workspace-relative) is toold.toml or inside .toold/."""
+    normal = normalise_path(path).lower()
+    return normal in PROTECTED or normal.startswith(".toold/")
+
+
+def _names_a_path(args: Any) -> bool:
+    return isinstance(args, dict) and any(
+        isinstance(args.get(name), str) and args.get(name) for name in PATH_FIELDS
+    )
+
+
+def path_denied(
+    deny: list[Rule], tool: str, paths: list[str] | None, annotations: ToolAnnotations
+) -> Rule | None:
+    """A deny rule covering any file the call names; for a call that only reads them (a
+    dry run shows a file's content), read_file's deny rules count too."""
+    names = [tool.lower(), "read_file"] if annotations.read_only else [tool.lower()]
+    for path in paths or []:
+        for name in names:
+            denied = deny_rule(deny, Subject.of(name, {"file_path": path}))
+            if denied:
+                return denied
+    return None

@@ -6,17 +6,38 @@ import asyncio
 import copy
 import inspect
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from toold.checkpoints import unified_diff
 from toold.errors import field_problems
-from toold.tools.annotations import ToolAnnotations
+from toold.tools.annotations import READS, ToolAnnotations
 
 if TYPE_CHECKING:
     from toold.tools.runtime import ToolRuntime
+
+
+@dataclass(frozen=True)
+class FileEdit:
+    """One file a call would change: its bytes before and after (None: no file)."""
+
+    path: str
+    """Workspace-relative."""
+    before: bytes | None
+    after: bytes | None
+
+    def diff(self) -> str:
+        """The git-style unified diff (``a/``/``b/`` labels, as checkpoints/diff)."""
+        return unified_diff(self.path, self.before, self.after)
+
+
+def diff_of(edits: Sequence[FileEdit]) -> str:
+    """The unified diff of every file, in order."""
+    return "".join(edit.diff() for edit in edits)
 
 
 class ToolArgumentError(ValueError):
@@ -120,6 +141,9 @@ class Tool(ABC):
     """False for tools that need the daemon's own state; they ignore the runner."""
     Arguments: ClassVar[type[BaseModel] | None] = None
     """The arguments model (a ToolArguments); None with a hand-written ``input_schema``."""
+    previews: ClassVar[bool] = False
+    """It takes ``dry_run`` (true: answer the unified diff, change nothing) and ``preview``
+    says what a call would change; a dry run is judged as a read-only call."""
 
     def __init__(self, runtime: ToolRuntime | None = None) -> None:
         self.runtime = runtime
@@ -219,6 +243,35 @@ class Tool(ABC):
         if self.runs_inline(call_args):
             return call()
         return await asyncio.to_thread(call)
+
+    def is_dry_run(self, args: Any) -> bool:
+        """Whether validated ``args`` ask a previewing tool for a dry run (exactly ``True``)."""
+        return self.previews and isinstance(args, Mapping) and args.get("dry_run") is True
+
+    def call_annotations(self, args: Any) -> ToolAnnotations:
+        """The annotations this call is judged by: a dry run only reads."""
+        return READS if self.is_dry_run(args) else self.annotations
+
+    def named_paths(self, args: Any) -> list[str]:
+        """The workspace files the validated ``args`` name for writing: the ``file_path`` or
+        ``path`` argument of a tool that writes one (``annotations.writes_path``)."""
+        if not self.annotations.writes_path or not isinstance(args, Mapping):
+            return []
+        path = args.get("file_path", args.get("path"))
+        return [path] if isinstance(path, str) and path else []
+
+    def written_paths(self, args: Any) -> list[str]:
+        """The files this call writes, as its arguments name them: none for a dry run, and
+        none the gateway can name for a tool like bash (its effects are not recorded)."""
+        return [] if self.is_dry_run(args) else self.named_paths(args)
+
+    def read_paths(self, args: Any) -> list[str]:
+        """The files whose content this call shows the agent whole (read_file's file)."""
+        return []
+
+    def preview(self, args: Any) -> list[FileEdit] | None:
+        """What the call would change, from the disk now (None: this tool cannot tell)."""
+        return None
 
     def runs_inline(self, args: Any) -> bool:
         """Whether a sync ``run(args)`` may run on the event loop, not a worker thread.

@@ -37,6 +37,7 @@ BUILTIN_MODULES: tuple[str, ...] = (
     "toold.tools.builtin.calculator",
     "toold.tools.builtin.python_repl",
     "toold.tools.builtin.coding",
+    "toold.tools.builtin.edits",
     "toold.tools.builtin.web",
 )
 

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from toold.config import TooldConfig
+from toold.tools.filestate import FileTracker
 
 if TYPE_CHECKING:
     from toold.agents.system import AgentSystem
@@ -37,8 +38,13 @@ class ToolRuntime:
     """The local runner's bash environment; None elsewhere, so a sandbox worker's bash
     keeps its allow-listed environment."""
 
+    files: FileTracker = field(init=False)
+    """What this workspace's agents have read or written (the stale-file guard; the
+    gateway checks and records it, so it holds whichever runner runs the tool)."""
+
     def __post_init__(self) -> None:
         self.workspace = Path(self.workspace).resolve()
+        self.files = FileTracker(self.workspace)
 
     @functools.cached_property
     def local_filesystem(self) -> bool:

@@ -23,9 +23,9 @@ from toold.sandbox.paths import DIR_FLAGS, open_in_workspace, workspace_relative
 from toold.search.grep import GrepQuery, grep_lines, literal_pattern
 from toold.search.patterns import compile_glob
 from toold.search.walk import Tree, lstat_in_workspace
-from toold.storage import path_lock
 from toold.tools.annotations import READS, SEARCHES, WRITES_FILE
-from toold.tools.base import ToolArguments
+from toold.tools.base import FileEdit, ToolArguments
+from toold.tools.builtin._editing import EditingTool
 from toold.tools.builtin._workspace import WorkspaceTool
 from toold.tools.builtin.files import decode_text
 from toold.tools.builtin.search import INCLUDE_IGNORED
@@ -71,6 +71,9 @@ class StrReplaceArguments(ToolArguments):
     new: str = Field(description="Replacement text (may use \\1 or \\g<name> if regex).")
     regex: bool = Field(False, description="Treat old as a Python regular expression.")
     count: int = Field(0, ge=0, description="Most replacements to make; 0 replaces all.")
+    dry_run: bool = Field(
+        False, description="Only return the unified diff of what would change; change nothing."
+    )
 
 
 def human_size(size: int) -> str:
@@ -247,7 +250,7 @@ def _tree(tool: WorkspaceTool, path: str, respect_ignores: bool) -> Tree:
         raise FileNotFoundError(f"Path not found: {rel}") from None
 
 
-class StrReplaceTool(WorkspaceTool):
+class StrReplaceTool(EditingTool):
     name = "str_replace"
     annotations = WRITES_FILE
     description = (
@@ -256,12 +259,11 @@ class StrReplaceTool(WorkspaceTool):
         "atomically. Returns 'Replaced N occurrence(s) in path'; nothing matched is an error."
     )
     Arguments = StrReplaceArguments
-    parallel_safe = False
-    effect_tags = ("filesystem:write",)
+    inline = False
 
-    def run(self, args: StrReplaceArguments) -> str:
-        """Replace and say how many."""
-        path, new, regex = args.path, args.new, args.regex
+    def plan(self, args: StrReplaceArguments) -> tuple[list[FileEdit], str]:
+        """The file with the replacements made; nothing matched is a ValueError."""
+        new, regex = args.new, args.regex
         pattern = _compile(args.old) if regex else literal_pattern(args.old)
 
         def literal(_match: re.Match[str]) -> str:
@@ -269,24 +271,19 @@ class StrReplaceTool(WorkspaceTool):
             return new
 
         replacement: str | Callable[[re.Match[str]], str] = new if regex else literal
-        with path_lock(self.lexical_path(path)):
-            data = self.read_bytes(
-                path,
-                self.config.limits.max_file_size,
-                "use bash instead, or raise limits.max_file_size in toold.toml",
-            )
-            rel = workspace_relative(self.workspace, path)
-            text = decode_text(data, "utf-8")
-            try:
-                updated, replaced = pattern.subn(replacement, text, count=args.count)
-            except (re.error, IndexError) as exc:
-                raise ValueError(f"Invalid replacement {new!r}: {exc}") from None
-            if not replaced:
-                how = "the regex" if regex else "old (exact text, including whitespace)"
-                raise ValueError(f"No match in {rel}: {how} was not found; nothing replaced")
-            if updated != text:
-                self.write_bytes(path, updated.encode("utf-8"), durable=self.config.files.fsync)
-        return f"Replaced {replaced} occurrence{'s' if replaced != 1 else ''} in {rel}"
+        rel, data = self.read_text(
+            args.path, "use bash instead, or raise limits.max_file_size in toold.toml"
+        )
+        text = decode_text(data, "utf-8")
+        try:
+            updated, replaced = pattern.subn(replacement, text, count=args.count)
+        except (re.error, IndexError) as exc:
+            raise ValueError(f"Invalid replacement {new!r}: {exc}") from None
+        if not replaced:
+            how = "the regex" if regex else "old (exact text, including whitespace)"
+            raise ValueError(f"No match in {rel}: {how} was not found; nothing replaced")
+        result = f"Replaced {replaced} occurrence{'s' if replaced != 1 else ''} in {rel}"
+        return [FileEdit(rel, data, updated.encode("utf-8"))], result
 
 
 TOOLS = (ListDirTool, GlobSearchTool, GrepSearchTool, FileInfoTool, StrReplaceTool)

@@ -13,17 +13,20 @@ from typing import Any, Self
 from pydantic import Field, ModelWrapValidatorHandler, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
+from toold.sandbox.paths import workspace_relative
 from toold.search.grep import split_lines
 from toold.storage import path_lock
 from toold.tools.annotations import READS, WRITES_FILE, ToolAnnotations
-from toold.tools.base import ToolArguments
+from toold.tools.base import FileEdit, ToolArguments, diff_of
 from toold.tools.builtin._alternatives import validate_with_alternatives
+from toold.tools.builtin._editing import NO_CHANGES, EditingTool
 from toold.tools.builtin._workspace import WorkspaceTool
 
 _FILE_PATH = "Workspace-relative path of the file."
+DRY_RUN = "Only return the unified diff of what would change; change nothing."
 
 
-class _PathArgs(ToolArguments):
+class PathArguments(ToolArguments):
     """Arguments naming a file as ``file_path`` (BareAgent) or ``path`` (Jianmu)."""
 
     file_path: str = Field(description=_FILE_PATH)
@@ -34,23 +37,25 @@ class _PathArgs(ToolArguments):
         return validate_with_alternatives(data, handler, "file_path", ("path",))
 
 
-class ReadFileArguments(_PathArgs):
+class ReadFileArguments(PathArguments):
     offset: int = Field(0, description="0-based line to start from.")
     limit: int | None = Field(None, description="Maximum number of lines to return.")
     # Jianmu's argument; kept out of the schema, which stays the base tool's.
     encoding: SkipJsonSchema[str] = "utf-8"
 
 
-class WriteFileArguments(_PathArgs):
+class WriteFileArguments(PathArguments):
     content: str = Field(description="Text to write.")
     append: bool = Field(False, description="Append instead of overwriting.")
+    dry_run: bool = Field(False, description=DRY_RUN)
     # Jianmu's argument; kept out of the schema, which stays the base tool's.
     encoding: SkipJsonSchema[str] = "utf-8"
 
 
-class EditFileArguments(_PathArgs):
+class EditFileArguments(PathArguments):
     old_text: str = Field(min_length=1, description="Exact text to replace (first occurrence).")
     new_text: str = Field(description="Replacement text.")
+    dry_run: bool = Field(False, description=DRY_RUN)
 
 
 def decode_text(data: bytes, encoding: str) -> str:
@@ -93,6 +98,11 @@ class ReadFileTool(FileTool):
     Arguments = ReadFileArguments
     inline = True
 
+    def read_paths(self, args: Any) -> list[str]:
+        """The file it shows: an edit of it may follow (the stale-file guard)."""
+        path = args.get("file_path") if isinstance(args, dict) else None
+        return [path] if isinstance(path, str) else []
+
     def run(self, args: ReadFileArguments) -> str:
         """Numbered lines of the file."""
         offset, limit = args.offset, args.limit
@@ -125,10 +135,10 @@ class WriteFileTool(FileTool):
     )
     Arguments = WriteFileArguments
     inline = True
+    previews = True
     effect_tags = ("filesystem:write",)
 
-    def run(self, args: WriteFileArguments) -> str:
-        """Write or append, then say how much."""
+    def _content(self, args: WriteFileArguments) -> bytes:
         self.check_extension(Path(args.file_path))
         files = self.config.files
         data = args.content.encode(args.encoding)
@@ -137,6 +147,32 @@ class WriteFileTool(FileTool):
                 f"Content too large ({len(data)} bytes, max: {files.max_content_size}); "
                 "write it in parts with append=true, or raise files.max_content_size"
             )
+        return data
+
+    def _plan(self, args: WriteFileArguments) -> list[FileEdit]:
+        data = self._content(args)
+        rel = workspace_relative(self.workspace, args.file_path)
+        try:
+            before: bytes | None = self.read_bytes(
+                args.file_path, self.config.limits.max_file_size, "raise limits.max_file_size"
+            )
+        except FileNotFoundError:
+            before = None
+        after = (before or b"") + data if args.append else data
+        return [FileEdit(rel, before, after)]
+
+    def preview(self, args: Any) -> list[FileEdit] | None:
+        """The file before and after the write."""
+        parsed = self.parse_args(args)
+        assert isinstance(parsed, WriteFileArguments)
+        return self._plan(parsed)
+
+    def run(self, args: WriteFileArguments) -> str:
+        """Write or append, then say how much (a dry run: the diff)."""
+        if args.dry_run:
+            return diff_of(self._plan(args)) or NO_CHANGES
+        data = self._content(args)
+        files = self.config.files
         with path_lock(self.lexical_path(args.file_path)):
             rel = self.write_bytes(
                 args.file_path,
@@ -149,29 +185,24 @@ class WriteFileTool(FileTool):
         return f"{verb} {len(args.content)} characters to {rel}"
 
 
-class EditFileTool(WorkspaceTool):
+class EditFileTool(EditingTool):
     name = "edit_file"
     annotations = WRITES_FILE
     description = "Replace the first occurrence of old_text with new_text in a file."
     Arguments = EditFileArguments
     inline = True
-    parallel_safe = False
-    effect_tags = ("filesystem:write",)
 
-    def run(self, args: EditFileArguments) -> str:
+    def plan(self, args: EditFileArguments) -> tuple[list[FileEdit], str]:
         """Exact text replacement, first occurrence only."""
-        with path_lock(self.lexical_path(args.file_path)):
-            data = self.read_bytes(
-                args.file_path,
-                self.config.limits.max_file_size,
-                "edit it with bash (e.g. sed), or raise limits.max_file_size in toold.toml",
-            )
-            text = decode_text(data, "utf-8")
-            if args.old_text not in text:
-                raise ValueError("old_text not found in file")
-            updated = text.replace(args.old_text, args.new_text, 1).encode("utf-8")
-            rel = self.write_bytes(args.file_path, updated, durable=self.config.files.fsync)
-        return f"Edited {rel}"
+        rel, data = self.read_text(
+            args.file_path,
+            "edit it with bash (e.g. sed), or raise limits.max_file_size in toold.toml",
+        )
+        text = decode_text(data, "utf-8")
+        if args.old_text not in text:
+            raise ValueError("old_text not found in file")
+        updated = text.replace(args.old_text, args.new_text, 1).encode("utf-8")
+        return [FileEdit(rel, data, updated)], f"Edited {rel}"
 
 
 TOOLS = (ReadFileTool, WriteFileTool, EditFileTool)

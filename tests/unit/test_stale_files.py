@@ -1,0 +1,224 @@
+"""The stale-file guard and the guard's view of edits, through the real gateway.
+
+An agent edits only what it has seen as it is now; dry runs are judged as reads; every
+file a patch names is judged for self-escalation and deny rules.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+
+from toold.permissions.guard import SELF_ESCALATION, PermissionGuard
+from toold.tools.context import CallContext
+from toold.tools.toolset import ToolOutcome
+from toold.workspace import WorkspaceState, bind
+
+T = TypeVar("T")
+CHANGED = (
+    "Error: FileChangedError: a.txt changed since it was last read; read it again before editing"
+)
+
+
+def run(workspace: Path, scenario: Callable[[WorkspaceState], Awaitable[T]], **config: Any) -> T:
+    overrides = {"permissions": {"mode": "bypass"}, **config}
+    state = bind(workspace, overrides, lambda *_: None, pytest.fail)
+
+    async def main() -> T:
+        try:
+            return await scenario(state)
+        finally:
+            await state.aclose()
+
+    return asyncio.run(main())
+
+
+async def call(state: WorkspaceState, tool: str, origin: str = "agent", **args: Any) -> ToolOutcome:
+    return await state.gateway.call(tool, args, CallContext(origin=origin))
+
+
+def test_an_agent_edits_only_what_it_read(workspace: Path) -> None:
+    (workspace / "a.txt").write_text("one\n")
+
+    async def scenario(state: WorkspaceState) -> list[ToolOutcome]:
+        edit = {"file_path": "a.txt", "old_text": "one", "new_text": "two"}
+        return [
+            await call(state, "edit_file", **edit),
+            await call(state, "write_file", file_path="a.txt", content="x"),
+            await call(state, "str_replace", path="a.txt", old="one", new="1", dry_run=True),
+            await call(state, "read_file", file_path="a.txt"),
+            await call(state, "edit_file", **edit),
+            # Its own write counts as seen: the next edit needs no new read.
+            await call(state, "multi_edit", file_path="a.txt", edits=[edit_of("two", "3")]),
+            await call(state, "write_file", file_path="new.txt", content="fresh"),  # no file yet
+        ]
+
+    outcomes = run(workspace, scenario)
+    assert outcomes[0].content == (
+        "Error: FileChangedError: a.txt has not been read in this session; read it "
+        "(read_file) before editing or overwriting it"
+    )
+    assert outcomes[1].is_error and "has not been read" in outcomes[1].content
+    assert not outcomes[2].is_error  # a dry run writes nothing: nothing to guard
+    assert [o.is_error for o in outcomes[3:]] == [False, False, False, False]
+    assert (workspace / "a.txt").read_text() == "3\n"
+
+
+def edit_of(old: str, new: str) -> dict[str, str]:
+    return {"old_text": old, "new_text": new}
+
+
+def test_an_outside_change_between_read_and_edit_is_caught(workspace: Path) -> None:
+    (workspace / "a.txt").write_text("one\n")
+
+    async def scenario(state: WorkspaceState) -> list[ToolOutcome]:
+        await call(state, "read_file", file_path="a.txt")
+        (workspace / "a.txt").write_text("ONE\n")  # same size: only the content tells
+        first = await call(state, "edit_file", file_path="a.txt", old_text="ONE", new_text="2")
+        user = await call(state, "write_file", "user", file_path="a.txt", content="mine\n")
+        await call(state, "read_file", file_path="a.txt")
+        again = await call(state, "edit_file", file_path="a.txt", old_text="mine", new_text="3")
+        return [first, user, again]
+
+    first, user, again = run(workspace, scenario)
+    assert first.content == CHANGED
+    assert not user.is_error  # the user's own calls are not checked
+    assert again.content == "Edited a.txt"
+
+
+def test_a_file_swapped_for_a_symlink_after_reading_is_refused(
+    workspace: Path, tmp_path: Path
+) -> None:
+    secret = tmp_path / "secret.txt"
+    secret.write_text("one\n")
+    (workspace / "a.txt").write_text("one\n")
+
+    async def scenario(state: WorkspaceState) -> ToolOutcome:
+        await call(state, "read_file", file_path="a.txt")
+        (workspace / "a.txt").unlink()
+        os.symlink(secret, workspace / "a.txt")
+        return await call(state, "write_file", file_path="a.txt", content="pwned\n")
+
+    outcome = run(workspace, scenario)
+    assert outcome.content == CHANGED
+    assert secret.read_text() == "one\n"
+
+
+def test_a_patch_modifying_or_deleting_an_unread_file_is_refused(workspace: Path) -> None:
+    (workspace / "a.txt").write_text("a\n")
+    (workspace / "b.txt").write_text("b\n")
+    patch = (
+        "--- a/a.txt\n+++ b/a.txt\n@@ -1 +1 @@\n-a\n+A\n"
+        "--- a/b.txt\n+++ /dev/null\n@@ -1 +0,0 @@\n-b\n"
+    )
+
+    async def scenario(state: WorkspaceState) -> list[ToolOutcome]:
+        await call(state, "read_file", file_path="a.txt")
+        refused = await call(state, "apply_patch", patch=patch)
+        await call(state, "read_file", file_path="b.txt")
+        return [refused, await call(state, "apply_patch", patch=patch)]
+
+    refused, applied = run(workspace, scenario)
+    assert refused.content.startswith("Error: FileChangedError: b.txt has not been read")
+    assert applied.content == "Applied patch: modified a.txt, deleted b.txt"
+    assert (workspace / "a.txt").read_text() == "A\n" and not (workspace / "b.txt").exists()
+
+
+def test_the_check_can_be_turned_off(workspace: Path) -> None:
+    (workspace / "a.txt").write_text("one\n")
+
+    async def scenario(state: WorkspaceState) -> ToolOutcome:
+        return await call(state, "edit_file", file_path="a.txt", old_text="one", new_text="2")
+
+    outcome = run(workspace, scenario, files={"require_read_before_edit": False})
+    assert outcome.content == "Edited a.txt"
+
+
+def test_edits_of_one_file_sent_at_once_lose_nothing(workspace: Path) -> None:
+    (workspace / "a.txt").write_text("".join(f"line {i}\n" for i in range(20)))
+
+    async def scenario(state: WorkspaceState) -> list[ToolOutcome]:
+        await call(state, "read_file", file_path="a.txt")
+        edits = [
+            call(state, "edit_file", file_path="a.txt", old_text=f"line {i}\n", new_text=f"L{i}\n")
+            for i in range(20)
+        ]
+        return list(await asyncio.gather(*edits))
+
+    outcomes = run(workspace, scenario)
+    assert [o.content for o in outcomes] == ["Edited a.txt"] * 20
+    assert (workspace / "a.txt").read_text() == "".join(f"L{i}\n" for i in range(20))
+
+
+# -- the guard --------------------------------------------------------------------------------
+
+
+def asked(
+    mode: str = "default", deny: tuple[str, ...] = (), answer: str = "allow"
+) -> tuple[PermissionGuard, list[str]]:
+    reasons: list[str] = []
+
+    async def ask(tool: str, args: Any, reason: str) -> str:
+        reasons.append(reason)
+        return answer
+
+    guard = PermissionGuard.from_config(mode, [], list(deny), ask=ask)  # type: ignore[arg-type]
+    return guard, reasons
+
+
+@pytest.mark.parametrize(
+    "target", ["toold.toml", ".toold/hooks.json", "TOOLD.TOML", "x/../toold.toml"]
+)
+def test_a_patch_that_writes_toold_files_is_a_self_escalation(workspace: Path, target: str) -> None:
+    patch = (
+        "--- /dev/null\n+++ b/ok.txt\n@@ -0,0 +1 @@\n+x\n"
+        f"--- /dev/null\n+++ b/{target}\n@@ -0,0 +1 @@\n+x\n"
+    )
+    guard, reasons = asked(mode="bypass", answer="deny")
+
+    async def scenario(state: WorkspaceState) -> ToolOutcome:
+        state.gateway.guard.mode, state.gateway.guard.ask = "auto", guard.ask
+        state.gateway.guard.allow = PermissionGuard.from_config("auto", ["apply_patch"], []).allow
+        return await call(state, "apply_patch", patch=patch)
+
+    outcome = run(workspace, scenario)
+    assert outcome.is_error
+    if ".." in target:  # such a path is refused before the guard
+        assert "'..'" in outcome.content and reasons == []
+    else:
+        assert reasons == [SELF_ESCALATION]  # asked, with "Always allow" unable to answer
+    assert not (workspace / "ok.txt").exists()
+
+
+def test_a_writing_tool_whose_paths_cannot_be_named_fails_closed() -> None:
+    from toold.tools.annotations import WRITES_FILE
+
+    decision = PermissionGuard(mode="auto").decide("mine", {"patch": "x"}, WRITES_FILE, paths=[])
+    assert (decision.reason, decision.approvable) == (SELF_ESCALATION, False)
+
+
+def test_a_dry_run_is_judged_as_a_read(workspace: Path) -> None:
+    (workspace / "a.txt").write_text("one\n")
+    (workspace / ".env").write_text("KEY=1\n")
+
+    async def scenario(state: WorkspaceState) -> list[Any]:
+        guard, reasons = asked("plan", deny=("read_file(.env)",))
+        state.gateway.guard.mode, state.gateway.guard.ask = "plan", guard.ask
+        state.gateway.guard.deny = guard.deny
+        dry = await call(state, "write_file", file_path="a.txt", content="two\n", dry_run=True)
+        # Lax booleans become True or False when validated; only True is a dry run.
+        wet = await call(state, "write_file", file_path="a.txt", content="two\n", dry_run="no")
+        leak = await call(state, "write_file", file_path=".env", content="", dry_run=True)
+        return [dry, wet, leak, reasons]
+
+    dry, wet, leak, reasons = run(workspace, scenario)
+    assert "+two" in dry.content
+    assert wet.content == "Plan mode: write_file blocked (read-only)"
+    assert leak.is_error and "KEY" not in leak.content  # read_file's deny rule holds
+    assert reasons == []
+    assert (workspace / "a.txt").read_text() == "one\n"
