@@ -251,6 +251,34 @@ def test_a_background_job_is_a_resource_the_client_reads(workspace: Path) -> Non
     assert got["unknown"] is not None and "nope" in got["unknown"].message
 
 
+def test_structured_results_come_with_an_output_schema(workspace: Path) -> None:
+    (workspace / "toold.toml").write_text('[permissions]\nmode = "bypass"\n', encoding="utf-8")
+
+    async def scenario(s: ClientSession) -> dict[str, Any]:
+        # The SDK's client checks structuredContent against the listed outputSchema.
+        return {
+            "listed": {t.name: t for t in (await s.list_tools()).tools},
+            "created": await s.call_tool("task_create", {"title": "ship it"}),
+            "tasks": await s.call_tool("task_list", {}),
+            "glob": await s.call_tool("glob", {"pattern": "*.py"}),
+            "missing": await s.call_tool("task_get", {"task_id": "nope"}),
+            "text": await s.call_tool("read_file", {"file_path": "src/main.py"}),
+        }
+
+    got = run(workspace, scenario)
+    listed = got["listed"]
+    assert listed["task_create"].output_schema["required"] == ["id", "title", "status"]
+    assert listed["glob"].output_schema["properties"]["items"]["type"] == "array"
+    assert listed["read_file"].output_schema is None
+    created = got["created"].structured_content
+    assert created is not None and created["title"] == "ship it"
+    assert json.loads(text(got["created"])) == created  # the JSON is also the text
+    assert got["tasks"].structured_content == {"items": [created]}
+    assert got["glob"].structured_content == {"items": ["src/main.py"]}
+    assert got["missing"].is_error and got["missing"].structured_content is None
+    assert got["text"].structured_content is None
+
+
 def test_the_daemon_never_imports_the_mcp_sdk() -> None:
     probe = (
         "import sys, toold.cli, toold.server, toold.handlers, toold.workspace\n"

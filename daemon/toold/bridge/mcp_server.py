@@ -28,7 +28,9 @@ from mcp.shared.exceptions import MCPError
 
 from toold import __version__
 from toold.errors import TooldError, wire_error
+from toold.hooks import matches
 from toold.permissions.guard import DENIED
+from toold.tools.base import Tool
 from toold.tools.context import CallContext
 from toold.tools.toolset import ToolOutcome
 from toold.workspace import WorkspaceState, bind
@@ -47,14 +49,43 @@ def title_of(name: str) -> str:
     return name.replace("_", " ").strip().capitalize() or name
 
 
+def output_schema(tool: Tool) -> dict[str, Any] | None:
+    """``outputSchema`` for a tool with a structured result: its object schema, or a list
+    wrapped as ``{"items": [...]}`` (MCP's structured content is an object); else None."""
+    schema = tool.output_schema
+    if schema.get("type") == "object":
+        return schema
+    if schema.get("type") == "array":
+        return {"type": "object", "properties": {"items": schema}, "required": ["items"]}
+    return None
+
+
+def structured(tool: Tool, content: Any) -> dict[str, Any] | None:
+    """``structuredContent`` for a result that has the tool's declared shape."""
+    kind = tool.output_schema.get("type")
+    if kind == "object" and isinstance(content, dict):
+        return content
+    if kind == "array" and isinstance(content, list):
+        return {"items": content}
+    return None
+
+
+def _post_hooked(state: WorkspaceState, tool: Tool) -> bool:
+    """Whether a post hook adds text to this tool's results (which then are text)."""
+    hooks = state.gateway.hooks
+    return hooks is not None and any(matches(h, tool.name) for h in hooks.config.post_tool_use)
+
+
 def tool_definitions(state: WorkspaceState) -> list[types.Tool]:
-    """Every tool, its JSON Schema as ``inputSchema`` and its hints as ``annotations``."""
+    """Every tool, its JSON Schema as ``inputSchema`` and its hints as ``annotations``;
+    ``outputSchema`` where its results are structured (and no post hook turns them to text)."""
     return [
         types.Tool(
             name=t.name,
             title=title_of(t.name),
             description=t.description,
             input_schema=t.parameters(),
+            output_schema=None if _post_hooked(state, t) else output_schema(t),
             annotations=types.ToolAnnotations(
                 title=title_of(t.name),
                 read_only_hint=t.annotations.read_only,
@@ -76,7 +107,7 @@ def refusal(state: WorkspaceState, tool: str, args: Any) -> str:
     elif annotations.confirm == "always" or not decision.approvable:
         how = 'only [permissions] mode = "bypass" in toold.toml lets it run'
     else:
-        example = "bash(prefix:npm test*)" if tool in ("bash", "background_run") else tool
+        example = f"{tool}(prefix:npm test*)" if annotations.shell else tool
         how = (
             f'allow it in toold.toml: [permissions] allow = ["{example}"], '
             'or mode = "auto" (shell commands that are not dangerous) or "bypass"'
@@ -88,9 +119,10 @@ def refusal(state: WorkspaceState, tool: str, args: Any) -> str:
 
 
 def call_result(
-    state: WorkspaceState, tool: str, args: Any, outcome: ToolOutcome
+    state: WorkspaceState, tool: Tool, args: Any, outcome: ToolOutcome
 ) -> types.CallToolResult:
-    """A toold outcome as MCP: text content (JSON pretty-printed), isError, the exit code.
+    """A toold outcome as MCP: text content (JSON pretty-printed), isError, the exit code,
+    and ``structuredContent`` when the tool declares an output schema.
 
     A command that ran and exited non-zero (or timed out) is an error to MCP clients, as
     it is to a model; the exit code stays in ``_meta``.
@@ -103,17 +135,18 @@ def call_result(
     else:
         text = json.dumps(content, indent=2, ensure_ascii=False)
     if outcome.is_error and content == DENIED:
-        text = refusal(state, tool, args)
+        text = refusal(state, tool.name, args)
     meta = {EXIT_CODE_META: outcome.exit_code} if outcome.exit_code is not None else None
     blocks: list[types.ContentBlock] = [types.TextContent(type="text", text=text)]
     submitted = _SUBMITTED.match(text) if not outcome.is_error else None
     if submitted:
         blocks.append(job_link(submitted.group(1)))
-    return types.CallToolResult(
-        content=blocks,
-        is_error=outcome.is_error or outcome.timed_out or outcome.exit_code not in (None, 0),
-        _meta=meta,
-    )
+    is_error = outcome.is_error or outcome.timed_out or outcome.exit_code not in (None, 0)
+    shaped = None if is_error else structured(tool, content)
+    result = types.CallToolResult(content=blocks, is_error=is_error, _meta=meta)
+    if shaped is not None:
+        result.structured_content = shaped
+    return result
 
 
 def job_link(job_id: str) -> types.ResourceLink:
@@ -198,9 +231,10 @@ def build_server(state: WorkspaceState) -> Server[Any]:
     ) -> types.CallToolResult:
         args = params.arguments if params.arguments is not None else {}
         try:
-            name = state.toolset.require(params.name).name
+            tool = state.toolset.require(params.name)
         except TooldError as exc:
             raise as_mcp(exc) from None
+        name = tool.name
         relay = ProgressRelay(ctx)
         try:
             outcome = await state.gateway.call(
@@ -213,7 +247,7 @@ def build_server(state: WorkspaceState) -> Server[Any]:
             relay.cancel()
             raise
         await relay.flush()
-        return call_result(state, name, args, outcome)
+        return call_result(state, tool, args, outcome)
 
     async def list_resources(
         ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None

@@ -140,8 +140,25 @@ class TaskUpdateArguments(ToolArguments):
     title: str | None = Field(None, description="New title.")
 
 
+TASK_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "id": {"type": "string"},
+        "title": {"type": "string"},
+        "description": {"type": "string"},
+        "status": {"type": "string"},
+        "depends_on": {"type": "array", "items": {"type": "string"}},
+        "created_at": {"type": "string"},
+        "updated_at": {"type": "string"},
+    },
+    "required": ["id", "title", "status"],
+}
+"""A task as the task tools return it (and .tasks.json holds it)."""
+
+
 class _TaskTool(DeferredTool):
     manager = "tasks"
+    output_schema = TASK_SCHEMA
     unavailable = "Task manager unavailable."
     method = ""
 
@@ -169,6 +186,7 @@ class TaskListTool(_TaskTool):
     description = "List persistent tasks, optionally only those with one status."
     Arguments = TaskListArguments
     method = "list"
+    output_schema = {"type": "array", "items": TASK_SCHEMA}
 
 
 class TaskGetTool(_TaskTool):
@@ -263,6 +281,7 @@ class TeamListTool(DeferredTool):
     description = "List registered teammates and whether each is running."
     Arguments = ToolArguments
     manager = "team"
+    output_schema = {"type": "array", "items": {"type": "object"}}
 
     def run(self, args: ToolArguments) -> Any:
         """Delegate to the bound team handlers; [] without them."""

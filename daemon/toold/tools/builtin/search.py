@@ -14,6 +14,8 @@ from toold.tools.annotations import SEARCHES
 from toold.tools.base import ToolArguments
 from toold.tools.builtin._workspace import WorkspaceTool
 
+PATHS = {"type": "array", "items": {"type": "string"}}
+"""Workspace-relative paths."""
 INCLUDE_IGNORED = "Also search files .gitignore, .ignore or .git/info/exclude leave out."
 
 
@@ -48,6 +50,7 @@ class GlobTool(WorkspaceTool):
         "points inside one."
     )
     Arguments = GlobArguments
+    output_schema = PATHS
 
     def run(self, args: GlobArguments) -> list[str]:
         """Sorted, de-duplicated workspace-relative paths of matching files."""
@@ -69,6 +72,7 @@ class GrepTool(WorkspaceTool):
         "entries (at most 1000). Skips files over 1 MB and non-UTF-8 files."
     )
     Arguments = GrepArguments
+    output_schema = {"type": "array", "items": {"type": "string"}}
 
     def run(self, args: GrepArguments) -> list[str]:
         """Matches in the spec's output modes."""
