@@ -8,6 +8,7 @@ are answered from a script of option ids.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -69,16 +70,15 @@ class Recorder:
         """Wait for the agent's messages to satisfy ``check`` (its truthy value)."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
-        while not (value := check()):
-            self._changed.clear()
+        while True:
+            self._changed.clear()  # before the check: a message after it sets the event
+            if value := check():
+                return value
             remaining = deadline - loop.time()
             if remaining <= 0:
                 raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-            try:
+            with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._changed.wait(), remaining)
-            except TimeoutError:
-                continue
-        return value
 
     # -- what the agent sent ---------------------------------------------------------
     def updates(self, kind: str | None = None) -> list[dict[str, Any]]:
