@@ -51,6 +51,14 @@ export function readSettings(): TooldSettings {
   };
 }
 
+/** The permission dialog's text: the daemon's question, and where its diff is open. */
+function permissionDetail(message: string, previewed: boolean): string {
+  const question = message.replace(/^toold: /, "");
+  return previewed
+    ? `${question}\n\nThe change is open in the diff editor behind this dialog.`
+    : question;
+}
+
 export class TooldController implements vscode.Disposable {
   readonly output = vscode.window.createOutputChannel("toold");
   readonly jobs = new JobsModel();
@@ -180,10 +188,10 @@ export class TooldController implements vscode.Disposable {
       }),
       handlePermissionRequests(client, async (message, titles, isPermission) =>
         isPermission
-          ? await this.previews.whileAsking(() =>
+          ? await this.previews.whileAsking((previewed) =>
               vscode.window.showWarningMessage(
                 "toold: allow the agent's tool call?",
-                { modal: true, detail: message.replace(/^toold: /, "") },
+                { modal: true, detail: permissionDetail(message, previewed) },
                 ...titles,
               ),
             )

@@ -66,12 +66,12 @@ export class EditPreviews implements vscode.TextDocumentContentProvider, vscode.
     this.pending = { uris, opened };
   }
 
-  /** Run the permission prompt; afterwards close the preview shown for it. */
-  async whileAsking<T>(ask: () => Thenable<T>): Promise<T> {
+  /** Run the permission prompt (told whether a preview is open for it); then close that preview. */
+  async whileAsking<T>(ask: (previewed: boolean) => Thenable<T>): Promise<T> {
     const shown = this.pending;
     this.pending = undefined;
     try {
-      return await ask();
+      return await ask(shown !== undefined);
     } finally {
       if (shown !== undefined) await this.close(shown);
     }
@@ -101,7 +101,7 @@ export class EditPreviews implements vscode.TextDocumentContentProvider, vscode.
         "vscode.diff",
         before,
         after,
-        `toold preview: ${file.path}${state} ↔ ${preview.tool}`,
+        `toold preview: ${file.path}${state} (${preview.tool})`,
         { preview: false, preserveFocus: true },
       );
     }
