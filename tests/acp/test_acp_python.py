@@ -247,3 +247,23 @@ def test_links_and_embedded_files_in_a_prompt_reach_the_model_as_text(
         f"[main.py]({uri})",
         f"<context uri=\"{uri}\">\nprint('unsaved')\n</context>",
     ]
+
+
+def test_workspace_option_binds_one_folder_for_every_session(
+    model: ModelServer, workspace: Path, recorder: Recorder, tmp_path: Path
+) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (workspace / "pinned.txt").write_text("pinned\n", encoding="utf-8")
+    model.tool_use(("read_file", {"file_path": "pinned.txt"}))
+    model.text("read")
+
+    async def scenario() -> str:
+        env = agent_env(model)
+        async with acp_agent(workspace, env, recorder, "--workspace", str(workspace)) as conn:
+            session_id = await start_session(conn, elsewhere)
+            return (await conn.prompt(session_id=session_id, prompt=[text_block("r")])).stop_reason
+
+    assert run(scenario) == "end_turn"
+    assert tool_results(model.wait_requests(2)[1])[0]["content"] == "1: pinned"
+    assert not (elsewhere / ".toold").exists()

@@ -13,6 +13,7 @@ import contextlib
 import logging
 import os
 import signal
+import sys
 import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -256,7 +257,11 @@ async def serve(workspace: Path | None) -> None:
 
 
 def serve_acp(workspace: Path | None) -> int:
-    """Entry point of ``toold acp``: 0 when the client closed the connection."""
+    """Entry point of ``toold acp``: 0 when the client closed the connection, 2 for a
+    ``--workspace`` that is not a folder."""
+    if workspace is not None and not workspace.is_dir():
+        print(f"toold: --workspace {workspace} is not a folder", file=sys.stderr)
+        return 2
     try:
         asyncio.run(serve(workspace))
     except (KeyboardInterrupt, asyncio.CancelledError):
