@@ -197,7 +197,15 @@ def test_session_load_replays_a_kept_session_and_goes_on_from_it(
 
     async def second(session_id: str) -> tuple[int, str]:
         async with acp_agent(workspace, agent_env(model), later) as conn:
-            await conn.initialize(protocol_version=1)
+            init = await conn.initialize(protocol_version=1)
+            assert init.agent_capabilities is not None
+            assert init.agent_capabilities.session_capabilities is not None
+            assert init.agent_capabilities.session_capabilities.list is not None
+            kept = (await conn.list_sessions(cwd=str(workspace))).sessions
+            assert [(s.session_id, s.title, s.cwd) for s in kept] == [
+                (session_id, "Read the notes", str(workspace.resolve()))
+            ]
+            assert kept[0].updated_at
             await conn.load_session(cwd=str(workspace), session_id=session_id, mcp_servers=[])
             replayed = len(later.updates())
             reply = await conn.prompt(session_id=session_id, prompt=[text_block("What did I ask?")])

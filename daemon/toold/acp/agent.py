@@ -25,11 +25,14 @@ from acp.schema import (
     ClientCapabilities,
     Implementation,
     InitializeResponse,
+    ListSessionsResponse,
     LoadSessionResponse,
     McpCapabilities,
     NewSessionResponse,
     PromptCapabilities,
     PromptResponse,
+    SessionCapabilities,
+    SessionListCapabilities,
     SetSessionModeResponse,
 )
 
@@ -91,6 +94,7 @@ class TooldAgent:
                     image=False, audio=False, embedded_context=True
                 ),
                 mcp_capabilities=McpCapabilities(http=False, sse=False),
+                session_capabilities=SessionCapabilities(list=SessionListCapabilities()),
             ),
             auth_methods=[],
             agent_info=Implementation(name="toold", title="toold", version=__version__),
@@ -132,6 +136,17 @@ class TooldAgent:
         await session.outbox.flush()
         session.announce_workspace()
         return LoadSessionResponse(modes=modes(session.require_state().guard.mode))
+
+    async def list_sessions(
+        self, cwd: str | None = None, cursor: str | None = None, **kwargs: Any
+    ) -> ListSessionsResponse:
+        """The sessions kept in the workspace at ``cwd`` (or ``--workspace``), latest first."""
+        if self.workspace is not None:
+            root: Path | None = self.workspace
+        else:
+            root = workspace_folder(cwd) if cwd is not None else None
+        sessions = await asyncio.to_thread(history.listed, root) if root is not None else []
+        return ListSessionsResponse(sessions=sessions)
 
     async def open_session(
         self, session_id: str, cwd: str, mcp_servers: list[Any] | None

@@ -10,6 +10,7 @@ can never name a path outside the folder.
 from __future__ import annotations
 
 import json
+import logging
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -22,10 +23,13 @@ from acp import (
     update_tool_call,
     update_user_message_text,
 )
+from acp.schema import SessionInfo
 
 from toold.acp.updates import output_text, text_content, tool_title
-from toold.storage import atomic_write_text, read_state
+from toold.storage import atomic_write_text, now, read_state, state_names
 from toold.workspace import STATE_DIR
+
+log = logging.getLogger(__name__)
 
 SESSIONS = "sessions"
 _ID = re.compile(r"^[0-9a-f]{32}$")
@@ -44,8 +48,8 @@ def session_file(root: Path, session_id: str) -> Path:
 
 
 def save(root: Path, session_id: str, messages: list[dict[str, Any]]) -> None:
-    """Write the conversation (whole, atomically)."""
-    payload = {"version": 1, "messages": messages}
+    """Write the conversation (whole, atomically) with when and where it was."""
+    payload = {"version": 1, "cwd": str(root), "updatedAt": now(), "messages": messages}
     text = json.dumps(payload, ensure_ascii=False, default=str)
     atomic_write_text(session_file(root, session_id), text, create_dirs=True)
 
@@ -65,6 +69,40 @@ def load(root: Path, session_id: str) -> list[dict[str, Any]]:
     if not isinstance(messages, list):
         raise RequestError(-32603, f"session {session_id}: messages is not a list")
     return messages
+
+
+def listed(root: Path) -> list[SessionInfo]:
+    """session/list: the sessions kept in the workspace, the latest first."""
+    found: list[SessionInfo] = []
+    for name in state_names(root / STATE_DIR / SESSIONS):
+        session_id = name.removesuffix(".json")
+        if not _ID.match(session_id) or not name.endswith(".json"):
+            continue
+        try:
+            data = json.loads(read_state(session_file(root, session_id)).decode("utf-8"))
+        except (OSError, ValueError) as exc:
+            log.warning("skipping kept session %s: %s", name, exc)
+            continue
+        found.append(
+            SessionInfo(
+                session_id=session_id,
+                cwd=str(data.get("cwd") or root),
+                title=title(data.get("messages") or []),
+                updated_at=data.get("updatedAt"),
+            )
+        )
+    return sorted(found, key=lambda s: s.updated_at or "", reverse=True)
+
+
+def title(messages: list[dict[str, Any]]) -> str | None:
+    """A session's title: the start of its first prompt."""
+    for message in messages:
+        if message.get("role") == "user":
+            for block in _blocks(message.get("content")):
+                if block.get("type") == "text" and block.get("text"):
+                    line = str(block["text"]).strip().splitlines()[0]
+                    return line[:80]
+    return None
 
 
 def _blocks(content: Any) -> list[dict[str, Any]]:
