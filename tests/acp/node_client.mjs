@@ -1,7 +1,8 @@
 // A foreign ACP client: the TypeScript SDK (@agentclientprotocol/sdk) drives `toold acp`.
 //
 // Usage: node node_client.mjs '<json plan>'
-// The plan: {command: [...argv], cwd, env, answers: [optionId...], steps: [...]}; each step
+// The plan: {command: [...argv], cwd, env, answers: [optionId...], mcpServers?, steps: [...]};
+// each step
 // is {prompt: text}, {prompt: text, cancelOn: text} (session/cancel once a tool call's
 // output contains that text) or {setMode: id}. Prints one JSON record of everything the
 // agent sent (initialize and session/new results, updates, permission requests, stop
@@ -47,7 +48,10 @@ await app.connectWith(stream, async (agent) => {
     protocolVersion: 1,
     clientCapabilities: { fs: { readTextFile: false, writeTextFile: false } },
   });
-  record.session = await agent.request("session/new", { cwd: plan.cwd, mcpServers: [] });
+  record.session = await agent.request("session/new", {
+    cwd: plan.cwd,
+    mcpServers: plan.mcpServers ?? [],
+  });
   sessionId = record.session.sessionId;
   for (const step of plan.steps) {
     if (step.setMode) {

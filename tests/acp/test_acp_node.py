@@ -23,6 +23,7 @@ from tests.environment import unavailable
 SDK = "@agentclientprotocol/sdk"
 SDK_VERSION = "2.4.0"
 CLIENT = Path(__file__).with_name("node_client.mjs")
+NOTES_SERVER = Path(__file__).with_name("notes_server.py")
 
 
 @pytest.fixture(scope="module")
@@ -139,3 +140,39 @@ def test_a_typescript_client_cancels_a_slow_command(
     statuses = [u.get("status") for u in of_kind(record, "tool_call_update")]
     assert statuses[-1] == "failed"
     assert tool_results(model.wait_requests(2)[1])[0]["content"] == "Cancelled by the user."
+
+
+def test_a_typescript_client_sees_the_plan_and_an_mcp_servers_tool(
+    node_client: Path, model: ModelServer, workspace: Path, tmp_path: Path
+) -> None:
+    notes = tmp_path / "notes.txt"
+    model.tool_use(("todo_write", {"action": "add", "task": "Take a note"}))
+    model.tool_use(("notes__add_note", {"text": "from node"}))
+    model.tool_use(("todo_write", {"action": "update", "task_id": "t1", "status": "done"}))
+    model.text("noted")
+    server = {
+        "name": "notes",
+        "command": sys.executable,
+        "args": [str(NOTES_SERVER)],
+        "env": [{"name": "NOTES_FILE", "value": str(notes)}],
+    }
+    record = drive(
+        node_client,
+        workspace,
+        model,
+        answers=["allow_once"],
+        mcpServers=[server],
+        steps=[{"prompt": "plan and note"}],
+    )
+    assert record["errors"] == []
+    assert record["stops"] == ["end_turn"]
+    plans = [u["entries"] for u in of_kind(record, "plan")]
+    assert plans == [
+        [{"content": "Take a note", "priority": "medium", "status": "pending"}],
+        [{"content": "Take a note", "priority": "medium", "status": "completed"}],
+    ]
+    assert [p["toolCall"]["title"] for p in record["permissions"]] == [
+        "Notes: add note 'from node'"
+    ]
+    assert notes.read_text(encoding="utf-8") == "from node\n"
+    assert tool_results(model.wait_requests(3)[2])[0]["content"] == "noted (1 notes)"
