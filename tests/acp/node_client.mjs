@@ -2,9 +2,8 @@
 //
 // Usage: node node_client.mjs '<json plan>'
 // The plan: {command: [...argv], cwd, env, answers: [optionId...], mcpServers?, steps: [...]};
-// each step
-// is {prompt: text}, {prompt: text, cancelOn: text} (session/cancel once a tool call's
-// output contains that text) or {setMode: id}. Prints one JSON record of everything the
+// each step is {prompt: text}, {prompt: text, cancelOn: text} (session/cancel once a tool
+// call's output contains that text) or {setMode: id}. Prints one JSON record of everything the
 // agent sent (initialize and session/new results, updates, permission requests, stop
 // reasons, errors) on stdout; the pytest test asserts on it.
 import { spawn } from "node:child_process";
