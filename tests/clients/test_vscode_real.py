@@ -477,6 +477,8 @@ def test_undo_last_agent_edit_and_the_checkpoints_view(session: Session, screens
     expect(ui.notification(undid)).to_be_visible()
     assert draft.read_text(encoding="utf-8") == "first draft\n"
     expect(edit).to_contain_text("undone")
+    # The open diff document follows: that call is undone now.
+    expect(ui.active_editor_text()).to_contain_text("already undone")
     restore = ui.view_row("Checkpoints", "restore: draft.txt")
     expect(restore).to_be_visible()
     screens.shot("undone")

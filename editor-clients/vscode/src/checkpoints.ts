@@ -69,8 +69,8 @@ export function isNotFound(error: unknown): boolean {
 export function conflictQuestion(paths: string[]): string {
   const files = paths.length > 0 ? paths.join(", ") : "some files";
   return (
-    `toold: ${files} changed outside toold since the agent's edit. ` +
-    `Restoring puts back the old text and loses those changes.`
+    `toold: ${files} changed outside toold since toold last wrote ${paths.length === 1 ? "it" : "them"}. ` +
+    "Restoring puts back the old text and loses those changes."
   );
 }
 

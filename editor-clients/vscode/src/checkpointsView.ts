@@ -86,9 +86,12 @@ export class CheckpointsView
     ];
   }
 
-  /** Ask the tree (when it is visible) to fetch the list again. */
+  /** Ask the tree (when it is visible) and open diff documents to fetch again. */
   refresh(): void {
     this.changed.fire(undefined);
+    for (const doc of vscode.workspace.textDocuments) {
+      if (doc.uri.scheme === CHECKPOINT_SCHEME) this.diffChanged.fire(doc.uri);
+    }
   }
 
   async getChildren(element?: CheckpointInfo): Promise<CheckpointInfo[]> {
