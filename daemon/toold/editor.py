@@ -15,7 +15,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
@@ -25,6 +25,10 @@ import toold_protocol
 from toold.config import PermissionsConfig
 from toold.connection import TooldProtocol
 from toold.rpc import dump
+from toold_protocol.names import PERMISSIONS_PREVIEW
+
+if TYPE_CHECKING:
+    from toold.tools.base import Tool
 
 log = logging.getLogger(__name__)
 
@@ -151,9 +155,37 @@ class EditorServer(LanguageServer):
         from toold.permissions.prompt import summary  # loaded with the first prompt
 
         message = f"the agent wants to run {tool} {summary(args)} ({reason}). Allow it?"
+        message = await self._with_preview(message, tool, args, reason)
         wait = self.prompt_timeout() if timeout is None else timeout
         title = await self.confirm(message, list(ASK_ACTIONS), wait)
         return None if title is None else ASK_ACTIONS[title]
+
+    def tool_named(self, name: str) -> Tool | None:
+        """The bound workspace's tool called ``name`` (what a prompt previews); None here."""
+        return None
+
+    def shows_diffs(self) -> bool:
+        """Whether the client set ``experimental.toold.diffPreview`` in its capabilities."""
+        capabilities = getattr(self.protocol, "client_capabilities", None)
+        experimental = getattr(capabilities, "experimental", None)
+        ours = experimental.get("toold") if isinstance(experimental, dict) else None
+        return isinstance(ours, dict) and ours.get("diffPreview") is True
+
+    async def _with_preview(self, message: str, tool: str, args: Any, reason: str) -> str:
+        """Send ``permissions/preview`` to a client that shows diffs, or add the capped
+        diff to the prompt's ``message`` (toold.tools.preview)."""
+        found = self.tool_named(tool)
+        if found is None or not found.previews:
+            return message
+        from toold.tools import preview
+
+        edits = await asyncio.to_thread(preview.preview_edits, found, args)
+        if edits is None:
+            return message
+        if not isinstance(edits, str) and self.shows_diffs():
+            self.push(PERMISSIONS_PREVIEW, preview.notification(tool, reason, edits))
+            return message
+        return f"{message}\n\n{preview.in_message(edits)}"
 
     async def confirm(self, message: str, actions: list[str], timeout: float) -> str | None:
         """window/showMessageRequest offering ``actions``: the title chosen, None without one."""

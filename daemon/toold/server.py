@@ -31,6 +31,7 @@ from toold.transport import FrameWriter, serve_streams
 from toold_protocol import ALL_METHODS, PROTOCOL_VERSION, errors
 
 if TYPE_CHECKING:
+    from toold.tools.base import Tool
     from toold.tools.toolset import ToolSet
     from toold.workspace import WorkspaceState
     from toold_protocol.models import InitializationOptions
@@ -151,6 +152,10 @@ class TooldServer(EditorServer):
         )
         self.root = self._state.root
         self._set_message_cap()
+
+    def tool_named(self, name: str) -> Tool | None:
+        """The bound workspace's tool called ``name``."""
+        return self._state.toolset.get(name) if self._state is not None else None
 
     def prompt_timeout(self) -> float:
         """The bound workspace's ``permissions.ask_timeout``."""

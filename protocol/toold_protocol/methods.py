@@ -133,5 +133,10 @@ METHODS: dict[str, MethodSpec] = {
             models.ExecutionEvent,
             "A tool run started, completed or failed (opt-in).",
         ),
+        _notification(
+            names.PERMISSIONS_PREVIEW,
+            models.PermissionsPreview,
+            "What the call of the permission prompt that follows would change (opt-in).",
+        ),
     )
 }

@@ -8,7 +8,13 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+)
 from pydantic.alias_generators import to_camel
 
 ToolFormat = Literal["native", "anthropic", "openai"]
@@ -333,6 +339,40 @@ class SetModeResult(WireModel):
     """Result of ``permissions/setMode``: the mode now in force."""
 
     mode: PermissionMode
+
+
+class PreviewFile(WireModel):
+    """One file a call would change, whole, for a diff editor."""
+
+    path: str
+    """Workspace-relative, ``/`` separated."""
+    original: str | None
+    """Its text now; null when the file does not exist yet."""
+    modified: str | None
+    """Its text after the call; null when the call deletes it."""
+
+    @model_serializer(mode="wrap")
+    def _nulls_kept(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # null is meaningful here (no file on that side): kept when None is dropped.
+        data: dict[str, Any] = handler(self)
+        data.setdefault("original", self.original)
+        data.setdefault("modified", self.modified)
+        return data
+
+
+class PermissionsPreview(WireModel):
+    """``permissions/preview``: what the call the next permission prompt asks about would
+    change. Sent just before that ``window/showMessageRequest``, only to clients that set
+    ``initialize.capabilities.experimental.toold.diffPreview``; others get the diff
+    (capped) in the prompt's message."""
+
+    tool: str
+    reason: str
+    """Why the guard asks (as in the prompt)."""
+    diff: str
+    """Unified diff (``a/``/``b/`` labels, ``/dev/null`` for a missing side)."""
+    files: list[PreviewFile]
+    """The changed text files up to 1 MiB each (larger or binary ones: only in ``diff``)."""
 
 
 class AgentRunParams(WireModel):

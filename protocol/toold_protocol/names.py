@@ -23,6 +23,7 @@ TASKS_CHANGED = "tasks/changed"
 SKILLS_CHANGED = "skills/changed"
 JOBS_FINISHED = "jobs/finished"
 EXECUTION_EVENT = "execution/event"
+PERMISSIONS_PREVIEW = "permissions/preview"
 
 CLIENT_REQUESTS: tuple[str, ...] = (
     TOOLS_LIST,
@@ -49,6 +50,7 @@ SERVER_NOTIFICATIONS: tuple[str, ...] = (
     JOBS_FINISHED,
     EXECUTION_EVENT,
     TEAM_MESSAGE,
+    PERMISSIONS_PREVIEW,
 )
 """Notifications the daemon pushes to the client."""
 
