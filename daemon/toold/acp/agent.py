@@ -87,7 +87,7 @@ class TooldAgent:
         if client_capabilities is not None:
             self.client_capabilities = client_capabilities
         return InitializeResponse(
-            protocol_version=min(protocol_version, PROTOCOL_VERSION),
+            protocol_version=PROTOCOL_VERSION,  # the one version toold speaks, whatever was asked
             agent_capabilities=AgentCapabilities(
                 load_session=True,
                 prompt_capabilities=PromptCapabilities(
