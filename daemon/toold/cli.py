@@ -9,15 +9,17 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 import os
 import signal
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from toold import __version__
 from toold_protocol.errors import INVALID_PARAMS
+
+if TYPE_CHECKING:
+    import logging
 
 EXIT_TOOL_FAILED = 1
 EXIT_USAGE = 2
@@ -109,28 +111,28 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-class _ExpectedRpcErrors(logging.Filter):
+def _not_an_expected_rpc_error(record: logging.LogRecord) -> bool:
     """Drop pygls's tracebacks for errors that are ordinary answers (unknown tool, bad params,
     an agent without an API key, an unknown job)."""
+    from toold_protocol import errors
 
-    def filter(self, record: logging.LogRecord) -> bool:
-        from toold_protocol import errors
-
-        exc = record.exc_info[1] if record.exc_info else None
-        return getattr(exc, "code", None) not in (
-            errors.INVALID_REQUEST,
-            errors.METHOD_NOT_FOUND,
-            errors.INVALID_PARAMS,
-            errors.NOT_FOUND,
-        )
+    exc = record.exc_info[1] if record.exc_info else None
+    return getattr(exc, "code", None) not in (
+        errors.INVALID_REQUEST,
+        errors.METHOD_NOT_FOUND,
+        errors.INVALID_PARAMS,
+        errors.NOT_FOUND,
+    )
 
 
 def _configure_logging(level: str, log_file: Path | None) -> None:
+    import logging  # here: the attaching commands never log, and skip its import
+
     handlers: list[logging.Handler] = [logging.StreamHandler(sys.stderr)]
     if log_file is not None:
         handlers.append(logging.FileHandler(log_file, encoding="utf-8"))
     for handler in handlers:
-        handler.addFilter(_ExpectedRpcErrors())
+        handler.addFilter(_not_an_expected_rpc_error)
     logging.basicConfig(
         level=level.upper(),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",

@@ -10,7 +10,6 @@ from __future__ import annotations
 import itertools
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import IO, Any
@@ -151,9 +150,12 @@ class DaemonClient(RpcClient):
         super().__init__(workspace)
         # -P: the launch folder is never put on sys.path (a local toold/ or logging.py).
         self.command = command or [sys.executable, "-P", "-m", "toold", "serve", "--no-daemon"]
-        self._proc: subprocess.Popen[bytes] | None = None
+        self._proc: Any = None
+        """The private daemon (a subprocess.Popen, imported only for it)."""
 
     def __enter__(self) -> DaemonClient:
+        import subprocess
+
         self._proc = subprocess.Popen(
             [*self.command, "--workspace", os.fspath(self.workspace)],
             stdin=subprocess.PIPE,
@@ -164,6 +166,8 @@ class DaemonClient(RpcClient):
         return self
 
     def __exit__(self, *exc: object) -> None:
+        import subprocess
+
         proc = self._proc
         if proc is None:
             return
@@ -195,6 +199,8 @@ class EngineClient(RpcClient):
     def __enter__(self) -> EngineClient:
         from toold.engine.attach import EngineError, attach
 
+        if not self.workspace.is_dir():
+            raise RpcError(errors.INVALID_PARAMS, f"workspace {self.workspace} is not a folder")
         try:
             self._attached = attach(self.workspace, "session", {"client": "toold-cli"})
         except (EngineError, OSError) as exc:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
+from pygls.protocol import default_converter
 
 import toold_protocol
 from toold.config import PermissionsConfig
@@ -58,13 +60,19 @@ class WorkDone:
             )
 
 
+_shared_converter = functools.cache(default_converter)
+
+
 class EditorServer(LanguageServer):
     """A pygls LanguageServer that talks to its editor the way toold does."""
 
     protocol: TooldProtocol
 
     def __init__(self, name: str, version: str) -> None:
-        super().__init__(name, version, protocol_cls=TooldProtocol)
+        # One converter per process: cattrs generates its code once, not for each of an
+        # engine's sessions (about 30 ms each).
+        converter = _shared_converter
+        super().__init__(name, version, protocol_cls=TooldProtocol, converter_factory=converter)
         self.loop: asyncio.AbstractEventLoop | None = None
         """The loop serving this session (messages from other threads are sent on it)."""
         self._cancellable: dict[types.ProgressToken, asyncio.Task[Any]] = {}

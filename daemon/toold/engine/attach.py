@@ -18,7 +18,6 @@ import socket
 import sys
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
@@ -40,15 +39,22 @@ class NoEngine(EngineError):
     """No engine runs for the workspace (and none was to be started)."""
 
 
-@dataclass
 class Attachment:
-    """A connection the engine accepted."""
+    """A connection the engine accepted (a plain class: dataclasses would cost the
+    command line an import of inspect)."""
 
-    sock: socket.socket
-    reader: IO[bytes]
-    writer: IO[bytes]
-    reply: dict[str, Any]
-    paths: EnginePaths
+    def __init__(
+        self,
+        sock: socket.socket,
+        reader: IO[bytes],
+        writer: IO[bytes],
+        reply: dict[str, Any],
+        paths: EnginePaths,
+    ) -> None:
+        self.sock, self.reader, self.writer = sock, reader, writer
+        self.reply = reply
+        """The engine's answer to the hello (its pid, version, session id)."""
+        self.paths = paths
 
     def close(self) -> None:
         """Close the connection (for a session: the engine ends it, cancelling its calls)."""

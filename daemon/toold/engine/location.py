@@ -13,7 +13,6 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
-from dataclasses import dataclass
 from pathlib import Path
 
 RUNTIME_ENV = "TOOLD_RUNTIME_DIR"
@@ -64,13 +63,17 @@ def workspace_key(workspace: Path) -> str:
     return hashlib.sha256(resolved).hexdigest()[:20]
 
 
-@dataclass(frozen=True)
 class EnginePaths:
-    """The files of one workspace's engine."""
+    """The files of one workspace's engine (a plain class: the command line skips the
+    import of dataclasses)."""
 
-    workspace: Path
-    folder: Path
-    key: str
+    def __init__(self, workspace: Path, folder: Path, key: str) -> None:
+        self.workspace = workspace
+        """The workspace, resolved."""
+        self.folder = folder
+        """The runtime folder."""
+        self.key = key
+        """The workspace's name in the runtime folder."""
 
     @classmethod
     def of(cls, workspace: Path) -> EnginePaths:
