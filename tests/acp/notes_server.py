@@ -1,8 +1,13 @@
-"""A tiny stdio MCP server for the ACP tests: ``add_note`` appends to NOTES_FILE."""
+"""A tiny MCP server for the ACP tests: ``add_note`` appends to NOTES_FILE.
+
+``python notes_server.py`` serves stdio; ``python notes_server.py http PORT`` serves
+streamable HTTP on 127.0.0.1:PORT/mcp.
+"""
 
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 from mcp.server.mcpserver import MCPServer
@@ -21,4 +26,7 @@ def add_note(text: str) -> str:
 
 
 if __name__ == "__main__":
-    server.run()
+    if sys.argv[1:2] == ["http"]:
+        server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
+    else:
+        server.run()

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import os
+import socket
+import subprocess
 import sys
 from pathlib import Path
 
 from acp import text_block
-from acp.schema import EnvVariable, McpServerStdio
+from acp.schema import EnvVariable, HttpMcpServer, McpServerStdio
 
 from tests.acp.conftest import WAIT, Recorder, acp_agent, agent_env, run, start_session
 from tests.agents.conftest import ModelServer, tool_names, tool_results
@@ -278,3 +280,48 @@ def test_a_subagents_question_is_shown_and_settled(
     assert [a["toolCall"]["toolCallId"] for a in asked] == [outer, inner]
     assert recorder.call_updates(inner)[-1]["status"] == "completed"
     assert recorder.call_updates(outer)[-1]["status"] == "completed"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def accepts(port: int) -> bool:
+    with socket.socket() as sock:
+        return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+def test_an_http_mcp_server_given_at_session_new_is_called_through_the_guard(
+    model: ModelServer, workspace: Path, recorder: Recorder, tmp_path: Path
+) -> None:
+    notes, port = tmp_path / "notes.txt", free_port()
+    env = {**os.environ, "NOTES_FILE": str(notes)}
+    command = [sys.executable, str(NOTES_SERVER), "http", str(port)]
+    log = (tmp_path / "http-server.log").open("wb")
+    server = subprocess.Popen(command, env=env, stdout=log, stderr=log)
+    try:
+        wait_until(lambda: accepts(port) or server.poll() is not None, "the HTTP server", WAIT)
+        assert server.poll() is None, (tmp_path / "http-server.log").read_text()
+        model.tool_use(("notes__add_note", {"text": "over http"}))
+        model.text("Noted.")
+        recorder.answers = ["allow_once"]
+        link = HttpMcpServer(
+            type="http", name="notes", url=f"http://127.0.0.1:{port}/mcp", headers=[]
+        )
+
+        async def scenario() -> str:
+            async with acp_agent(workspace, agent_env(model), recorder) as conn:
+                session_id = await start_session(conn, workspace, mcp_servers=[link])
+                reply = await conn.prompt(session_id=session_id, prompt=[text_block("note")])
+                return reply.stop_reason
+
+        assert run(scenario) == "end_turn"
+    finally:
+        server.terminate()
+        server.wait(timeout=WAIT)
+        log.close()
+    assert tool_results(model.wait_requests(2)[1])[0]["content"] == "noted (1 notes)"
+    assert notes.read_text(encoding="utf-8") == "over http\n"
+    assert len(recorder.requests("session/request_permission")) == 1

@@ -1,6 +1,7 @@
 """MCP servers an ACP client passes at ``session/new``, as tools of that session.
 
-Each stdio server is started with the ``mcp`` SDK's client; its tools join the session's
+Each stdio server is started, and each HTTP server (streamable HTTP) connected to, with
+the ``mcp`` SDK's client; its tools join the session's
 catalogue as ``<server>__<tool>`` and go through the same gateway and guard as toold's
 own. Their annotations are the defaults (a tool that says nothing may change things),
 so the guard asks before each call unless a rule or the mode allows it: a server's
@@ -13,13 +14,16 @@ import asyncio
 import contextlib
 import logging
 import re
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import httpx2
 import mcp.types as types
-from acp.schema import McpServerStdio
+from acp.schema import HttpMcpServer, McpServerStdio
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
 
 from toold.tools.annotations import ToolAnnotations
 from toold.tools.base import Tool
@@ -37,11 +41,23 @@ def tool_name(server: str, tool: str) -> str:
     return f"{_UNSAFE.sub('_', server)}__{_UNSAFE.sub('_', tool)}"[:64]
 
 
+@contextlib.asynccontextmanager
+async def http_transport(url: str, headers: dict[str, str]) -> AsyncIterator[Any]:
+    """Streamable HTTP with the given headers (and the SDK's timeouts: a response stream
+    may stay open for minutes); the HTTP client closes with the transport."""
+    timeout = httpx2.Timeout(30.0, read=300.0)
+    async with (
+        httpx2.AsyncClient(headers=headers, timeout=timeout) as http,
+        streamable_http_client(url, http_client=http) as streams,
+    ):
+        yield streams
+
+
 class McpServerLink:
     """One running MCP server: its process and client session live in their own task
     (the SDK's contexts must be left by the task that entered them)."""
 
-    def __init__(self, server: McpServerStdio, cwd: Path) -> None:
+    def __init__(self, server: McpServerStdio | HttpMcpServer, cwd: Path) -> None:
         self.server = server
         self.cwd = cwd
         self.session: ClientSession | None = None
@@ -56,20 +72,28 @@ class McpServerLink:
             listed = await asyncio.wait_for(asyncio.shield(self._ready), START_TIMEOUT_S)
         except Exception as exc:
             await self.close()
+            where = getattr(self.server, "command", None) or getattr(self.server, "url", "")
             raise RuntimeError(
-                f"mcpServers: {self.server.name!r} ({self.server.command}) did not start: {exc}"
+                f"mcpServers: {self.server.name!r} ({where}) did not start: {exc}"
             ) from None
         return [self._wrap(tool) for tool in listed]
 
-    async def _run(self) -> None:
+    def _transport(self) -> contextlib.AbstractAsyncContextManager[Any]:
+        """The SDK's client transport for this server: a process, or streamable HTTP."""
+        server = self.server
+        if isinstance(server, HttpMcpServer):
+            return http_transport(server.url, {h.name: h.value for h in server.headers})
         params = StdioServerParameters(
-            command=self.server.command,
-            args=list(self.server.args),
-            env={e.name: e.value for e in self.server.env},
+            command=server.command,
+            args=list(server.args),
+            env={e.name: e.value for e in server.env},
             cwd=str(self.cwd),
         )
+        return stdio_client(params)
+
+    async def _run(self) -> None:
         try:
-            async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            async with self._transport() as (read, write), ClientSession(read, write) as session:
                 await session.initialize()
                 listed = await session.list_tools()
                 self.session = session
@@ -146,10 +170,11 @@ async def start_servers(servers: list[Any], cwd: Path) -> tuple[list[McpServerLi
     links: list[McpServerLink] = []
     tools: list[Tool] = []
     for server in servers:
-        if not isinstance(server, McpServerStdio):
+        if not isinstance(server, McpServerStdio | HttpMcpServer):
             kind = getattr(server, "type", type(server).__name__)
             raise ValueError(
-                f"mcpServers: {server.name!r} is a {kind} server; toold starts stdio servers only"
+                f"mcpServers: {server.name!r} is a {kind} server; toold connects to stdio "
+                "and HTTP servers only"
             )
         link = McpServerLink(server, cwd)
         try:
