@@ -125,6 +125,13 @@ def _hello(
         reader.close()
         sock.close()
         raise EngineError(f"the toold engine refused the connection: {reply.get('error')}")
+    if kind in ("session", "stdio") and reply.get("version") != __version__:
+        print(
+            f"toold: the running engine is toold {reply.get('version')}, this is toold "
+            f"{__version__}: `toold daemon stop --workspace {paths.workspace}` restarts it "
+            "with this version at the next call",
+            file=sys.stderr,
+        )
     return Attachment(sock, reader, sock.makefile("wb"), reply, paths)
 
 
