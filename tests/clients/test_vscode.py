@@ -69,6 +69,7 @@ def test_node_tests_against_the_daemon(npm: str) -> None:
         "agent/run is refused and the client names the fix",
         "an edit is listed newest first and undo puts the file back byte for byte",
         "a file changed outside toold is a Conflict naming it; force restores anyway",
+        "permissions/preview carries the file's texts and arrives before the prompt",
     ):
         assert re.search(rf"^\s*ok \d+ - {re.escape(name)}$", output, re.MULTILINE), output
 

@@ -29,7 +29,6 @@ import {
   type TooldSettings,
 } from "./protocol";
 import { DiffPreviewFeature, EditPreviews } from "./preview";
-import { type EditPreview, PREVIEW_NOTIFICATION } from "./protocol";
 import { NodeTreeProvider } from "./views";
 
 /** Anything with dispose(): output channels, subscriptions, providers. */
@@ -183,9 +182,6 @@ export class TooldController implements vscode.Disposable {
       client.onDidChangeState((e) => {
         this.onStateChanged(e.newState);
       }),
-      client.onNotification(PREVIEW_NOTIFICATION, (preview: EditPreview) => {
-        this.previews.show(preview);
-      }),
       handlePermissionRequests(client, async (message, titles, isPermission) =>
         isPermission
           ? await this.previews.whileAsking((previewed) =>
@@ -212,6 +208,9 @@ export class TooldController implements vscode.Disposable {
           void show(text, "Show Output").then((choice) => {
             if (choice !== undefined) void this.showJobOutput(p.jobId);
           });
+        },
+        "permissions/preview": (p) => {
+          this.previews.show(p);
         },
         "team/message": (p) => {
           void vscode.window.showInformationMessage(teamMessageText(p.message));

@@ -5,7 +5,7 @@
 import * as vscode from "vscode";
 import type { FeatureState, StaticFeature } from "vscode-languageclient/node";
 
-import { type EditPreview, PREVIEW_CAPABILITY } from "./protocol";
+import { type PermissionsPreview, PREVIEW_CAPABILITY } from "./protocol";
 
 export const PREVIEW_SCHEME = "toold-preview";
 /** More files than this in one edit: their unified diff opens instead of one tab each. */
@@ -55,7 +55,7 @@ export class EditPreviews implements vscode.TextDocumentContentProvider, vscode.
   }
 
   /** permissions/preview: open a diff editor per file (the unified diff when none fit). */
-  show(preview: EditPreview): void {
+  show(preview: PermissionsPreview): void {
     const previous = this.pending;
     if (previous !== undefined) void this.close(previous); // its prompt never came
     this.counter += 1;
@@ -84,7 +84,7 @@ export class EditPreviews implements vscode.TextDocumentContentProvider, vscode.
     return uri;
   }
 
-  private async open(preview: EditPreview, base: string, uris: Set<string>): Promise<void> {
+  private async open(preview: PermissionsPreview, base: string, uris: Set<string>): Promise<void> {
     const files = preview.files;
     if (files.length === 0 || files.length > MAX_DIFF_TABS) {
       const uri = this.document(base, `${preview.tool}.diff`, preview.diff, uris);

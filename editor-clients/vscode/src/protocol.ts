@@ -108,26 +108,8 @@ export interface ShowMessageRequestParams {
 }
 
 /**
- * `permissions/preview`, sent to a client whose initialize capabilities say
- * `experimental.toold.diffPreview: true`, right before the permission prompt of an edit.
+ * Declared in initialize's client capabilities: the daemon then sends
+ * `permissions/preview` (PermissionsPreview) right before an edit's permission prompt,
+ * instead of putting the diff in the prompt's text.
  */
-export const PREVIEW_NOTIFICATION = "permissions/preview";
-
-/** The client capability that asks for PREVIEW_NOTIFICATION instead of a diff in the prompt. */
 export const PREVIEW_CAPABILITY = { toold: { diffPreview: true } } as const;
-
-/** One file of an edit preview: whole texts, null for a file absent before or after. */
-export interface EditPreviewFile {
-  path: string;
-  original: string | null;
-  modified: string | null;
-}
-
-/** PREVIEW_NOTIFICATION's params; files too large to send are left out of `files`. */
-export interface EditPreview {
-  tool: string;
-  reason: string;
-  /** The unified diff of the whole edit. */
-  diff: string;
-  files: EditPreviewFile[];
-}

@@ -185,6 +185,32 @@ export interface OpenAITool {
   type?: "function";
 }
 
+/**
+ * `permissions/preview`: what the call the next permission prompt asks about would
+ * change. Sent just before that `window/showMessageRequest`, only to clients that set
+ * `initialize.capabilities.experimental.toold.diffPreview`; others get the diff
+ * (capped) in the prompt's message.
+ */
+export interface PermissionsPreview {
+  /** Unified diff (`a/`/`b/` labels, `/dev/null` for a missing side). */
+  diff: string;
+  /** The changed text files up to 1 MiB each (larger or binary ones: only in `diff`). */
+  files: PreviewFile[];
+  /** Why the guard asks (as in the prompt). */
+  reason: string;
+  tool: string;
+}
+
+/** One file a call would change, whole, for a diff editor. */
+export interface PreviewFile {
+  /** Its text after the call; null when the call deletes it. */
+  modified: string | null;
+  /** Its text now; null when the file does not exist yet. */
+  original: string | null;
+  /** Workspace-relative, `/` separated. */
+  path: string;
+}
+
 /** Params of `permissions/setMode`. */
 export interface SetModeParams {
   mode: "default" | "auto" | "plan" | "bypass";
@@ -393,6 +419,8 @@ export interface NotificationTypes {
   "execution/event": ExecutionEvent;
   /** A background job ended. */
   "jobs/finished": JobFinished;
+  /** What the call of the permission prompt that follows would change (opt-in). */
+  "permissions/preview": PermissionsPreview;
   /** A skill folder changed. */
   "skills/changed": SkillsChanged;
   /** Tasks changed (here or on disk). */
@@ -423,6 +451,7 @@ export const REQUESTS = [
 export const NOTIFICATIONS = [
   "execution/event",
   "jobs/finished",
+  "permissions/preview",
   "skills/changed",
   "tasks/changed",
   "team/message",

@@ -2,13 +2,13 @@
 // and the permission settings sent as initializationOptions.config.
 
 import assert from "node:assert/strict";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import * as path from "node:path";
 import { after, before, describe, test } from "node:test";
 
-import { type Chooser, handlePermissionRequests } from "../client-core";
+import { type Chooser, handlePermissionRequests, TooldApi } from "../client-core";
 import { renderResult } from "../models";
-import { PERMISSION_ACTIONS } from "../protocol";
+import { PERMISSION_ACTIONS, type PermissionsPreview, PREVIEW_CAPABILITY } from "../protocol";
 import { type Daemon, startDaemon } from "../testing/daemon";
 
 const SHOW_MESSAGE = { window: { showMessage: { messageActionItem: {} } } };
@@ -128,6 +128,53 @@ describe("settings as initializationOptions", () => {
         events.every((e) => e.runner === "local"),
         JSON.stringify(events),
       );
+    } finally {
+      assert.equal(await daemon.close(), 0, daemon.stderr());
+    }
+  });
+});
+
+describe("edit previews (experimental.toold.diffPreview)", () => {
+  test("permissions/preview carries the file's texts and arrives before the prompt", async () => {
+    const seen: string[] = [];
+    const previews: PermissionsPreview[] = [];
+    let api: TooldApi | undefined;
+    const daemon = await startDaemon({
+      capabilities: { ...SHOW_MESSAGE, experimental: PREVIEW_CAPABILITY },
+      beforeInitialize: (connection) => {
+        api = new TooldApi(connection);
+        api.onNotification("permissions/preview", (p) => {
+          seen.push("preview");
+          previews.push(p);
+        });
+        handlePermissionRequests(connection, (message) => {
+          seen.push(`prompt: ${message}`);
+          return Promise.resolve("Allow");
+        });
+      },
+    });
+    try {
+      writeFileSync(path.join(daemon.workspace, "greeting.txt"), "hello\n");
+      await daemon.api.callTool("read_file", { file_path: "greeting.txt" }, { origin: "agent" });
+      const result = await daemon.api.callTool(
+        "edit_file",
+        { file_path: "greeting.txt", old_text: "hello", new_text: "goodbye" },
+        { origin: "agent" },
+      );
+      assert.equal(result.isError, false, renderResult(result).text);
+      assert.equal(seen.length, 2, JSON.stringify(seen));
+      assert.equal(seen[0], "preview");
+      assert.match(seen[1] ?? "", /^prompt: .*edit_file/);
+      assert.doesNotMatch(seen[1] ?? "", /\+goodbye/); // the diff went to the preview
+      const [preview] = previews;
+      assert.ok(preview);
+      assert.equal(preview.tool, "edit_file");
+      assert.deepEqual(preview.files, [
+        { path: "greeting.txt", original: "hello\n", modified: "goodbye\n" },
+      ]);
+      assert.match(preview.diff, /^-hello$/m);
+      assert.match(preview.diff, /^\+goodbye$/m);
+      assert.ok(api);
     } finally {
       assert.equal(await daemon.close(), 0, daemon.stderr());
     }
