@@ -83,3 +83,15 @@ def test_toold_run_attaches_and_its_job_is_seen_by_the_cli(
     private = engines.toold("run", "checks.json", "--no-daemon", cwd=workspace)
     assert private.returncode == 0, private.stdout + private.stderr
     assert engines.status(workspace)["pid"] == pid
+
+
+def test_an_engine_crash_ends_toold_serve_naming_the_log(engines: Engines, workspace: Path) -> None:
+    editor = engines.editor(workspace)
+    pid = engines.status(workspace)["pid"]
+    os.kill(pid, signal.SIGKILL)
+    assert editor.proc.wait(timeout=30) == 1
+    wait_until(lambda: "see its log" in editor.stderr(), "toold serve's error")
+    assert ".log" in editor.stderr()
+    again = engines.editor(workspace)  # the next client starts a fresh engine
+    assert again.tool("todo_read")["content"] == "No TODO items."
+    assert engines.status(workspace)["pid"] != pid
