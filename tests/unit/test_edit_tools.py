@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from toold.tools.base import ToolArgumentError
 from toold.tools.builtin.edits import parse_patch
+from toold.tools.builtin.files import WriteFileTool
+from toold.tools.runtime import ToolRuntime
 
 from .conftest import Call, Put
 
@@ -105,6 +109,22 @@ def test_every_previewing_tool_answers_a_diff_and_changes_nothing(
         "No changes."
     )
     assert tree(workspace) == before
+
+
+def test_a_dry_run_never_reaches_a_run_that_ignores_it(workspace: Path, put: Put) -> None:
+    """A subclass whose ``run`` knows nothing of dry runs (toold acp's editor-backed
+    write_file is one) still changes nothing: Tool.call answers the dry run itself."""
+
+    class Careless(WriteFileTool):
+        def run(self, args: Any) -> str:
+            (workspace / "a.txt").write_text("written anyway")
+            return "wrote"
+
+    put("a.txt", "one\n")
+    tool = Careless(ToolRuntime(workspace=workspace))
+    args = {"file_path": "a.txt", "content": "two\n", "dry_run": True}
+    assert "+two" in asyncio.run(tool.execute(args))
+    assert (workspace / "a.txt").read_text() == "one\n"
 
 
 # -- apply_patch ----------------------------------------------------------------------------

@@ -40,6 +40,10 @@ def diff_of(edits: Sequence[FileEdit]) -> str:
     return "".join(edit.diff() for edit in edits)
 
 
+NO_CHANGES = "No changes."
+"""A dry run's answer when the call would change nothing."""
+
+
 class ToolArgumentError(ValueError):
     """Arguments that fail the tool's schema; the message names each bad field."""
 
@@ -231,6 +235,12 @@ class Tool(ABC):
         ``run`` goes to a worker thread unless ``runs_inline`` says otherwise.
         Sandboxes (toold.sandbox) call this in their own process.
         """
+        if self.is_dry_run(call_args):
+            # Answered here, before ``run``: a dry run never reaches code that writes, even
+            # in a subclass whose ``run`` knows nothing of dry runs.
+            if self.runs_inline(call_args):
+                return self.dry_run(call_args)
+            return await asyncio.to_thread(self.dry_run, call_args)
         if self.Arguments is not None:
             call_args = self.parse_args(call_args)
             call = partial(self.run, call_args)
@@ -272,6 +282,13 @@ class Tool(ABC):
     def preview(self, args: Any) -> list[FileEdit] | None:
         """What the call would change, from the disk now (None: this tool cannot tell)."""
         return None
+
+    def dry_run(self, args: Any) -> str:
+        """A dry run's answer: the unified diff of ``preview``, or NO_CHANGES."""
+        edits = self.preview(args)
+        if edits is None:
+            raise TypeError(f"{self.name} says it previews but gives no preview")
+        return diff_of([e for e in edits if e.before != e.after]) or NO_CHANGES
 
     def runs_inline(self, args: Any) -> bool:
         """Whether a sync ``run(args)`` may run on the event loop, not a worker thread.

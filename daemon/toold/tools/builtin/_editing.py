@@ -4,7 +4,8 @@ edit_file, str_replace, multi_edit and apply_patch plan their edits (``FileEdit`
 bytes before and after) from the disk under the files' locks; ``dry_run: true`` answers
 the plan's unified diff and writes nothing, otherwise every file is written through
 WorkspaceTool's safe write (atomic, never through a symlink) and, when one write fails,
-the files already written are put back as they were.
+the files already written are put back as they were. (A dry run never gets here:
+``Tool.call`` answers it from ``preview``.)
 """
 
 from __future__ import annotations
@@ -19,10 +20,8 @@ from typing import Any, ClassVar
 
 from toold.sandbox.paths import DIR_FLAGS, open_in_workspace, workspace_relative
 from toold.storage import path_lock
-from toold.tools.base import FileEdit, diff_of
+from toold.tools.base import FileEdit
 from toold.tools.builtin._workspace import WorkspaceTool
-
-NO_CHANGES = "No changes."
 
 
 class EditingTool(WorkspaceTool):
@@ -60,13 +59,10 @@ class EditingTool(WorkspaceTool):
             return self.plan(parsed)[0]
 
     def run(self, args: Any) -> str:
-        """Plan under the files' locks, then answer the diff (dry run) or write it all."""
+        """Plan under the files' locks, then write it all (a dry run is Tool.call's)."""
         with self._locked(args):
             planned, result = self.plan(args)
-            edits = [e for e in planned if e.before != e.after]
-            if getattr(args, "dry_run", False) is True:
-                return diff_of(edits) or NO_CHANGES
-            self.apply(edits)
+            self.apply([e for e in planned if e.before != e.after])
         return result
 
     # -- writing -------------------------------------------------------------------------

@@ -187,7 +187,10 @@ def _found_elsewhere(lines: list[str], body: list[tuple[str, str]]) -> str:
     old = [text for kind, text in body if kind != LINE_TYPE_ADDED]
     if not old:
         return ""
-    starts = [i for i in range(len(lines) - len(old) + 1) if lines[i : i + len(old)] == old]
+    first, size = old[0], len(old)
+    starts = [
+        i for i in range(len(lines) - size + 1) if lines[i] == first and lines[i : i + size] == old
+    ]
     if len(starts) == 1:
         return f"; its lines are found at line {starts[0] + 1}: fix the hunk header"
     return "; read the file again and make the patch from its current text"

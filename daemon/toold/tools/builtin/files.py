@@ -17,9 +17,9 @@ from toold.sandbox.paths import workspace_relative
 from toold.search.grep import split_lines
 from toold.storage import path_lock
 from toold.tools.annotations import READS, WRITES_FILE, ToolAnnotations
-from toold.tools.base import FileEdit, ToolArguments, diff_of
+from toold.tools.base import FileEdit, ToolArguments
 from toold.tools.builtin._alternatives import validate_with_alternatives
-from toold.tools.builtin._editing import NO_CHANGES, EditingTool
+from toold.tools.builtin._editing import EditingTool
 from toold.tools.builtin._workspace import WorkspaceTool
 
 _FILE_PATH = "Workspace-relative path of the file."
@@ -168,9 +168,7 @@ class WriteFileTool(FileTool):
         return self._plan(parsed)
 
     def run(self, args: WriteFileArguments) -> str:
-        """Write or append, then say how much (a dry run: the diff)."""
-        if args.dry_run:
-            return diff_of(self._plan(args)) or NO_CHANGES
+        """Write or append, then say how much (a dry run is Tool.call's)."""
         data = self._content(args)
         files = self.config.files
         with path_lock(self.lexical_path(args.file_path)):
