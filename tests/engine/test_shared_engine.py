@@ -274,3 +274,18 @@ def test_a_runtime_folder_of_another_user_is_not_used(tmp_path: Path, workspace:
     assert done.returncode != 0
     assert "belongs to uid 65534" in done.stderr
     assert list(foreign.iterdir()) == []
+
+
+def test_progress_goes_to_the_session_that_owns_the_token(
+    engines: Engines, workspace: Path
+) -> None:
+    owner = engines.editor(workspace)
+    other = engines.editor(workspace)
+    params = {**_bash("echo one; echo two"), "workDoneToken": "tok-1"}
+    assert owner.call("tools/call", params)["content"] == "one\ntwo"
+    ended = owner.next_message(
+        lambda m: m.get("method") == "$/progress" and m["params"]["value"]["kind"] == "end"
+    )
+    assert ended["params"]["token"] == "tok-1"
+    other.call("todos/list", {})  # answered after anything sent to it before
+    assert not [m for m in other._pending if m.get("method") == "$/progress"]
