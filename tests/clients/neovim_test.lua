@@ -4,7 +4,7 @@
 --   TOOLD_TEST_WS   a workspace folder holding main.py with "needle" in it
 -- Prints "ok - NAME" / "not ok - NAME: ERROR" lines and exits non-zero on any failure.
 
-local results = { passed = 0, failed = 0, skipped = 0 }
+local results = { passed = 0, failed = 0 }
 
 local function out(line)
   io.stdout:write(line .. "\n")
@@ -22,13 +22,9 @@ local function wait_for(what, predicate, timeout_ms)
   check(ok, "timed out waiting for %s", what)
 end
 
--- FN may return a string: the test is skipped for that reason ("ok - NAME # SKIP why").
 local function test(name, fn)
   local ok, err = xpcall(fn, debug.traceback)
-  if ok and type(err) == "string" then
-    results.skipped = results.skipped + 1
-    out("ok - " .. name .. " # SKIP " .. err)
-  elseif ok then
+  if ok then
     results.passed = results.passed + 1
     out("ok - " .. name)
   else
@@ -267,9 +263,6 @@ test(":TooldCheckpoints lists newest first; <CR> shows the diff, r restores", fu
 end)
 
 test("a permission prompt for an edit opens its diff in a split first", function()
-  if os.getenv("TOOLD_TEST_PREVIEW") ~= "1" then
-    return os.getenv("TOOLD_TEST_PREVIEW_SKIP") or "TOOLD_TEST_PREVIEW is not 1"
-  end
   selects, answer, answer_later = {}, "Allow", false
   local args = { file_path = "previewed.txt", content = "previewed line\n" }
   local result = toold.call("write_file", args, { origin = "agent" })
@@ -434,7 +427,6 @@ if not ok then
   pcall(toold.stop, 5000)
 end
 
-out(string.format("# %d skipped", results.skipped))
 out(string.format("# %d passed, %d failed", results.passed, results.failed))
 if results.failed > 0 then
   vim.cmd("cquit")

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.agents.conftest import API_KEY, ModelServer
-from tests.clients.toolchain import CLIENTS, ROOT, preview_missing, require_tool, run
+from tests.clients.toolchain import CLIENTS, ROOT, require_tool, run
 
 SCRIPT = Path(__file__).with_name("neovim_test.lua")
 EXPECTED = [
@@ -85,10 +85,6 @@ def test_neovim_undo_and_checkpoints(nvim_report: list[str]) -> None:
 
 @pytest.mark.timeout(600)
 def test_neovim_permission_prompt_opens_the_diff_split(nvim_report: list[str]) -> None:
-    why = preview_missing()
-    if why is not None:
-        assert f"ok - {PREVIEW} # SKIP {why}" in nvim_report, "\n".join(nvim_report)
-        pytest.skip(why)
     assert f"ok - {PREVIEW}" in nvim_report, "\n".join(nvim_report)
 
 
@@ -99,8 +95,6 @@ def _run_nvim(nvim: str, tmp_path: Path, workspace: Path, model: ModelServer) ->
         "ANTHROPIC_BASE_URL": model.url,
         "TOOLD_TEST_WS": os.fspath(workspace),
         "TOOLD_TEST_CMD": json.dumps([sys.executable, "-m", "toold", "serve"]),
-        "TOOLD_TEST_PREVIEW": "0" if preview_missing() else "1",
-        "TOOLD_TEST_PREVIEW_SKIP": preview_missing() or "",
         # Keep nvim's state, cache and LSP log out of the user's home.
         "XDG_CACHE_HOME": os.fspath(tmp_path / "cache"),
         "XDG_STATE_HOME": os.fspath(tmp_path / "state"),

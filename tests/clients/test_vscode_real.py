@@ -28,7 +28,7 @@ from playwright.sync_api import Page, expect, sync_playwright
 
 from tests.agents.conftest import API_KEY, ModelServer, tool_results
 from tests.clients import code_server
-from tests.clients.toolchain import CLIENTS, ROOT, apt_install, preview_missing, run
+from tests.clients.toolchain import CLIENTS, ROOT, apt_install, run
 from tests.clients.vscode_ui import CHROMIUM_FLAGS, WAIT_MS, Screens, Workbench
 from tests.environment import in_ci, unavailable
 from tests.processes import wait_gone
@@ -426,9 +426,6 @@ def _agent_edits(session: Session, path: str, old: str, new: str) -> None:
 
 @pytest.mark.timeout(300)
 def test_an_agent_edit_shows_its_diff_before_allow(session: Session, screens: Screens) -> None:
-    why = preview_missing()
-    if why is not None:
-        pytest.skip(why)
     ui = session.ui
     _reset(session)
     ui.command("View: Close All Editors")

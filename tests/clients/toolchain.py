@@ -14,18 +14,6 @@ from tests.environment import in_ci
 
 ROOT = Path(__file__).resolve().parents[2]
 CLIENTS = ROOT / "editor-clients"
-PREVIEW_METHOD = "permissions/preview"
-
-
-def preview_missing() -> str | None:
-    """None when the daemon sends permissions/preview; else why the preview tests skip.
-
-    The daemon's half was written at the same time as the clients': until a source under
-    daemon/ or protocol/ names the notification, the clients' half cannot be driven."""
-    sources = [*(ROOT / "daemon" / "toold").rglob("*.py"), *(ROOT / "protocol").rglob("*.py")]
-    if any(PREVIEW_METHOD in path.read_text(encoding="utf-8") for path in sources):
-        return None
-    return f"the daemon does not send {PREVIEW_METHOD} yet (no source under daemon/ names it)"
 
 
 def run(argv: list[str], cwd: Path, timeout: float, env: dict[str, str] | None = None) -> str:
