@@ -154,6 +154,8 @@ TASK_SCHEMA: dict[str, Any] = {
     "required": ["id", "title", "status"],
 }
 """A task as the task tools return it (and .tasks.json holds it)."""
+TASKS_SCHEMA: dict[str, Any] = {"type": "array", "items": TASK_SCHEMA}
+TEAMMATES_SCHEMA: dict[str, Any] = {"type": "array", "items": {"type": "object"}}
 
 
 class _TaskTool(DeferredTool):
@@ -186,7 +188,7 @@ class TaskListTool(_TaskTool):
     description = "List persistent tasks, optionally only those with one status."
     Arguments = TaskListArguments
     method = "list"
-    output_schema = {"type": "array", "items": TASK_SCHEMA}
+    output_schema = TASKS_SCHEMA
 
 
 class TaskGetTool(_TaskTool):
@@ -281,7 +283,7 @@ class TeamListTool(DeferredTool):
     description = "List registered teammates and whether each is running."
     Arguments = ToolArguments
     manager = "team"
-    output_schema = {"type": "array", "items": {"type": "object"}}
+    output_schema = TEAMMATES_SCHEMA
 
     def run(self, args: ToolArguments) -> Any:
         """Delegate to the bound team handlers; [] without them."""

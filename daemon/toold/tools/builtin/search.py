@@ -16,6 +16,8 @@ from toold.tools.builtin._workspace import WorkspaceTool
 
 PATHS = {"type": "array", "items": {"type": "string"}}
 """Workspace-relative paths."""
+LINES = {"type": "array", "items": {"type": "string"}}
+"""grep's entries (``path:line:text``, paths or ``path:N``, by output_mode)."""
 INCLUDE_IGNORED = "Also search files .gitignore, .ignore or .git/info/exclude leave out."
 
 
@@ -72,7 +74,7 @@ class GrepTool(WorkspaceTool):
         "entries (at most 1000). Skips files over 1 MB and non-UTF-8 files."
     )
     Arguments = GrepArguments
-    output_schema = {"type": "array", "items": {"type": "string"}}
+    output_schema = LINES
 
     def run(self, args: GrepArguments) -> list[str]:
         """Matches in the spec's output modes."""
