@@ -34,6 +34,11 @@ export class DiffPreviewFeature implements StaticFeature {
   }
 }
 
+/** How many files a unified diff changes (its `+++` headers and binary-file lines). */
+function filesIn(diff: string): number {
+  return diff.split("\n").filter((line) => /^(\+\+\+ |Binary files? )/.test(line)).length;
+}
+
 interface Shown {
   uris: Set<string>;
   opened: Promise<void>;
@@ -86,11 +91,16 @@ export class EditPreviews implements vscode.TextDocumentContentProvider, vscode.
 
   private async open(preview: PermissionsPreview, base: string, uris: Set<string>): Promise<void> {
     const files = preview.files;
-    if (files.length === 0 || files.length > MAX_DIFF_TABS) {
+    // Large or binary files are only in the unified diff: show it when some are missing.
+    if (
+      files.length === 0 ||
+      files.length > MAX_DIFF_TABS ||
+      filesIn(preview.diff) > files.length
+    ) {
       const uri = this.document(base, `${preview.tool}.diff`, preview.diff, uris);
       const doc = await vscode.workspace.openTextDocument(uri);
       await vscode.window.showTextDocument(doc, { preview: false, preserveFocus: true });
-      return;
+      if (files.length === 0 || files.length > MAX_DIFF_TABS) return;
     }
     for (const file of files) {
       const before = this.document(`${base}/before`, file.path, file.original ?? "", uris);
