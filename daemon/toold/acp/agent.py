@@ -40,6 +40,7 @@ from toold import __version__
 from toold.acp import history
 from toold.acp.session import AcpSession, modes
 from toold.workspace import bind
+from toold_protocol import errors as codes
 
 if TYPE_CHECKING:
     from toold.acp.mcp_servers import McpServerLink
@@ -53,9 +54,13 @@ def workspace_folder(cwd: str) -> Path:
     """session/new's ``cwd`` as a folder; RequestError naming the field and the fix."""
     path = Path(cwd)
     if not path.is_absolute():
-        raise RequestError(-32602, f"cwd {cwd!r} must be an absolute path (ACP requires one)")
+        raise RequestError(
+            codes.INVALID_PARAMS, f"cwd {cwd!r} must be an absolute path (ACP requires one)"
+        )
     if not path.is_dir():
-        raise RequestError(-32602, f"cwd {cwd!r} is not an existing folder: open a folder")
+        raise RequestError(
+            codes.INVALID_PARAMS, f"cwd {cwd!r} is not an existing folder: open a folder"
+        )
     return path.resolve()
 
 
@@ -102,7 +107,9 @@ class TooldAgent:
 
     async def authenticate(self, method_id: str, **kwargs: Any) -> None:
         """No auth methods are offered, so none can be chosen."""
-        raise RequestError(-32602, f"methodId {method_id!r}: toold offers no auth methods")
+        raise RequestError(
+            codes.INVALID_PARAMS, f"methodId {method_id!r}: toold offers no auth methods"
+        )
 
     async def new_session(
         self,
@@ -128,7 +135,9 @@ class TooldAgent:
         """Take up a session kept in .toold/sessions/: its conversation is replayed as
         updates before the answer, and the next prompt goes on from it."""
         if session_id in self.sessions:
-            raise RequestError(-32602, f"session {session_id} is already open on this connection")
+            raise RequestError(
+                codes.INVALID_PARAMS, f"session {session_id} is already open on this connection"
+            )
         root = self.workspace or workspace_folder(cwd)
         messages = await asyncio.to_thread(history.load, root, session_id)
         session = await self.open_session(session_id, cwd, mcp_servers)
@@ -166,7 +175,7 @@ class TooldAgent:
                 links, tools = await start_servers(list(mcp_servers), root)
             except (RuntimeError, ValueError) as exc:
                 await session.outbox.close()
-                raise RequestError(-32602, str(exc)) from None
+                raise RequestError(codes.INVALID_PARAMS, str(exc)) from None
         state = await asyncio.to_thread(
             bind,
             root,
@@ -212,7 +221,8 @@ class TooldAgent:
         session = self.sessions.get(session_id)
         if session is None:
             raise RequestError(
-                -32602, f"sessionId {session_id!r} is unknown: create one with session/new"
+                codes.INVALID_PARAMS,
+                f"sessionId {session_id!r} is unknown: create one with session/new",
             )
         return session
 

@@ -28,6 +28,10 @@ from acp.schema import SessionInfo
 from toold.acp.updates import output_text, text_content, tool_title
 from toold.storage import atomic_write_text, now, read_state, state_names
 from toold.workspace import STATE_DIR
+from toold_protocol import errors as codes
+
+RESOURCE_NOT_FOUND = RequestError.resource_not_found().code
+"""ACP's code for a session (or other resource) that does not exist."""
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +46,8 @@ def session_file(root: Path, session_id: str) -> Path:
     """Where a session is kept; RequestError for an id toold never gave."""
     if not _ID.match(session_id):
         raise RequestError(
-            -32602, f"sessionId {session_id!r} is not a toold session id (32 hex digits)"
+            codes.INVALID_PARAMS,
+            f"sessionId {session_id!r} is not a toold session id (32 hex digits)",
         )
     return root / STATE_DIR / SESSIONS / f"{session_id}.json"
 
@@ -62,12 +67,15 @@ def load(root: Path, session_id: str) -> list[dict[str, Any]]:
         messages = data["messages"]
     except FileNotFoundError:
         raise RequestError(
-            -32002, f"session {session_id} is not kept in {path.parent}: start a new one"
+            RESOURCE_NOT_FOUND,
+            f"session {session_id} is not kept in {path.parent}: start a new one",
         ) from None
     except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise RequestError(-32603, f"session {session_id} cannot be read ({exc})") from None
+        raise RequestError(
+            codes.INTERNAL_ERROR, f"session {session_id} cannot be read ({exc})"
+        ) from None
     if not isinstance(messages, list):
-        raise RequestError(-32603, f"session {session_id}: messages is not a list")
+        raise RequestError(codes.INTERNAL_ERROR, f"session {session_id}: messages is not a list")
     return messages
 
 

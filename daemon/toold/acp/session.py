@@ -40,6 +40,7 @@ from toold.tools.base import Tool
 from toold.tools.toolset import ToolSet
 from toold.watch import watch_workspace
 from toold.workspace import WorkspaceState
+from toold_protocol import errors as codes
 from toold_protocol import names
 
 log = logging.getLogger(__name__)
@@ -175,7 +176,8 @@ class AcpSession:
         """session/set_mode: switch the guard's mode for this session."""
         if mode_id not in MODES:
             raise RequestError(
-                -32602, f"modeId {mode_id!r} is not a toold mode: use one of {', '.join(MODES)}"
+                codes.INVALID_PARAMS,
+                f"modeId {mode_id!r} is not a toold mode: use one of {', '.join(MODES)}",
             )
         mode: Mode = mode_id  # type: ignore[assignment]
         self.require_state().guard.mode = mode
@@ -191,7 +193,8 @@ class AcpSession:
         state = self.require_state()
         if self.turn is not None and not self.turn.done():
             raise RequestError(
-                -32600, "a prompt is already running in this session: wait or session/cancel it"
+                codes.INVALID_REQUEST,
+                "a prompt is already running in this session: wait or session/cancel it",
             )
         agents = state.agents
         if agents is None:
@@ -245,7 +248,7 @@ class AcpSession:
         except ModelRefused:
             return "refusal"
         except ProviderError as exc:
-            raise RequestError(-32603, f"the model could not answer: {exc}") from None
+            raise RequestError(codes.INTERNAL_ERROR, f"the model could not answer: {exc}") from None
         return "end_turn"
 
     def expand_command(self, content: list[dict[str, Any]]) -> list[dict[str, Any]]:
