@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import stat
@@ -289,3 +290,13 @@ def test_progress_goes_to_the_session_that_owns_the_token(
     assert ended["params"]["token"] == "tok-1"
     other.call("todos/list", {})  # answered after anything sent to it before
     assert not [m for m in other._pending if m.get("method") == "$/progress"]
+
+
+def test_the_engine_of_a_removed_folder_exits(engines: Engines, tmp_path: Path) -> None:
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    (scratch / "toold.toml").write_text("[daemon]\nidle_timeout = 600\n")
+    assert engines.toold("daemon", "start", cwd=scratch).returncode == 0
+    pid = engines.status(scratch)["pid"]
+    shutil.rmtree(scratch)
+    wait_gone(pid, "the engine of the removed folder", timeout=30)

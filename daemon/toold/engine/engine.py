@@ -5,7 +5,8 @@ an exclusive lock on its pid file for its whole life (a second engine for the wo
 exits at once), replaces a stale socket, listens, binds the workspace once and serves
 each connection as a session of its own. Peers are checked with ``SO_PEERCRED``: only
 this user's processes are served. It exits on ``toold daemon stop``, SIGTERM, or after
-``daemon.idle_timeout`` seconds with no session, no running job and no running teammate.
+``daemon.idle_timeout`` seconds with no session, no running job and no running teammate,
+and as soon as no session is attached once its workspace folder is gone.
 """
 
 from __future__ import annotations
@@ -198,6 +199,9 @@ class Engine:
         while True:
             timeout = self.idle_timeout() if self.state is not None else 0.4
             await asyncio.sleep(min(max(timeout / 4, 0.05), 15.0))
+            if not len(self.sessions) and not self.paths.workspace.is_dir():
+                self.stop("the workspace folder is gone")  # nothing left to serve
+                return
             if self.busy():
                 idle_since = loop.time()
             elif loop.time() - idle_since >= self.idle_timeout():
