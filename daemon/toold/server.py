@@ -67,6 +67,8 @@ class TooldServer(EditorServer):
         self.ending = SessionEnd(self.protocol, self._grace, self.request_stop)
         self._watch_handle: Any = None
         self.client_process_id: int | None = None
+        self.execution_events = False
+        """initializationOptions.executionEvents (a shared workspace sends them per session)."""
         self._set_message_cap()
 
     # -- the workspace -------------------------------------------------------------
@@ -284,8 +286,14 @@ def create_server(
             options = parsed.options
             root = server.workspace_override or _workspace_from(params, options) or Path.cwd()
             server.start_binding(root, parsed.overrides, options.execution_events)
-        elif parsed.overrides is not None or parsed.options.workspace is not None:
-            log.info("initializationOptions name a workspace or configuration: not applied")
+        else:
+            server.execution_events = parsed.options.execution_events
+            if parsed.overrides is not None:
+                server.show_warning(
+                    "initializationOptions configuration not applied: this session shares "
+                    "the workspace's engine, configured by toold.toml (toold serve "
+                    "--no-daemon applies it to a daemon of its own)"
+                )
         server.protocol.experimental = {
             "toold": {
                 "protocolVersion": PROTOCOL_VERSION,

@@ -95,3 +95,24 @@ def test_an_engine_crash_ends_toold_serve_naming_the_log(engines: Engines, works
     again = engines.editor(workspace)  # the next client starts a fresh engine
     assert again.tool("todo_read")["content"] == "No TODO items."
     assert engines.status(workspace)["pid"] != pid
+
+
+def test_execution_events_go_to_the_sessions_that_asked(engines: Engines, workspace: Path) -> None:
+    asked = engines.editor(workspace, initializationOptions={"executionEvents": True})
+    quiet = engines.editor(workspace)
+    asked.tool("read_file", file_path="src/main.py")
+    event = asked.notification("execution/event")["params"]
+    assert event["tool"] == "read_file"
+    quiet.tool("read_file", file_path="src/main.py")
+    assert not [m for m in quiet._pending if m.get("method") == "execution/event"]
+
+
+def test_a_session_is_told_its_configuration_is_not_applied(
+    engines: Engines, workspace: Path
+) -> None:
+    options = {"config": {"permissions": {"mode": "bypass"}}}
+    editor = engines.editor(workspace, initializationOptions=options)
+    shown = editor.notification("window/showMessage")["params"]
+    assert "configuration not applied" in shown["message"] and "--no-daemon" in shown["message"]
+    call = {"name": "write_file", "arguments": {"file_path": "w.txt", "content": "x"}}
+    assert editor.call("tools/call", {**call, "origin": "agent"})["isError"]  # not bypass

@@ -164,6 +164,7 @@ class Engine:
             None,
             sessions.push,
             sessions.show_error,
+            True,  # execution events: each session that asked gets them (Sessions.push)
             ask=sessions.ask,
             warn=sessions.warn,
             confirm=sessions.confirm,

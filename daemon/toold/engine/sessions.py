@@ -17,6 +17,8 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from toold_protocol.names import EXECUTION_EVENT
+
 if TYPE_CHECKING:
     from toold.server import TooldServer
 
@@ -80,8 +82,12 @@ class Sessions:
 
     # -- the workspace's callbacks -------------------------------------------------------
     def push(self, method: str, params: dict[str, Any]) -> None:
-        """A shared-state notification: to every session that has initialized."""
+        """A shared-state notification: to every session that has initialized
+        (``execution/event`` only to those whose initialize asked for it)."""
+        events = method == EXECUTION_EVENT
         for session in self.all():
+            if events and not session.server.execution_events:
+                continue
             if session.server.protocol.initialized:
                 try:
                     session.server.push(method, params)
