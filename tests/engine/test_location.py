@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.engine.support import Engines
-from toold.engine.location import RUNTIME_ENV, RuntimeDirError, runtime_dir
+from toold.engine.location import RUNTIME_ENV, EnginePaths, RuntimeDirError, runtime_dir
 
 
 def test_a_symlinked_runtime_folder_is_refused(
@@ -64,3 +64,22 @@ def test_a_bad_hello_is_refused_and_the_engine_serves_on(
         reply = json.loads(peer.makefile("rb").readline())
     assert reply["ok"] is False and why in reply["error"]
     assert engines.toold("daemon", "status", cwd=workspace).returncode == 0
+
+
+def test_a_runtime_folder_too_long_for_a_socket_is_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    deep = tmp_path / ("d" * 90)
+    monkeypatch.setenv(RUNTIME_ENV, str(deep))
+    with pytest.raises(RuntimeDirError, match="shorter folder"):
+        EnginePaths.of(tmp_path)
+
+
+def test_xdg_runtime_dir_is_used_only_when_it_exists(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv(RUNTIME_ENV, raising=False)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
+    assert runtime_dir() == tmp_path / "toold"
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path / "missing"))
+    assert runtime_dir() == Path(f"/tmp/toold-{os.getuid()}")

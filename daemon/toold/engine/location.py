@@ -1,10 +1,11 @@
 """Where a workspace's engine lives: its socket, locks, pid file and log.
 
 Everything sits in one owner-only folder: ``$TOOLD_RUNTIME_DIR`` if set, else
-``$XDG_RUNTIME_DIR/toold``, else ``/tmp/toold-$UID``. A workspace's files are named by
-a hash of its resolved path, so any path length fits a socket address. The folder must
-be a real directory owned by this user with no access for anyone else; one that is
-not (another user's ``/tmp/toold-0``, a symlink) is refused, never used.
+``$XDG_RUNTIME_DIR/toold`` (when that folder exists), else ``/tmp/toold-$UID``. A
+workspace's files are named by a hash of its resolved path, so a workspace of any path
+length fits in a socket address (a runtime folder too long for one is refused). The
+folder must be a real directory owned by this user with no access for anyone else; one
+that is not (another user's ``/tmp/toold-0``, a symlink) is refused, never used.
 Standard library only: the light client imports this.
 """
 
@@ -17,6 +18,8 @@ from pathlib import Path
 
 RUNTIME_ENV = "TOOLD_RUNTIME_DIR"
 """Overrides the runtime folder (tests give each run its own)."""
+SOCKET_PATH_MAX = 107
+"""Longest path a Unix socket address holds on Linux (sun_path, without its NUL)."""
 
 
 class RuntimeDirError(OSError):
@@ -28,7 +31,7 @@ def runtime_dir() -> Path:
     explicit = os.environ.get(RUNTIME_ENV)
     if explicit:
         folder = Path(explicit)
-    elif os.environ.get("XDG_RUNTIME_DIR"):
+    elif os.path.isdir(os.environ.get("XDG_RUNTIME_DIR") or "/nonexistent"):
         folder = Path(os.environ["XDG_RUNTIME_DIR"]) / "toold"
     else:
         folder = Path(f"/tmp/toold-{os.getuid()}")
@@ -79,7 +82,13 @@ class EnginePaths:
     def of(cls, workspace: Path) -> EnginePaths:
         """The engine files of ``workspace`` (the runtime folder is created and checked)."""
         resolved = Path(os.path.realpath(workspace))
-        return cls(resolved, runtime_dir(), workspace_key(resolved))
+        paths = cls(resolved, runtime_dir(), workspace_key(resolved))
+        if len(os.fsencode(paths.socket)) > SOCKET_PATH_MAX:
+            raise RuntimeDirError(
+                f"the engine socket {paths.socket} is longer than a Unix socket address "
+                f"allows ({SOCKET_PATH_MAX} bytes): set ${RUNTIME_ENV} to a shorter folder"
+            )
+        return paths
 
     @property
     def socket(self) -> Path:
