@@ -289,11 +289,9 @@ def create_server(
         else:
             server.execution_events = parsed.options.execution_events
             if parsed.overrides is not None:
-                server.show_warning(
-                    "initializationOptions configuration not applied: this session shares "
-                    "the workspace's engine, configured by toold.toml (toold serve "
-                    "--no-daemon applies it to a daemon of its own)"
-                )
+                # The editor's settings, as a didChangeConfiguration would send them: they
+                # apply to the shared workspace (every session; the latest editor's win).
+                server.spawn(server.reload_config(parsed.overrides))
         server.protocol.experimental = {
             "toold": {
                 "protocolVersion": PROTOCOL_VERSION,

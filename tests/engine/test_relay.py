@@ -107,12 +107,17 @@ def test_execution_events_go_to_the_sessions_that_asked(engines: Engines, worksp
     assert not [m for m in quiet._pending if m.get("method") == "execution/event"]
 
 
-def test_a_session_is_told_its_configuration_is_not_applied(
+def test_an_editors_settings_apply_to_the_shared_workspace(
     engines: Engines, workspace: Path
 ) -> None:
+    """initializationOptions.config is the editor's settings, as didChangeConfiguration
+    sends them: they apply to the engine's workspace, for every session."""
+    other = engines.editor(workspace)
+    call = {"name": "write_file", "arguments": {"file_path": "w.txt", "content": "x"}}
+    assert other.call("tools/call", {**call, "origin": "agent"})["isError"]  # default: asks
     options = {"config": {"permissions": {"mode": "bypass"}}}
     editor = engines.editor(workspace, initializationOptions=options)
-    shown = editor.notification("window/showMessage")["params"]
-    assert "configuration not applied" in shown["message"] and "--no-daemon" in shown["message"]
-    call = {"name": "write_file", "arguments": {"file_path": "w.txt", "content": "x"}}
-    assert editor.call("tools/call", {**call, "origin": "agent"})["isError"]  # not bypass
+    assert not editor.call("tools/call", {**call, "origin": "agent"})["isError"]
+    assert (workspace / "w.txt").read_text() == "x"
+    again = {**call, "arguments": {"file_path": "v.txt", "content": "y"}}
+    assert not other.call("tools/call", {**again, "origin": "agent"})["isError"]
