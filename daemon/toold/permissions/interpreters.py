@@ -147,11 +147,30 @@ def editor_code(program: str, args: list[str | None]) -> str | None:
     return None
 
 
+TOOLD_READ_ONLY = frozenset({"tools", "jobs", "--version", "--help", "-h"})
+"""toold subcommands that run no tool: listing the tools, the jobs, the version."""
+
+
+def toold_code(args: list[str | None]) -> str | None:
+    """toold itself (or ``python -m toold``): ``call``, ``run``, ``serve``, ``mcp``, ``acp``
+    run tools as the user, through the workspace's engine, outside this call's guard;
+    ``daemon`` starts or stops the engine every session shares."""
+    words = [a for a in args if a is None or not a.startswith("-") or a in TOOLD_READ_ONLY]
+    if words and words[0] in TOOLD_READ_ONLY and "status" not in words:
+        return None
+    first = words[0] if words else None
+    if first == "daemon":
+        return "toold daemon starts or stops the engine every session shares"
+    return f"toold {first or '(no command)'} runs tools as you, outside this call's guard"
+
+
 def code_reason(program: str, args: list[str | None]) -> str | None:
     """Why this program runs code that the parse cannot see, or None."""
     found = editor_code(program, args)
     if found:
         return found
+    if program == "toold":
+        return toold_code(args)
     if program == "hash" and any(a is None or a.startswith("-p") for a in args):
         return "hash -p renames a program"
     if program in _ASSIGNING_BUILTINS and (program != "printf" or "-v" in args):
@@ -216,6 +235,9 @@ def _interpreter_code(program: str, args: list[str | None]) -> str | None:
                     return f"{program} -{letter} runs inline code"
                 if letter in valued:
                     if letter == "m" and family in ("python", "pypy"):
+                        rest = arg[j + 2 :] or (args[i + 1] if i + 1 < len(args) else None)
+                        if rest is None or rest.split(".")[0] == "toold":
+                            return toold_code(args[i + (1 if not arg[j + 2 :] else 0) + 1 :])
                         return None  # a module: a file, like a script
                     i += 1 if j + 2 == len(arg) else 0
                     break
