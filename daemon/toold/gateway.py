@@ -29,6 +29,7 @@ from toold.permissions.guard import DENIED, PermissionGuard
 from toold.sandbox.runner import ToolRunner
 from toold.tools.base import Tool, ToolArgumentError
 from toold.tools.context import CallContext
+from toold.tools.filestate import FileTracker
 from toold.tools.runtime import ToolRuntime
 from toold.tools.toolset import ToolOutcome, ToolSet, error_text
 
@@ -119,27 +120,38 @@ class ToolGateway:
                 event=event, tool=tool, origin=origin, arguments=arguments, **fields
             )
 
+    async def _stale(
+        self, tool: Tool, checked: Any, context: CallContext, written: list[str]
+    ) -> ToolOutcome | None:
+        """The refusal of an agent's write of a file it has not seen as it is now
+        (toold.tools.filestate); None when the call may go on."""
+        files = _agent_files(tool, context)
+        if files is None or not written:
+            return None
+        try:
+            await _on_disk(tool.runs_inline(checked), files.require_seen, written)
+        except FileChangedError as exc:
+            return ToolOutcome(error_text(exc), is_error=True)
+        return None
+
     async def _tracked(
         self, tool: Tool, checked: Any, context: CallContext, written: list[str]
     ) -> ToolOutcome:
-        """Run the call under the stale-file guard (toold.tools.filestate): an agent's write
-        of an existing file it has not seen as it is now is refused; reads and writes that
-        succeed are remembered. Writes of one file are serialised."""
+        """Run the call under the stale-file guard: checked again at the moment it runs,
+        its successful reads and writes remembered, writes of one file one at a time."""
         runtime = getattr(tool, "runtime", None)
-        files = runtime.files if isinstance(runtime, ToolRuntime) else None
-        if files is None or runtime is None:
+        if not isinstance(runtime, ToolRuntime):
             return await self._run(tool, checked, context, written)
-        agent = context.origin == "agent" and runtime.config.files.require_read_before_edit
+        files = runtime.files
+        agent = _agent_files(tool, context) is not None
         reads = tool.read_paths(checked) if agent else []
         if not written and not reads:
             return await self._run(tool, checked, context, written)
         inline = tool.runs_inline(checked)
         async with files.serialised(written):
-            if agent and written:
-                try:
-                    await _on_disk(inline, files.require_seen, written)
-                except FileChangedError as exc:
-                    return ToolOutcome(error_text(exc), is_error=True)
+            stale = await self._stale(tool, checked, context, written)
+            if stale is not None:
+                return stale
             before = files.snapshot(reads) if reads else None
             outcome = await self._run(tool, checked, context, written)
             if agent and not outcome.is_error:
@@ -164,6 +176,14 @@ class ToolGateway:
             await asyncio.shield(
                 asyncio.to_thread(store.record, pending, tool.name, context.origin)
             )
+
+
+def _agent_files(tool: Tool, context: CallContext) -> FileTracker | None:
+    """The workspace's tracker when the call is an agent's and the check is on."""
+    runtime = getattr(tool, "runtime", None)
+    if not isinstance(runtime, ToolRuntime) or context.origin != "agent":
+        return None
+    return runtime.files if runtime.config.files.require_read_before_edit else None
 
 
 async def _on_disk(inline: bool, work: Callable[..., Any], *args: Any) -> Any:

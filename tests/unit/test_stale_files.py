@@ -212,6 +212,7 @@ def test_a_dry_run_is_judged_as_a_read(workspace: Path) -> None:
         state.gateway.guard.deny = guard.deny
         dry = await call(state, "write_file", file_path="a.txt", content="two\n", dry_run=True)
         # Lax booleans become True or False when validated; only True is a dry run.
+        await call(state, "read_file", file_path="a.txt")
         wet = await call(state, "write_file", file_path="a.txt", content="two\n", dry_run="no")
         leak = await call(state, "write_file", file_path=".env", content="", dry_run=True)
         return [dry, wet, leak, reasons]
