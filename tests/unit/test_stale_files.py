@@ -223,3 +223,24 @@ def test_a_dry_run_is_judged_as_a_read(workspace: Path) -> None:
     assert leak.is_error and "KEY" not in leak.content  # read_file's deny rule holds
     assert reasons == []
     assert (workspace / "a.txt").read_text() == "one\n"
+
+
+def test_a_folder_swapped_for_a_symlink_after_reading_is_refused(
+    workspace: Path, tmp_path: Path
+) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "a.txt").write_text("one\n")  # the same content as the file that was read
+    (workspace / "d").mkdir()
+    (workspace / "d" / "a.txt").write_text("one\n")
+
+    async def scenario(state: WorkspaceState) -> ToolOutcome:
+        await call(state, "read_file", file_path="d/a.txt")
+        (workspace / "d" / "a.txt").unlink()
+        (workspace / "d").rmdir()
+        os.symlink(outside, workspace / "d")
+        return await call(state, "edit_file", file_path="d/a.txt", old_text="one", new_text="x")
+
+    outcome = run(workspace, scenario)
+    assert outcome.content.startswith("Error: FileChangedError: d/a.txt changed since")
+    assert (outside / "a.txt").read_text() == "one\n"
