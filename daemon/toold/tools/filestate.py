@@ -137,11 +137,6 @@ class FileTracker:
                 found[rel] = self.stat(rel)
         return found
 
-    def seen(self, path: str) -> FileState | None:
-        """What was recorded for ``path`` (None: never read or written through toold)."""
-        rel = self.relative(path)
-        return None if rel is None else self._seen.get(rel)
-
     # -- one writer per file ------------------------------------------------------------
     @contextlib.asynccontextmanager
     async def serialised(self, paths: Iterable[str]) -> AsyncIterator[None]:

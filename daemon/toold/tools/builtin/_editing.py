@@ -97,7 +97,7 @@ class EditingTool(WorkspaceTool):
         finally:
             os.close(dir_fd)
 
-    def read_text(self, path: str, fix: str) -> tuple[str, bytes]:
+    def read_for_edit(self, path: str, fix: str) -> tuple[str, bytes]:
         """The file's workspace-relative path and bytes (limits.max_file_size applies)."""
         rel = workspace_relative(self.workspace, path)
         return rel, self.read_bytes(path, self.config.limits.max_file_size, fix)

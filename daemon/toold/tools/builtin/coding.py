@@ -259,7 +259,6 @@ class StrReplaceTool(EditingTool):
         "atomically. Returns 'Replaced N occurrence(s) in path'; nothing matched is an error."
     )
     Arguments = StrReplaceArguments
-    inline = False
 
     def plan(self, args: StrReplaceArguments) -> tuple[list[FileEdit], str]:
         """The file with the replacements made; nothing matched is a ValueError."""
@@ -271,7 +270,7 @@ class StrReplaceTool(EditingTool):
             return new
 
         replacement: str | Callable[[re.Match[str]], str] = new if regex else literal
-        rel, data = self.read_text(
+        rel, data = self.read_for_edit(
             args.path, "use bash instead, or raise limits.max_file_size in toold.toml"
         )
         text = decode_text(data, "utf-8")

@@ -224,7 +224,7 @@ class MultiEditTool(EditingTool):
 
     def plan(self, args: MultiEditArguments) -> tuple[list[FileEdit], str]:
         """Every replacement on the text in memory; the first that cannot apply is named."""
-        rel, data = self.read_text(
+        rel, data = self.read_for_edit(
             args.file_path, "edit it with bash, or raise limits.max_file_size in toold.toml"
         )
         text = decode_text(data, "utf-8")

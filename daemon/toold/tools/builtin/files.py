@@ -192,7 +192,7 @@ class EditFileTool(EditingTool):
 
     def plan(self, args: EditFileArguments) -> tuple[list[FileEdit], str]:
         """Exact text replacement, first occurrence only."""
-        rel, data = self.read_text(
+        rel, data = self.read_for_edit(
             args.file_path,
             "edit it with bash (e.g. sed), or raise limits.max_file_size in toold.toml",
         )
