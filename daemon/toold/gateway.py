@@ -152,7 +152,7 @@ class ToolGateway:
             stale = await self._stale(tool, checked, context, written)
             if stale is not None:
                 return stale
-            before = files.snapshot(reads) if reads else None
+            before = await _on_disk(inline, files.snapshot, reads) if reads else None
             outcome = await self._run(tool, checked, context, written)
             if agent and not outcome.is_error:
                 await _on_disk(inline, files.remember, written)
