@@ -440,7 +440,7 @@ def test_arguments_are_checked_against_each_schema_before_running(workspace: Pat
         "as an integer (got 'soon')",
         "  steps[4].fallback[0].arguments.pattern: Field required",
         "  steps[4].fallback[0].arguments.patern: unexpected argument; did you mean 'pattern'? "
-        "expected one of: pattern, path",
+        "expected one of: pattern, path, include_ignored",
         "  steps[5].arguments.input: 5 is not of type 'string'",
     ]
     assert not (workspace / "first.txt").exists()

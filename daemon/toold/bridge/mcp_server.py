@@ -25,12 +25,13 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
+from pydantic_core import to_jsonable_python
 
 from toold import __version__
 from toold.errors import TooldError, wire_error
 from toold.hooks import matches
 from toold.permissions.guard import DENIED
-from toold.tools.base import Tool
+from toold.tools.base import Tool, ToolArgumentError
 from toold.tools.context import CallContext
 from toold.tools.toolset import ToolOutcome
 from toold.workspace import WorkspaceState, bind
@@ -100,8 +101,14 @@ def tool_definitions(state: WorkspaceState) -> list[types.Tool]:
 
 def refusal(state: WorkspaceState, tool: str, args: Any) -> str:
     """Why the guard refused a call it would have asked about, and how to allow it."""
-    annotations = state.toolset.require(tool).annotations
-    decision = state.guard.decide(tool, args, annotations)
+    found = state.toolset.require(tool)
+    annotations, paths, seen = found.annotations, None, args
+    with contextlib.suppress(ToolArgumentError, ValueError):
+        # As the gateway judged it: validated arguments, every file the call names.
+        checked = found.validate_args(args)
+        annotations, paths = found.call_annotations(checked), found.named_paths(checked)
+        seen = to_jsonable_python(checked, fallback=str) if isinstance(checked, dict) else args
+    decision = state.guard.decide(tool, seen, annotations, paths)
     if not decision.approvable and decision.reason.startswith("deny rule"):
         how = "remove that rule from [permissions] deny in toold.toml to allow it"
     elif annotations.confirm == "always" or not decision.approvable:
