@@ -1,4 +1,5 @@
-"""Command line: ``toold serve``, ``tools``, ``call``, ``run``, ``mcp``, ``daemon``, ``jobs``.
+"""Command line: ``toold serve``, ``tools``, ``call``, ``run``, ``mcp``, ``acp``, ``daemon``,
+``jobs``, ``checkpoints``, ``undo``.
 
 ``serve``, ``tools``, ``call``, ``run`` and ``jobs`` attach to the workspace's engine
 (toold.engine), starting one when none runs; ``--no-daemon`` (or ``TOOLD_NO_DAEMON=1``)
@@ -100,6 +101,21 @@ def _parser() -> argparse.ArgumentParser:
     jobs.add_argument("--workspace", type=Path, default=Path.cwd())
     jobs.add_argument("--json", action="store_true", help="print JSON")
     _no_daemon_flag(jobs)
+
+    checkpoints = sub.add_parser(
+        "checkpoints", help="list what tool calls changed, or show one: checkpoints diff ID"
+    )
+    checkpoints.add_argument("diff", nargs="*", metavar="diff ID", help="show ID's diff to now")
+    checkpoints.add_argument("--workspace", type=Path, default=Path.cwd())
+    checkpoints.add_argument("--json", action="store_true", help="print JSON")
+    _no_daemon_flag(checkpoints)
+
+    undo = sub.add_parser("undo", help="put files back as they were before a tool call")
+    undo.add_argument("id", nargs="?", help="the checkpoint (default: the last call)")
+    undo.add_argument("--force", action="store_true", help="even over changes made since")
+    undo.add_argument("--workspace", type=Path, default=Path.cwd())
+    undo.add_argument("--json", action="store_true", help="print JSON")
+    _no_daemon_flag(undo)
 
     mcp = sub.add_parser("mcp", help="serve the tools over the Model Context Protocol on stdio")
     mcp.add_argument("--workspace", type=Path, default=Path.cwd())
@@ -318,6 +334,29 @@ def _jobs(args: argparse.Namespace) -> int:
         return EXIT_USAGE
 
 
+def _checkpoints(args: argparse.Namespace) -> int:
+    from toold.client import RpcError, connect
+    from toold.undo import checkpoints_command, undo_command
+
+    if (
+        args.command == "checkpoints"
+        and args.diff
+        and (len(args.diff) != 2 or args.diff[0] != "diff")
+    ):
+        print(
+            "toold: usage: toold checkpoints [--json] | toold checkpoints diff ID", file=sys.stderr
+        )
+        return EXIT_USAGE
+    try:
+        with connect(args.workspace, private=_private(args)) as client:
+            if args.command == "undo":
+                return undo_command(client, args.id, args.force, args.json)
+            return checkpoints_command(client, args.diff[1] if args.diff else None, args.json)
+    except RpcError as exc:
+        print(f"toold: {exc.message}", file=sys.stderr)
+        return 1
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``toold`` console script and ``python -m toold``.
 
@@ -356,5 +395,7 @@ def _dispatch(argv: list[str] | None) -> int:
         return _daemon(args)
     if args.command == "jobs":
         return _jobs(args)
+    if args.command in ("checkpoints", "undo"):
+        return _checkpoints(args)
     _parser().print_help()
     return EXIT_USAGE

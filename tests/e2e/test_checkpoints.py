@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 from tests.e2e.wire import WireClient
@@ -77,3 +79,32 @@ def test_unknown_ids_and_bad_params_are_named(client: WireClient) -> None:
     assert error["code"] == NOT_FOUND and "no checkpoint nope" in str(error["message"])
     error = error_of(client, "checkpoints/diff", {})
     assert error["code"] == -32602 and "id" in str(error["message"])
+
+
+def toold(workspace: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    argv = [sys.executable, "-m", "toold", *args, "--workspace", str(workspace)]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
+
+
+def test_undo_and_checkpoints_from_the_command_line(workspace: Path) -> None:
+    (workspace / "a.txt").write_text("one\n")
+    edit = '{"file_path": "a.txt", "old_text": "one", "new_text": "two"}'
+    assert toold(workspace, "call", "edit_file", edit).returncode == 0
+    listed = toold(workspace, "checkpoints")
+    assert listed.returncode == 0
+    [line] = listed.stdout.splitlines()
+    checkpoint, _, what, paths = line.split("\t")
+    assert (what, paths) == ("edit_file (user)", "a.txt")
+    diff = toold(workspace, "checkpoints", "diff", checkpoint)
+    assert "-one\n+two\n" in diff.stdout
+
+    (workspace / "a.txt").write_text("by hand\n")
+    refused = toold(workspace, "undo")
+    assert refused.returncode == 1
+    assert "a.txt changed outside toold since; nothing restored" in refused.stderr
+    assert (workspace / "a.txt").read_text() == "by hand\n"
+    forced = toold(workspace, "undo", "--force")
+    assert forced.returncode == 0 and forced.stdout.startswith("restored a.txt (redo: toold undo ")
+    assert (workspace / "a.txt").read_text() == "one\n"
+    again = toold(workspace, "undo")
+    assert again.returncode == 1 and "nothing to undo" in again.stderr

@@ -50,7 +50,7 @@ async def checkpoints_restore(
     store = _store(server)
     checkpoint_id = params.id or await asyncio.to_thread(store.last_undoable)
     if checkpoint_id is None:
-        raise UnknownCheckpoint("nothing to undo: no tool call has changed a file yet")
+        raise UnknownCheckpoint("nothing to undo: no file-changing tool call is left to undo")
     done = await asyncio.to_thread(store.restore, checkpoint_id, "user", force=params.force)
     return CheckpointsRestoreResult(
         restored=[f.path for f in done.files],
