@@ -263,6 +263,7 @@ def test_structured_results_come_with_an_output_schema(workspace: Path) -> None:
             "glob": await s.call_tool("glob", {"pattern": "*.py"}),
             "missing": await s.call_tool("task_get", {"task_id": "nope"}),
             "text": await s.call_tool("read_file", {"file_path": "src/main.py"}),
+            "info": await s.call_tool("file_info", {"path": "src/main.py"}),
         }
 
     got = run(workspace, scenario)
@@ -277,6 +278,8 @@ def test_structured_results_come_with_an_output_schema(workspace: Path) -> None:
     assert got["glob"].structured_content == {"items": ["src/main.py"]}
     assert got["missing"].is_error and got["missing"].structured_content is None
     assert got["text"].structured_content is None
+    info = got["info"].structured_content
+    assert info is not None and (info["path"], info["type"]) == ("src/main.py", "file")
 
 
 def test_the_daemon_never_imports_the_mcp_sdk() -> None:

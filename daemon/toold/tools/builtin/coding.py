@@ -215,6 +215,19 @@ class GrepSearchTool(WorkspaceTool):
         return "\n".join(lines)
 
 
+FILE_INFO_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "path": {"type": "string"},
+        "type": {"type": "string", "enum": ["file", "directory", "other"]},
+        "size": {"type": "integer"},
+        "modified": {"type": "string"},
+        "extension": {"type": "string"},
+    },
+    "required": ["path", "type", "size", "modified", "extension"],
+}
+
+
 class FileInfoTool(WorkspaceTool):
     name = "file_info"
     annotations = READS
@@ -224,6 +237,7 @@ class FileInfoTool(WorkspaceTool):
     )
     Arguments = FileInfoArguments
     inline = True
+    output_schema = FILE_INFO_SCHEMA
 
     def run(self, args: FileInfoArguments) -> dict[str, Any]:
         """The entry's metadata."""
