@@ -201,8 +201,9 @@ def test_method_and_wait_steps_are_checked_before_anything_runs(workspace: Path)
         "'failed' (got 'maybe')",
         "  steps[2].params.stat: unknown field; did you mean 'status'? expected one of: status",
         "  steps[3].wait_for: unknown notification 'job/finished'; did you mean "
-        "'jobs/finished'? one of: $/progress, execution/event, jobs/finished, permissions/preview, skills/changed, "
-        "tasks/changed, team/message, todos/changed, window/logMessage, window/showMessage",
+        "'jobs/finished'? one of: $/progress, execution/event, jobs/finished, "
+        "permissions/preview, skills/changed, tasks/changed, team/message, todos/changed, "
+        "window/logMessage, window/showMessage",
         "  steps[4].match.jobid: jobs/finished has no such field; did you mean 'jobId'? "
         "fields: jobId, status, command, result, error, exitCode, startedAt, finishedAt",
         "  steps[5].params.jobId: ${steps.t.content}: step 't' is a method step, its value is "
