@@ -3,37 +3,13 @@ the user's hooks (real bash hook scripts) before and after each call."""
 
 from __future__ import annotations
 
-import asyncio
 import json
-from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
-import pytest
-
-from toold.tools.context import CallContext
+from tests.bound import call, run_bound
 from toold.tools.toolset import ToolOutcome
-from toold.workspace import WorkspaceState, bind
-
-T = TypeVar("T")
-
-
-def run(workspace: Path, scenario: Callable[[WorkspaceState], Awaitable[T]], **config: Any) -> T:
-    """Bind ``workspace`` as the daemon does (``config``: toold.toml sections) and run."""
-    overrides = {"permissions": {"mode": "bypass"}, **config}
-    state = bind(workspace, overrides, lambda *_: None, pytest.fail)
-
-    async def main() -> T:
-        try:
-            return await scenario(state)
-        finally:
-            await state.aclose()
-
-    return asyncio.run(main())
-
-
-async def call(state: WorkspaceState, tool: str, origin: str = "agent", **args: Any) -> ToolOutcome:
-    return await state.gateway.call(tool, args, CallContext(origin=origin))
+from toold.workspace import WorkspaceState
 
 
 def test_every_file_change_is_a_checkpoint(workspace: Path) -> None:
@@ -49,7 +25,7 @@ def test_every_file_change_is_a_checkpoint(workspace: Path) -> None:
             await call(state, "edit_file", file_path="a.txt", old_text="absent", new_text="x"),
         ]
 
-    outcomes = run(workspace, scenario)
+    outcomes = run_bound(workspace, scenario)
     assert [o.is_error for o in outcomes] == [False, False, False, False, False, True]
     store = workspace / ".toold" / "checkpoints" / "index.json"
     index = json.loads(store.read_text())
@@ -73,7 +49,7 @@ def test_restoring_the_first_checkpoint_undoes_them_all(workspace: Path) -> None
         assert "+two" in store.diff(first)
         store.restore(first, "user")
 
-    run(workspace, scenario)
+    run_bound(workspace, scenario)
     assert (workspace / "a.txt").read_text() == "one\n"
     assert not (workspace / "b.txt").exists()
 
@@ -82,7 +58,7 @@ def test_checkpoints_can_be_turned_off(workspace: Path) -> None:
     async def scenario(state: WorkspaceState) -> None:
         await call(state, "write_file", file_path="x.txt", content="x")
 
-    run(workspace, scenario, checkpoints={"enabled": False})
+    run_bound(workspace, scenario, checkpoints={"enabled": False})
     assert (workspace / "x.txt").read_text() == "x"
     assert not (workspace / ".toold" / "checkpoints" / "index.json").exists()
 
@@ -116,7 +92,7 @@ def test_a_hook_deny_refuses_even_in_bypass_and_for_the_user(workspace: Path) ->
         ]
 
     (workspace / "a").write_text("a")
-    agent, user, other = run(workspace, scenario, hooks=hooks(("write_file", steer("deny"))))
+    agent, user, other = run_bound(workspace, scenario, hooks=hooks(("write_file", steer("deny"))))
     assert (agent.content, agent.is_error) == ("Denied by hook: policy", True)
     assert (user.content, user.is_error) == ("Denied by hook: policy", True)
     assert not other.is_error
@@ -131,7 +107,7 @@ def test_a_hook_ask_asks_where_the_rules_allow(workspace: Path) -> None:
         return asked, denied, user
 
     (workspace / "a").write_text("a")
-    asked, denied, user = run(
+    asked, denied, user = run_bound(
         workspace, scenario, permissions={"mode": "default"}, hooks=hooks(("", steer("ask")))
     )
     assert asked == ["a pre_tool_use hook asks: policy"]
@@ -147,7 +123,7 @@ def test_a_hook_allow_runs_what_would_ask_but_never_past_a_deny_rule(workspace: 
             await call(state, "bash", command="rm -rf /"),
         ]
 
-    asked, (allowed, denied, dangerous) = run(
+    asked, (allowed, denied, dangerous) = run_bound(
         workspace,
         scenario,
         permissions={"mode": "default", "deny": ["bash(prefix:touch denied*)"]},
@@ -164,7 +140,7 @@ def test_a_post_hook_speaks_after_the_result(workspace: Path) -> None:
     async def scenario(state: WorkspaceState) -> ToolOutcome:
         return await call(state, "todo_read")
 
-    outcome = run(
+    outcome = run_bound(
         workspace,
         scenario,
         hooks={"post_tool_use": [{"command": "echo 'remember the tests'"}]},

@@ -8,38 +8,19 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 
+from tests.bound import call, run_bound
 from toold.permissions.guard import SELF_ESCALATION, PermissionGuard
-from toold.tools.context import CallContext
 from toold.tools.toolset import ToolOutcome
-from toold.workspace import WorkspaceState, bind
+from toold.workspace import WorkspaceState
 
-T = TypeVar("T")
 CHANGED = (
     "Error: FileChangedError: a.txt changed since it was last read; read it again before editing"
 )
-
-
-def run(workspace: Path, scenario: Callable[[WorkspaceState], Awaitable[T]], **config: Any) -> T:
-    overrides = {"permissions": {"mode": "bypass"}, **config}
-    state = bind(workspace, overrides, lambda *_: None, pytest.fail)
-
-    async def main() -> T:
-        try:
-            return await scenario(state)
-        finally:
-            await state.aclose()
-
-    return asyncio.run(main())
-
-
-async def call(state: WorkspaceState, tool: str, origin: str = "agent", **args: Any) -> ToolOutcome:
-    return await state.gateway.call(tool, args, CallContext(origin=origin))
 
 
 def test_an_agent_edits_only_what_it_read(workspace: Path) -> None:
@@ -58,7 +39,7 @@ def test_an_agent_edits_only_what_it_read(workspace: Path) -> None:
             await call(state, "write_file", file_path="new.txt", content="fresh"),  # no file yet
         ]
 
-    outcomes = run(workspace, scenario)
+    outcomes = run_bound(workspace, scenario)
     assert outcomes[0].content == (
         "Error: FileChangedError: a.txt has not been read in this session; read it "
         "(read_file) before editing or overwriting it"
@@ -85,7 +66,7 @@ def test_an_outside_change_between_read_and_edit_is_caught(workspace: Path) -> N
         again = await call(state, "edit_file", file_path="a.txt", old_text="mine", new_text="3")
         return [first, user, again]
 
-    first, user, again = run(workspace, scenario)
+    first, user, again = run_bound(workspace, scenario)
     assert first.content == CHANGED
     assert not user.is_error  # the user's own calls are not checked
     assert again.content == "Edited a.txt"
@@ -104,7 +85,7 @@ def test_a_file_swapped_for_a_symlink_after_reading_is_refused(
         os.symlink(secret, workspace / "a.txt")
         return await call(state, "write_file", file_path="a.txt", content="pwned\n")
 
-    outcome = run(workspace, scenario)
+    outcome = run_bound(workspace, scenario)
     assert outcome.content == CHANGED
     assert secret.read_text() == "one\n"
 
@@ -123,7 +104,7 @@ def test_a_patch_modifying_or_deleting_an_unread_file_is_refused(workspace: Path
         await call(state, "read_file", file_path="b.txt")
         return [refused, await call(state, "apply_patch", patch=patch)]
 
-    refused, applied = run(workspace, scenario)
+    refused, applied = run_bound(workspace, scenario)
     assert refused.content.startswith("Error: FileChangedError: b.txt has not been read")
     assert applied.content == "Applied patch: modified a.txt, deleted b.txt"
     assert (workspace / "a.txt").read_text() == "A\n" and not (workspace / "b.txt").exists()
@@ -135,7 +116,7 @@ def test_the_check_can_be_turned_off(workspace: Path) -> None:
     async def scenario(state: WorkspaceState) -> ToolOutcome:
         return await call(state, "edit_file", file_path="a.txt", old_text="one", new_text="2")
 
-    outcome = run(workspace, scenario, files={"require_read_before_edit": False})
+    outcome = run_bound(workspace, scenario, files={"require_read_before_edit": False})
     assert outcome.content == "Edited a.txt"
 
 
@@ -150,7 +131,7 @@ def test_edits_of_one_file_sent_at_once_lose_nothing(workspace: Path) -> None:
         ]
         return list(await asyncio.gather(*edits))
 
-    outcomes = run(workspace, scenario)
+    outcomes = run_bound(workspace, scenario)
     assert [o.content for o in outcomes] == ["Edited a.txt"] * 20
     assert (workspace / "a.txt").read_text() == "".join(f"L{i}\n" for i in range(20))
 
@@ -186,7 +167,7 @@ def test_a_patch_that_writes_toold_files_is_a_self_escalation(workspace: Path, t
         state.gateway.guard.allow = PermissionGuard.from_config("auto", ["apply_patch"], []).allow
         return await call(state, "apply_patch", patch=patch)
 
-    outcome = run(workspace, scenario)
+    outcome = run_bound(workspace, scenario)
     assert outcome.is_error
     if ".." in target:  # such a path is refused before the guard
         assert "'..'" in outcome.content and reasons == []
@@ -217,7 +198,7 @@ def test_a_dry_run_is_judged_as_a_read(workspace: Path) -> None:
         leak = await call(state, "write_file", file_path=".env", content="", dry_run=True)
         return [dry, wet, leak, reasons]
 
-    dry, wet, leak, reasons = run(workspace, scenario)
+    dry, wet, leak, reasons = run_bound(workspace, scenario)
     assert "+two" in dry.content
     assert wet.content == "Plan mode: write_file blocked (read-only)"
     assert leak.is_error and "KEY" not in leak.content  # read_file's deny rule holds
@@ -241,6 +222,6 @@ def test_a_folder_swapped_for_a_symlink_after_reading_is_refused(
         os.symlink(outside, workspace / "d")
         return await call(state, "edit_file", file_path="d/a.txt", old_text="one", new_text="x")
 
-    outcome = run(workspace, scenario)
+    outcome = run_bound(workspace, scenario)
     assert outcome.content.startswith("Error: FileChangedError: d/a.txt changed since")
     assert (outside / "a.txt").read_text() == "one\n"
