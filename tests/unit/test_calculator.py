@@ -116,3 +116,14 @@ def test_long_flat_sums_do_not_need_recursion(calc: CalculatorTool) -> None:
 
 def test_a_refused_expression_is_not_echoed_whole(calc: CalculatorTool) -> None:
     assert len(calc.run("x" * 9000)) < 300
+
+
+def test_a_misnamed_argument_is_named() -> None:
+    tools = ToolSet.resolve(["calculator"])
+    outcome = asyncio.run(tools.invoke("calculator", {"expression": "1+2"}))
+    assert outcome.is_error
+    assert outcome.content == (
+        "Error: invalid arguments for calculator: expression: unexpected argument; give the "
+        'string as input, e.g. {"input": ...}'
+    )
+    assert asyncio.run(tools.invoke("calculator", {"input": "1+2"})).content == "3"

@@ -179,7 +179,15 @@ class Tool(ABC):
         """
         if self.Arguments is None:
             if self.input_schema.get("type") != "object" and isinstance(args, Mapping):
-                return args.get("input", args) if set(args) <= {"input"} else args
+                # Exposed to models as one property, ``input`` (see ``parameters``).
+                extra = sorted(str(key) for key in args if key != "input")
+                if extra:
+                    kind = self.input_schema.get("type", "value")
+                    raise ToolArgumentError(
+                        f"invalid arguments for {self.name}: {', '.join(extra)}: unexpected "
+                        f'argument; give the {kind} as input, e.g. {{"input": ...}}'
+                    )
+                return args.get("input", args)
             return args
         parsed = self.parse_args(args)
         return {name: getattr(parsed, name) for name in type(parsed).model_fields}
