@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
 import os
 import shutil
 import signal
+import socket
 import stat
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 from tests.engine.support import Engines, live_engines
@@ -302,3 +306,30 @@ def test_the_engine_of_a_removed_folder_exits(engines: Engines, tmp_path: Path) 
     pid = engines.status(scratch)["pid"]
     shutil.rmtree(scratch)
     wait_gone(pid, "the engine of the removed folder", timeout=30)
+
+
+def test_a_dead_engines_socket_still_held_open_is_replaced(
+    engines: Engines, workspace: Path
+) -> None:
+    """An engine killed while a child of it still holds its listening socket leaves a
+    socket that accepts and never answers; with no engine holding the pid lock, the next
+    client starts a fresh engine instead of failing on it."""
+    key = hashlib.sha256(os.fsencode(os.path.realpath(workspace))).hexdigest()[:20]
+    held = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    held.bind(os.fspath(engines.runtime / f"{key}.sock"))
+    held.listen(8)
+
+    def hang_up() -> None:
+        with contextlib.suppress(OSError):
+            while True:
+                conn, _ = held.accept()
+                conn.close()  # as the holder dying does: the client reads nothing
+
+    threading.Thread(target=hang_up, daemon=True).start()
+    try:
+        done = engines.toold("call", "todo_read", cwd=workspace)
+    finally:
+        held.close()
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "No TODO items."
+    assert live_engines(engines.runtime) == [engines.status(workspace)["pid"]]

@@ -159,23 +159,48 @@ def attach(
     fds: list[int] | None = None,
     start: bool = True,
 ) -> Attachment:
-    """Connect to the workspace's engine (starting one when ``start`` and none runs)."""
+    """Connect to the workspace's engine (starting one when ``start`` and none runs).
+
+    A socket that accepts but never answers, while no engine holds the pid lock, is a
+    dead engine's whose listening socket a surviving child still holds: it counts as
+    none, and a fresh engine replaces it.
+    """
     paths = EnginePaths.of(workspace)
     extra, fds = extra or {}, fds or []
-    sock = _connect(paths)
-    if sock is None:
-        if not start:
-            raise NoEngine(f"no toold engine runs for {paths.workspace}")
-        with _start_lock(paths):
-            sock = _connect(paths)  # another client may have started it meanwhile
-            if sock is None:
-                spawn_engine(paths)
-                sock = _connect(paths)
+    for attempt in range(2):
+        sock = _connect(paths)
+        if sock is None or (attempt and engine_pid(paths) is None):
+            if not start:
+                raise NoEngine(f"no toold engine runs for {paths.workspace}")
+            if sock is not None:
+                sock.close()
+            sock = _start(paths)
+        try:
+            return _hello(sock, paths, kind, extra, fds)
+        except (ConnectionResetError, BrokenPipeError, EngineError) as exc:
+            sock.close()
+            if attempt or engine_pid(paths) is not None or not start:
+                if isinstance(exc, EngineError):
+                    raise
+                raise EngineError(
+                    f"the toold engine for {paths.workspace} dropped the connection ({exc}); "
+                    f"see its log {paths.log}"
+                ) from None
+    raise AssertionError("unreachable")
+
+
+def _start(paths: EnginePaths) -> socket.socket:
+    """Start an engine unless another client just did; the connection to it."""
+    with _start_lock(paths):
+        sock = _connect(paths) if engine_pid(paths) is not None else None
         if sock is None:
-            raise EngineError(
-                f"the toold engine for {paths.workspace} did not start; see its log {paths.log}"
-            )
-    return _hello(sock, paths, kind, extra, fds)
+            spawn_engine(paths)
+            sock = _connect(paths)
+    if sock is None:
+        raise EngineError(
+            f"the toold engine for {paths.workspace} did not start; see its log {paths.log}"
+        )
+    return sock
 
 
 def spawn_engine(paths: EnginePaths) -> None:
