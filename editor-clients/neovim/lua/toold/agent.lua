@@ -17,7 +17,7 @@ local function toold()
 end
 
 local function notify(message, level)
-  vim.notify(message, level or vim.log.levels.INFO, { title = "toold" })
+  require("toold.ui").say(message, level)
 end
 
 -- Update the buffer without reopening a window the user closed; follow the end.

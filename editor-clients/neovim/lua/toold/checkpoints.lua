@@ -13,7 +13,7 @@ local function toold()
 end
 
 local function say(message, level)
-  vim.notify(message, level or vim.log.levels.INFO, { title = "toold" })
+  require("toold.ui").say(message, level)
 end
 
 local function diff_lines(text)

@@ -3,6 +3,11 @@ local M = {}
 
 local BUFFER_PREFIX = "toold://"
 
+--- A message to the user, titled toold (INFO unless ``level`` says otherwise).
+function M.say(message, level)
+  vim.notify(message, level or vim.log.levels.INFO, { title = "toold" })
+end
+
 --- JSON with two-space indentation (vim.json.encode has no pretty printer on 0.7).
 function M.pretty_json(value, indent)
   indent = indent or ""
