@@ -107,6 +107,10 @@ class FileChangedError(TooldError):
     """An agent's edit of a file it has not read, or that changed since it read it."""
 
 
+class InsideToolCall(TooldError):
+    """A request the engine refuses from a client running inside one of its tool calls."""
+
+
 JSONRPC_CODES: dict[type[TooldError], int] = {
     TooldError: codes.INTERNAL_ERROR,
     InvalidParams: codes.INVALID_PARAMS,
@@ -115,6 +119,7 @@ JSONRPC_CODES: dict[type[TooldError], int] = {
     ForeignJob: codes.INVALID_REQUEST,
     TaskStoreError: codes.INTERNAL_ERROR,
     AgentUnavailable: codes.INVALID_REQUEST,
+    InsideToolCall: codes.INVALID_REQUEST,
     UnknownCheckpoint: codes.NOT_FOUND,
     CheckpointConflict: codes.CONFLICT,
     FileChangedError: codes.CONFLICT,

@@ -68,6 +68,9 @@ class TooldServer(EditorServer):
         self._watch_handle: Any = None
         self.client_process_id: int | None = None
         self.execution_events = False
+        self.from_tool = False
+        """The client runs inside one of the engine's tool calls (an agent's command): its
+        calls are the agent's, and it may not loosen the shared guard."""
         """initializationOptions.executionEvents (a shared workspace sends them per session)."""
         self._set_message_cap()
 
@@ -121,6 +124,12 @@ class TooldServer(EditorServer):
     async def reload_config(self, overrides: dict[str, Any] | None) -> None:
         """Apply ``workspace/didChangeConfiguration`` off the loop (a runner may probe
         bwrap or Docker for seconds); requests received meanwhile wait for it."""
+        if self.from_tool:
+            self.show_warning(
+                "configuration not applied: it came from inside a tool call (an agent's "
+                "command), which may not change the workspace's settings"
+            )
+            return
         previous = self._reload
 
         async def apply() -> str | None:
@@ -268,6 +277,7 @@ def create_server(
     max_message_bytes: int | None = None,
     client_process_id: int | None = None,
     state: WorkspaceState | None = None,
+    from_tool: bool = False,
 ) -> TooldServer:
     """Build a session; ``workspace`` (the --workspace flag) beats what initialize says.
 
@@ -276,6 +286,7 @@ def create_server(
     workspace and configuration options are then not applied) and leaves it open."""
     server = TooldServer(workspace, max_message_bytes=max_message_bytes, state=state)
     server.client_process_id = client_process_id
+    server.from_tool = from_tool
 
     @server.feature(types.INITIALIZE)
     def on_initialize(params: types.InitializeParams) -> None:

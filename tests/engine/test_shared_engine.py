@@ -333,3 +333,32 @@ def test_a_dead_engines_socket_still_held_open_is_replaced(
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "No TODO items."
     assert live_engines(engines.runtime) == [engines.status(workspace)["pid"]]
+
+
+def test_a_client_inside_a_tool_call_is_the_agent(engines: Engines, workspace: Path) -> None:
+    """A command a tool call runs (an agent's bash) that attaches to the engine is the
+    agent's, whatever origin it claims: its calls are judged as the agent's, it cannot
+    switch the mode, change the settings or stop the engine."""
+    editor = engines.editor(workspace)
+    pid = engines.status(workspace)["pid"]
+    toold = f"{sys.executable} -m toold"
+    write = json.dumps({"file_path": "pwned.txt", "content": "x"})
+    inside = editor.tool("bash", command=f"{toold} call write_file '{write}'")
+    assert not (workspace / "pwned.txt").exists(), inside
+    assert "User denied." in str(inside["content"])
+
+    stop = editor.tool("bash", command=f"{toold} daemon stop")
+    assert "a tool call cannot stop the engine it runs in" in str(stop["content"])
+    assert engines.status(workspace)["pid"] == pid
+
+    mode = editor.tool(
+        "bash",
+        command=(
+            f"{sys.executable} -c 'from toold.client import connect; from pathlib import Path\n"
+            'with connect(Path("."), private=False) as c: print(c.request("permissions/setMode", '
+            '{"mode": "bypass"}))\''
+        ),
+    )
+    assert "is refused" in str(mode["content"]), mode
+    # The user's own call from the editor is still the user's.
+    assert not editor.tool("write_file", file_path="mine.txt", content="y")["isError"]

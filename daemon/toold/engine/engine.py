@@ -52,6 +52,27 @@ def peer_credentials(sock: socket.socket) -> tuple[int, int, int]:
     return pid, uid, gid
 
 
+def descends_from(pid: int, ancestor: int, limit: int = 256) -> bool:
+    """Whether process ``pid`` is ``ancestor`` or runs below it (parents read from /proc).
+
+    The engine is detached (its parent is init), so a peer below it was started by one
+    of its tool calls, jobs or teammates: an agent's command, not the user's editor. A
+    process that double-forks away from its parent is not caught.
+    """
+    for _ in range(limit):
+        if pid == ancestor:
+            return True
+        if pid <= 1:
+            return False
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as stat_file:
+                fields = stat_file.read().rpartition(b")")[2].split()
+            pid = int(fields[1])
+        except (OSError, IndexError, ValueError):
+            return False
+    return False
+
+
 def read_hello(sock: socket.socket) -> tuple[dict[str, Any], list[int]]:
     """The client's hello line and the descriptors sent with it (blocking; on a thread)."""
     sock.settimeout(HELLO_TIMEOUT)
@@ -268,6 +289,8 @@ class Engine:
             conn.sendall(json.dumps(self.status()).encode() + b"\n")
             return
         if kind == "stop":
+            if descends_from(pid, os.getpid()):
+                raise PeerRefused("a tool call cannot stop the engine it runs in")
             running = self.status()["jobs"]
             reply = {"ok": True, "pid": os.getpid(), "cancelled": [j["jobId"] for j in running]}
             conn.sendall(json.dumps(reply).encode() + b"\n")
@@ -282,7 +305,7 @@ class Engine:
         from toold.engine.serving import serve_session
 
         stdio = (fds.pop(0), fds.pop(0)) if kind == "stdio" else None
-        await serve_session(self, conn, stdio, pid, hello)
+        await serve_session(self, conn, stdio, pid, hello, descends_from(pid, os.getpid()))
 
 
 def take_pid_lock(paths: EnginePaths, wait: float = 30.0) -> int | None:

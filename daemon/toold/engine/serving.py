@@ -34,8 +34,11 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-def session_server(state: WorkspaceState, hello: dict[str, Any]) -> TooldServer:
-    """A server for one session on the shared, already bound ``state``."""
+def session_server(
+    state: WorkspaceState, hello: dict[str, Any], from_tool: bool = False
+) -> TooldServer:
+    """A server for one session on the shared, already bound ``state`` (``from_tool``: its
+    client runs inside one of the engine's tool calls)."""
     from toold.server import create_server
 
     client_pid = hello.get("clientProcessId")
@@ -44,6 +47,7 @@ def session_server(state: WorkspaceState, hello: dict[str, Any]) -> TooldServer:
         max_message_bytes=cap if isinstance(cap, int) and cap > 0 else None,
         client_process_id=client_pid if isinstance(client_pid, int) else None,
         state=state,
+        from_tool=from_tool,
     )
 
 
@@ -97,13 +101,15 @@ async def serve_session(
     stdio: tuple[int, int] | None,
     peer_pid: int,
     hello: dict[str, Any],
+    from_tool: bool = False,
 ) -> None:
-    """Serve one session until it ends; ``stdio`` is the relay's (stdin, stdout)."""
+    """Serve one session until it ends; ``stdio`` is the relay's (stdin, stdout);
+    ``from_tool``: the peer runs inside one of the engine's tool calls."""
     from toold.transport import HEADER_LIMIT, FrameWriter
 
     assert engine.state is not None
     kind = hello["kind"]
-    server = session_server(engine.state, hello)
+    server = session_server(engine.state, hello, from_tool)
     session = engine.sessions.open(kind, server, peer_pid, str(hello.get("client", "")))
     current.set(session)  # this task's context: every request of the session inherits it
     log.info("session %d (%s, pid %d) attached", session.id, kind, peer_pid)

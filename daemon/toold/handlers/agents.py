@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from toold.errors import AgentUnavailable
+from toold.errors import AgentUnavailable, InsideToolCall
 from toold_protocol.models import (
     AgentRunParams,
     AgentRunResult,
@@ -19,7 +19,12 @@ if TYPE_CHECKING:
 
 
 async def permissions_set_mode(server: TooldServer, params: SetModeParams) -> SetModeResult:
-    """Switch the guard's mode for this daemon's life."""
+    """Switch the guard's mode for this daemon's life (not from inside a tool call)."""
+    if server.from_tool:
+        raise InsideToolCall(
+            "permissions/setMode from inside a tool call (an agent's command) is refused: "
+            "change the mode from your editor"
+        )
     server.state.guard.mode = params.mode
     return SetModeResult(mode=params.mode)
 

@@ -22,7 +22,8 @@ async def tools_call(server: TooldServer, params: ToolsCallParams) -> ToolsCallR
     """Run one tool; tool failures are isError results, an unknown name is UnknownTool."""
     gateway = server.state.gateway
     name = gateway.toolset.require(params.name).name  # UnknownTool before any $/progress
-    context = CallContext(origin=params.origin)
+    # A client inside a tool call is the agent's command, whatever origin it claims.
+    context = CallContext(origin="agent" if server.from_tool else params.origin)
     with server.work_done(params.work_done_token, name) as progress:
         if progress.reporting:
             context.progress = progress.report
