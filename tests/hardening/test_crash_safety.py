@@ -147,10 +147,16 @@ def check_on_disk(ws: Path, acked: Acked) -> None:
         assert name == path.stem and version >= acked.files.get(rel, -1), (rel, version)
     for rel in acked.files:
         assert (ws / rel).is_file(), f"acknowledged {rel} is gone"
-    data = json.loads((ws / ".tasks.json").read_text(encoding="utf-8"))
-    stored = {key: task["title"] for key, task in data["tasks"].items()}
+    # A kill before the first task or TODO was written leaves no file yet: then nothing
+    # of that kind was acknowledged either, which the comparisons below check.
+    tasks_file, todos_file = ws / ".tasks.json", ws / ".toold" / "todos.json"
+    data = json.loads(tasks_file.read_text(encoding="utf-8")) if tasks_file.exists() else {}
+    stored = {key: task["title"] for key, task in data.get("tasks", {}).items()}
     assert acked.tasks.items() <= stored.items()
-    snapshot = json.loads((ws / ".toold" / "todos.json").read_text(encoding="utf-8"))
+    if not todos_file.exists():
+        assert not acked.todos, "acknowledged TODOs but no todos.json"
+        return
+    snapshot = json.loads(todos_file.read_text(encoding="utf-8"))
     todos = {item["id"]: item["task"] for item in snapshot["items"]}
     assert acked.todos.items() <= todos.items()
     assert int(snapshot["next"]) > max((int(i[1:]) for i in todos), default=0)
