@@ -189,7 +189,8 @@ def test_reloading_in_a_thread_swaps_the_sandbox_under_the_same_runner(
             outcome = await state.toolset.invoke("bash", {"command": "echo new"}, runner=runner)
             assert outcome.content == "new"
             new: Any = runner.sandbox
-            assert new.server.pid != old_server and process_alive(new.server.pid)
+            new_server = new.server.pid  # read it now: releasing the sandbox forgets it
+            assert new_server != old_server and process_alive(new_server)
 
             # A runner that cannot work here is a warning, and calls name the fix.
             monkeypatch.setenv("PATH", str(tmp_path))  # no bwrap on it
@@ -200,7 +201,6 @@ def test_reloading_in_a_thread_swaps_the_sandbox_under_the_same_runner(
             assert "apt-get install bubblewrap" in warning
             with pytest.raises(SandboxUnavailable, match="apt-get install bubblewrap"):
                 await runner.sandbox.run_tool(state.toolset.require("read_file"), None)
-            new_server = new.server.pid
             wait_gone(new_server, "the replaced server")
         finally:
             await state.jobs.close()
