@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import re
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,9 @@ from toold.config import TooldConfig
 from toold.tools import ToolRuntime
 from toold.tools.builtin._http_policy import HostPolicy, Refused
 from toold.tools.builtin.web import HttpRequestTool, backoff_delay
+
+BIG_BODY = "".join(f"line {n}: é—💡\n" for n in range(2000))
+"""Far past 4 * max_response_length bytes, with multi-byte characters across chunk ends."""
 
 
 class Server:
@@ -45,7 +49,7 @@ class Server:
         return web.Response(text="plain body")
 
     async def big(self, request: web.Request) -> web.Response:
-        return web.Response(text="x" * 500)
+        return web.Response(text=BIG_BODY)
 
     async def flaky(self, request: web.Request) -> web.Response:
         if self._count(request) <= 2:
@@ -156,12 +160,32 @@ def test_json_is_pretty_printed_keeping_non_ascii(workspace: Path) -> None:
     asyncio.run(scenario())
 
 
-def test_long_body_is_truncated(workspace: Path) -> None:
+def test_long_body_is_truncated_and_kept_whole_in_a_file(workspace: Path) -> None:
     async def scenario() -> None:
         async with serve() as server:
             tool = make_tool(workspace, max_response_length=100)
             result = await request(tool, url=server.base + "/big")
-            assert result == "[HTTP 200]\n" + "x" * 100 + "\n... (truncated)"
+            head, note = result.rsplit("\n", 1)
+            assert head == "[HTTP 200]\n" + BIG_BODY[:100] + "\n... (truncated)"
+            match = re.fullmatch(
+                r"\[Output cut: all (\d+) characters are in (\.toold/outputs/\w+\.txt); "
+                r"page through it with read_file \(offset, limit\)\]",
+                note,
+            )
+            assert match, note
+            assert int(match[1]) == len(BIG_BODY)
+            # Read past the 4 * limit bytes the result needed, multi-byte characters whole.
+            assert (workspace / match[2]).read_text(encoding="utf-8") == BIG_BODY
+
+    asyncio.run(scenario())
+
+
+def test_a_body_that_fits_leaves_no_file(workspace: Path) -> None:
+    async def scenario() -> None:
+        async with serve() as server:
+            result = await request(make_tool(workspace), url=server.base + "/big")
+            assert result == "[HTTP 200]\n" + BIG_BODY
+            assert not (workspace / ".toold" / "outputs").exists()
 
     asyncio.run(scenario())
 

@@ -1,12 +1,13 @@
-"""The whole output of a command whose result was cut: ``.toold/outputs/<id>.txt``.
+"""The whole output of a call whose result was cut: ``.toold/outputs/<id>.txt``.
 
-A result keeps the head and tail of long output (``limits.bash_output_chars``); the middle
-is what an agent most often needs next. Output is held in memory up to the cap, then
-written to a file as it arrives (stdout and stderr in the order they came), so memory
-stays bounded however long the command talks. The file is kept only when the result
-was cut; each file stops at ``MAX_SPILL_BYTES``, and only the newest
-``limits.max_finished_jobs`` files are kept (the job retention). Written like every
-state file: never through a symlink.
+A bash result keeps the head and tail of long output (``limits.bash_output_chars``); the
+middle is what an agent most often needs next. An http_request result keeps the first
+``http.max_response_length`` characters of the body; the file has the whole body. Output
+is held in memory up to the cap, then written to a file as it arrives (a command's stdout
+and stderr in the order they came), so memory stays bounded however long it talks. The
+file is kept only when the result was cut; each file stops at ``MAX_SPILL_BYTES``, and
+only the newest ``limits.max_finished_jobs`` files are kept (the job retention). Written
+like every state file: never through a symlink.
 """
 
 from __future__ import annotations
@@ -66,6 +67,11 @@ class Spill:
             return
         self._written += len(data)
 
+    @property
+    def full(self) -> bool:
+        """Whether the file reached its bound (what comes next is only counted)."""
+        return self._written >= MAX_SPILL_BYTES
+
     def finish(self) -> str | None:
         """Close; the file's workspace-relative path when the output passed the cap."""
         if self._fd is not None:
@@ -78,7 +84,7 @@ class Spill:
 
     def note(self) -> str:
         """The line a cut result ends with: where the whole output is and how to page it."""
-        cut = " (its first 16 MiB)" if self._written >= MAX_SPILL_BYTES else ""
+        cut = " (its first 16 MiB)" if self.full else ""
         return (
             f"[Output cut: all {self.total} characters{cut} are in {self.rel.as_posix()}; "
             "page through it with read_file (offset, limit)]"

@@ -30,6 +30,7 @@ from toold.tools.builtin._http_policy import (
     pinned_resolver,
     system_lookup,
 )
+from toold.tools.builtin._spill import Spill
 from toold.tools.builtin._workspace import WorkspaceTool
 from toold.tools.context import failed
 
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 MAX_REDIRECTS = 10
+SPILL_CHUNK = 256 * 1024
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 RETRY_STATUSES = frozenset({429, 502, 503, 504})
 """Answers that say "try again later": retried like connection errors and timeouts."""
@@ -85,7 +87,7 @@ class HttpRequestTool(WorkspaceTool):
     description = (
         "Make HTTP requests to APIs. Supports GET, POST, PUT, DELETE methods with headers "
         "and a JSON body. Returns '[HTTP status]' then the body (JSON pretty-printed, long "
-        "bodies truncated). Connection errors, timeouts and 429/502/503/504 are retried "
+        "bodies truncated, the whole body saved to a file the result names). Connection errors, timeouts and 429/502/503/504 are retried "
         "with backoff. Private, loopback and link-local addresses are refused unless "
         "http.allow_hosts lists them."
     )
@@ -208,13 +210,38 @@ class HttpRequestTool(WorkspaceTool):
             chunks.append(chunk)
             size += len(chunk)
         more = size >= cap
-        text = b"".join(chunks).decode(_charset(response), "replace")
+        charset = _charset(response)
+        body = b"".join(chunks)
+        text = body.decode(charset, "replace")
         if "application/json" in response.headers.get("Content-Type", "") and not more:
             with contextlib.suppress(ValueError):
                 text = json.dumps(json.loads(text), ensure_ascii=False, indent=2)
         if more or len(text) > limit:
-            text = text[:limit] + "\n... (truncated)"
+            note = await self._spill(response, body if more else None, text, charset)
+            text = f"{text[:limit]}\n... (truncated)" + (f"\n{note}" if note else "")
         return f"[HTTP {response.status}]\n{text}"
+
+    async def _spill(
+        self, response: aiohttp.ClientResponse, head: bytes | None, text: str, charset: str
+    ) -> str | None:
+        """Keep the whole body in ``.toold/outputs`` (reading the rest of it, up to the
+        spill bound, when only ``head`` was read); the line that says where, or None."""
+        spill = Spill(self.workspace, 0, self.config.limits.max_finished_jobs)
+        try:
+            if head is None:
+                spill.write(text)
+            else:
+                decoder = codecs.getincrementaldecoder(charset)("replace")
+                spill.write(decoder.decode(head))
+                while not spill.full:
+                    chunk = await response.content.read(SPILL_CHUNK)
+                    if not chunk:
+                        break
+                    spill.write(decoder.decode(chunk))
+                spill.write(decoder.decode(b"", final=True))
+        finally:
+            where = spill.finish()
+        return spill.note() if where is not None else None
 
 
 def _charset(response: aiohttp.ClientResponse) -> str:
