@@ -11,6 +11,12 @@ Restoring checkpoint N puts every file touched by N and the (not undone) checkpo
 after it back as it was before N. It refuses, naming the files, when one changed since
 toold last wrote it (outside toold), unless forced. A restore is itself a checkpoint, so
 it can be restored in turn (redo).
+
+The store is a workspace folder, so the agent or a cloned repository may have written it:
+the index is parsed (every path a plain workspace path, every digest a SHA-256, at most
+MAX_INDEX_BYTES), each object is checked against its digest, and every object a restore
+needs is read before any file is written. A damaged store is a CheckpointStoreError naming
+the fix; it is never overwritten, and the file tools go on without recording.
 """
 
 from __future__ import annotations
@@ -19,15 +25,20 @@ import contextlib
 import difflib
 import hashlib
 import json
+import logging
 import os
+import posixpath
 import secrets
-from collections.abc import Iterable
+import stat
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import AfterValidator, StringConstraints, TypeAdapter, ValidationError
 
 from toold.config import CheckpointsConfig
-from toold.errors import CheckpointConflict, UnknownCheckpoint
+from toold.errors import CheckpointConflict, CheckpointStoreError, UnknownCheckpoint, describe
 from toold.sandbox.paths import DIR_FLAGS, open_in_workspace, workspace_relative
 from toold.storage import (
     atomic_write_at,
@@ -35,22 +46,42 @@ from toold.storage import (
     file_lock,
     make_state_dir,
     now,
+    open_state,
     read_state,
     remove_state,
     state_names,
 )
 
+log = logging.getLogger(__name__)
+
 INDEX = "index.json"
+MAX_INDEX_BYTES = 64 * 1024 * 1024
+"""A larger index is refused unread; the bound keeps toold's own below it."""
 _READ = os.O_RDONLY | os.O_NONBLOCK
+
+
+def _plain_path(path: str) -> str:
+    """A workspace-relative path as toold records it: not absolute, no ``..``, normal."""
+    normal = posixpath.normpath(path) if path else ""
+    if not path or path != normal or normal.startswith(("/", "../")) or normal in (".", ".."):
+        raise ValueError("not a plain workspace-relative path")
+    if "\x00" in path:
+        raise ValueError("a path holds no NUL")
+    return path
+
+
+Digest = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
+"""An object's name: the SHA-256 of its bytes, in lowercase hex."""
+RecordedPath = Annotated[str, AfterValidator(_plain_path)]
 
 
 @dataclass
 class FileChange:
     """One file of a checkpoint: its content hash before and after (None: no file)."""
 
-    path: str
-    before: str | None
-    after: str | None
+    path: RecordedPath
+    before: Digest | None
+    after: Digest | None
 
 
 @dataclass
@@ -80,6 +111,9 @@ class Checkpoint:
         if self.restores is not None:
             data["restores"] = self.restores
         return data
+
+
+_INDEX: TypeAdapter[list[Checkpoint]] = TypeAdapter(list[Checkpoint])
 
 
 @dataclass
@@ -128,8 +162,20 @@ class CheckpointStore:
             atomic_write_bytes(objects / digest, data, durable=False, create_dirs=True)
         return digest
 
-    def _blob(self, digest: str | None) -> bytes | None:
-        return None if digest is None else read_state(self.folder / "objects" / digest)
+    def _blob(self, path: str, digest: str | None) -> bytes | None:
+        """The stored content ``digest`` of ``path``, checked against its digest."""
+        if digest is None:
+            return None
+        try:
+            data = read_state(self.folder / "objects" / digest)
+        except OSError:
+            data = None
+        if data is None or hashlib.sha256(data).hexdigest() != digest:
+            raise CheckpointStoreError(
+                f"the stored content of {path} ({self.folder / 'objects' / digest}) is missing "
+                "or damaged; nothing was restored"
+            )
+        return data
 
     def _write(self, path: str, data: bytes | None) -> None:
         """Put ``path`` back: its bytes, or no file; never through a symlink."""
@@ -158,7 +204,7 @@ class CheckpointStore:
 
     def record(self, pending: Pending, tool: str, origin: str) -> Checkpoint | None:
         """One checkpoint for the files that changed since ``snapshot``; None if none did."""
-        changes = []
+        changes: list[FileChange] = []
         for path, before in pending.before.items():
             try:
                 after = self._put(self._read(path))
@@ -169,9 +215,13 @@ class CheckpointStore:
         if not changes:
             return None
         checkpoint = Checkpoint(secrets.token_hex(4), tool, origin, now(), changes)
-        with self._locked() as index:
-            index.append(checkpoint)
-            self._bound(index)
+        try:
+            with self._locked() as index:
+                index.append(checkpoint)
+                self._bound(index)
+        except CheckpointStoreError as exc:  # the call's own result stands
+            log.warning("%s changed by %s, no checkpoint recorded: %s", tool, origin, exc)
+            return None
         return checkpoint
 
     # -- reading and restoring ----------------------------------------------------------
@@ -190,15 +240,32 @@ class CheckpointStore:
             except OSError as exc:
                 parts.append(f"{path}: {exc}\n")
                 continue
-            parts.append(unified_diff(path, self._blob(before), current))
+            parts.append(unified_diff(path, self._blob(path, before), current))
         return "".join(parts)
 
-    def restore(self, checkpoint_id: str, origin: str, *, force: bool = False) -> Checkpoint:
+    def restore(
+        self,
+        checkpoint_id: str,
+        origin: str,
+        *,
+        force: bool = False,
+        guarded: Callable[[str], bool] | None = None,
+    ) -> Checkpoint:
         """Put the files back as they were before ``checkpoint_id``; the restore's own
-        checkpoint is returned. CheckpointConflict names files changed outside toold."""
+        checkpoint is returned. CheckpointConflict names files changed outside toold, and
+        files ``guarded`` says configure toold (toold.toml): either only with ``force``."""
         with self._locked() as index:
             start = self._position(index, checkpoint_id)
             targets = self._targets(index, start)
+            wanted = {path: self._blob(path, before) for path, (before, _) in targets.items()}
+            sensitive = sorted(p for p in targets if guarded is not None and guarded(p))
+            if sensitive and not force:
+                raise CheckpointConflict(
+                    f"restoring checkpoint {checkpoint_id} would rewrite {', '.join(sensitive)}, "
+                    "toold's own configuration; check it with `toold checkpoints diff "
+                    f"{checkpoint_id}`, then pass force to restore anyway",
+                    sensitive,
+                )
             current: dict[str, bytes | None] = {}
             changed = []
             for path, (_, expected) in targets.items():
@@ -216,7 +283,7 @@ class CheckpointStore:
                 )
             files = []
             for path, (before, _) in targets.items():
-                self._write(path, self._blob(before))
+                self._write(path, wanted[path])
                 files.append(FileChange(path, self._put(current[path]), before))
             for checkpoint in index[start:]:
                 checkpoint.undone = True
@@ -264,14 +331,30 @@ class CheckpointStore:
 
     # -- the index ----------------------------------------------------------------------
     def _load(self) -> list[Checkpoint]:
+        """The index, parsed; CheckpointStoreError when it is too large or not toold's."""
+        path = self.folder / INDEX
+        fix = "move it away (toold starts a new one; the checkpoints in it are lost)"
         try:
-            raw = json.loads(read_state(self.folder / INDEX).decode("utf-8"))
+            fd = open_state(path, _READ)
         except FileNotFoundError:
             return []
-        return [
-            Checkpoint(**{**item, "files": [FileChange(**f) for f in item["files"]]})
-            for item in raw
-        ]
+        except OSError as exc:
+            raise CheckpointStoreError(f"cannot read {path}: {exc}; {fix}") from None
+        with os.fdopen(fd, "rb") as fh:
+            info = os.fstat(fh.fileno())
+            if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_INDEX_BYTES:
+                raise CheckpointStoreError(
+                    f"{path} is not a regular file or is larger than {MAX_INDEX_BYTES} bytes; {fix}"
+                )
+            data = fh.read(MAX_INDEX_BYTES + 1)
+        try:
+            return _INDEX.validate_json(data)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(part) for part in first["loc"]) or "the top level"
+            raise CheckpointStoreError(
+                f"{path} is damaged ({where}: {describe(first)}); {fix}"
+            ) from None
 
     @contextlib.contextmanager
     def _locked(self) -> Any:
@@ -284,16 +367,19 @@ class CheckpointStore:
             atomic_write_bytes(self.folder / INDEX, data)
 
     def _bound(self, index: list[Checkpoint]) -> None:
-        """Drop the oldest checkpoints past ``max_bytes``, then contents nothing names."""
+        """Drop the oldest checkpoints past ``max_bytes`` (their index entries count too, so
+        changes of empty files do not grow it without end), then contents nothing names."""
         objects = self.folder / "objects"
         sizes = {name: _size(objects / name) for name in state_names(objects)}
+        entries = [len(json.dumps(asdict(c), indent=1)) + 2 for c in index]
 
         def used() -> int:
             live = {d for c in index for f in c.files for d in (f.before, f.after) if d}
-            return sum(sizes.get(d, 0) for d in live)
+            return sum(sizes.get(d, 0) for d in live) + sum(entries)
 
-        while len(index) > 1 and used() > self.max_bytes:
+        while len(index) > 1 and (used() > self.max_bytes or sum(entries) > MAX_INDEX_BYTES):
             index.pop(0)
+            entries.pop(0)
         live = {d for c in index for f in c.files for d in (f.before, f.after) if d}
         for name in sizes:
             if name not in live:

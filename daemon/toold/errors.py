@@ -90,6 +90,11 @@ class UnknownCheckpoint(TooldError, KeyError):
         return str(self.args[0]) if self.args else "Unknown checkpoint"
 
 
+class CheckpointStoreError(TooldError, ValueError):
+    """``.toold/checkpoints`` cannot be used as it is (damaged or forged); the message
+    names the file and the fix. Nothing is read or written past it."""
+
+
 class CheckpointConflict(TooldError):
     """Files changed outside toold since it last wrote them: restoring would lose that."""
 

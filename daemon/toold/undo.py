@@ -37,13 +37,12 @@ def undo_command(client: Any, checkpoint_id: str | None, force: bool, as_json: b
     try:
         done = client.request("checkpoints/restore", params)
     except Exception as exc:
-        code, data = getattr(exc, "code", None), getattr(exc, "data", None)
-        if code != CONFLICT:
+        if getattr(exc, "code", None) != CONFLICT:
             raise
-        paths = ", ".join((data or {}).get("paths", []))
+        # The message names the files and why: changed outside toold, or toold.toml.
+        message = getattr(exc, "message", str(exc))
         print(
-            f"toold: {paths} changed outside toold since; nothing restored "
-            "(toold undo --force restores anyway, losing those changes)",
+            f"toold: {message} (nothing restored; toold undo --force restores anyway)",
             file=sys.stderr,
         )
         return 1

@@ -101,10 +101,42 @@ def test_undo_and_checkpoints_from_the_command_line(workspace: Path) -> None:
     (workspace / "a.txt").write_text("by hand\n")
     refused = toold(workspace, "undo")
     assert refused.returncode == 1
-    assert "a.txt changed outside toold since; nothing restored" in refused.stderr
+    assert "a.txt changed outside toold since checkpoint" in refused.stderr
+    assert "nothing restored; toold undo --force" in refused.stderr
     assert (workspace / "a.txt").read_text() == "by hand\n"
     forced = toold(workspace, "undo", "--force")
     assert forced.returncode == 0 and forced.stdout.startswith("restored a.txt (redo: toold undo ")
     assert (workspace / "a.txt").read_text() == "one\n"
     again = toold(workspace, "undo")
     assert again.returncode == 1 and "nothing to undo" in again.stderr
+
+
+def test_an_agents_command_cannot_undo(workspace: Path) -> None:
+    """A restore writes files past the guard (toold.toml too), so a command run by a tool
+    call (an agent's bash running ``toold undo``) is refused; the editor's own undo works."""
+    from tests.engine.support import Engines
+
+    engines = Engines()
+    try:
+        editor = engines.editor(workspace)
+        (workspace / "a.txt").write_text("one\n")
+        assert not editor.tool("write_file", file_path="a.txt", content="two\n")["isError"]
+        inside = editor.tool("bash", command=f"{sys.executable} -m toold undo --force")
+        assert "checkpoints/restore from inside a tool call" in str(inside["content"]), inside
+        assert (workspace / "a.txt").read_text() == "two\n"
+        editor.call("checkpoints/restore", {})
+        assert (workspace / "a.txt").read_text() == "one\n"
+    finally:
+        engines.close()
+
+
+def test_restoring_toold_toml_is_a_conflict_unless_forced(
+    client: WireClient, workspace: Path
+) -> None:
+    client.tool("write_file", file_path="toold.toml", content="# mine\n")
+    error = error_of(client, "checkpoints/restore", {})
+    assert error["code"] == CONFLICT and error["data"] == {"paths": ["toold.toml"]}
+    assert "toold's own configuration" in str(error["message"])
+    assert (workspace / "toold.toml").read_text() == "# mine\n"
+    client.call("checkpoints/restore", {"force": True})
+    assert not (workspace / "toold.toml").exists()

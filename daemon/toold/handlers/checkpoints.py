@@ -5,7 +5,8 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING
 
-from toold.errors import UnknownCheckpoint
+from toold.errors import InsideToolCall, UnknownCheckpoint
+from toold.permissions.guard import protected
 from toold_protocol.models import (
     CheckpointIdParams,
     CheckpointInfo,
@@ -46,12 +47,21 @@ async def checkpoints_restore(
     server: TooldServer, params: CheckpointsRestoreParams
 ) -> CheckpointsRestoreResult:
     """Put the files back as they were before the checkpoint (the last one by default);
-    CheckpointConflict names files changed outside toold unless ``force``."""
+    CheckpointConflict names files changed outside toold, or toold's own configuration
+    (toold.toml, .toold/), unless ``force``. Never from inside a tool call: a restore
+    writes files past the guard, so it is the user's alone."""
+    if server.from_tool:
+        raise InsideToolCall(
+            "checkpoints/restore from inside a tool call (an agent's command) is refused: "
+            "undo from your editor or your own shell"
+        )
     store = _store(server)
     checkpoint_id = params.id or await asyncio.to_thread(store.last_undoable)
     if checkpoint_id is None:
         raise UnknownCheckpoint("nothing to undo: no file-changing tool call is left to undo")
-    done = await asyncio.to_thread(store.restore, checkpoint_id, "user", force=params.force)
+    done = await asyncio.to_thread(
+        store.restore, checkpoint_id, "user", force=params.force, guarded=protected
+    )
     return CheckpointsRestoreResult(
         restored=[f.path for f in done.files],
         checkpoint=CheckpointInfo.model_validate(done.public()),
