@@ -8,8 +8,9 @@ the tool's error; one that exits 0 may print ``{"decision": "allow" | "deny" | "
 "reason": ...}`` (or Claude Code's ``hookSpecificOutput.permissionDecision``) to steer
 the guard; a post hook's stdout (exit 0) or stderr (exit 2) is added to the result.
 
-A pre hook that cannot be understood — it fails, times out, or prints a decision toold
-does not know — makes the call ask (fail closed: what a policy hook meant is unknown).
+A pre hook that cannot be understood — it fails, times out, prints a decision toold
+does not know, or prints more than OUTPUT_LIMIT characters (its decision may be in the
+dropped middle) — makes the call ask (fail closed: what a policy hook meant is unknown).
 The gateway (toold.gateway) runs hooks for every front end.
 """
 
@@ -73,8 +74,9 @@ def _payload(event: str, tool: str, args: Any, origin: str, root: Path, **extra:
     return json.dumps(data, ensure_ascii=False, default=str).encode("utf-8")
 
 
-async def _run(hook: HookConfig, payload: bytes, root: Path) -> tuple[int | None, str, str]:
-    """Run one hook: (exit status or None when killed, stdout, stderr)."""
+async def _run(hook: HookConfig, payload: bytes, root: Path) -> tuple[int | None, str, str, bool]:
+    """Run one hook: (exit status or None when killed, stdout, stderr, whether stdout
+    was cut at OUTPUT_LIMIT)."""
     env = {**os.environ, "TOOLD_WORKSPACE": str(root)}
     result = await run_command(
         ["bash", "-c", hook.command],
@@ -85,7 +87,8 @@ async def _run(hook: HookConfig, payload: bytes, root: Path) -> tuple[int | None
         stdin=payload,
     )
     code = None if result.timed_out else result.returncode
-    return code, result.stdout.strip(), result.stderr.strip()
+    cut = result.out.total > OUTPUT_LIMIT
+    return code, result.stdout.strip(), result.stderr.strip(), cut
 
 
 def _decision(stdout: str) -> tuple[Steer | None, str] | None:
@@ -124,7 +127,7 @@ async def run_pre_hooks(
     payload = _payload("PreToolUse", tool, args, origin, root)
     steers: list[tuple[Steer, str]] = []
     for hook in matching:
-        code, stdout, stderr = await _run(hook, payload, root)
+        code, stdout, stderr, cut = await _run(hook, payload, root)
         if code == BLOCK_EXIT:
             why = stderr or f"blocked by the hook {hook.command!r}"
             return PreHookVerdict(blocked=f"Blocked by hook: {why}")
@@ -132,6 +135,15 @@ async def run_pre_hooks(
             what = "timed out" if code is None else f"exited {code}"
             log.warning("pre_tool_use hook %r %s: %s", hook.command, what, stderr[:500])
             steers.append(("ask", f"the hook {hook.command!r} {what}"))
+            continue
+        if cut:
+            steers.append(
+                (
+                    "ask",
+                    f"the hook {hook.command!r} printed more than {OUTPUT_LIMIT} "
+                    "characters: its decision cannot be read",
+                )
+            )
             continue
         decided = _decision(stdout)
         if decided is None:
@@ -169,7 +181,7 @@ async def run_post_hooks(
     payload = _payload("PostToolUse", tool, args, origin, root, tool_response=response)
     said: list[str] = []
     for hook in matching:
-        code, stdout, stderr = await _run(hook, payload, root)
+        code, stdout, stderr, _ = await _run(hook, payload, root)
         if code == 0 and stdout:
             said.append(stdout)
         elif code == BLOCK_EXIT and stderr:

@@ -96,6 +96,15 @@ def test_a_failing_hook_makes_the_call_ask(workspace: Path, command: str, what: 
     assert what in verdict.reason
 
 
+def test_a_decision_lost_in_too_much_output_makes_the_call_ask(workspace: Path) -> None:
+    """Past OUTPUT_LIMIT the middle of stdout is dropped: what the hook decided cannot be
+    known, so the call asks rather than taking it as "no decision" (fail closed)."""
+    noisy = "head -c 50000 /dev/zero | tr '\\0' ' '; echo '{\"decision\": \"deny\"}'"
+    verdict = pre([hook(noisy)], workspace)
+    assert (verdict.blocked, verdict.steer) == (None, "ask")
+    assert "more than" in verdict.reason
+
+
 def test_deny_wins_over_allow_and_stops_the_run(workspace: Path) -> None:
     after = workspace / "after"
     verdict = pre(
