@@ -13,6 +13,8 @@ import threading
 from pathlib import Path
 from typing import IO, Any
 
+import pytest
+
 from tests.acp.conftest import WAIT, agent_env
 from tests.agents.conftest import ModelServer
 
@@ -107,3 +109,53 @@ def test_only_protocol_lines_on_stdout_even_when_tools_print(
         assert wire.close() == 0
     assert all(line.startswith(b"{") for line in wire.seen)
     assert not any(b"raw fd 1" in line and b"jsonrpc" not in line for line in wire.seen)
+
+
+def errors_until(wire: Wire, id_: int) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Messages before the answer to ``id_`` (the refusals of bad lines) and that answer."""
+    before: list[dict[str, Any]] = []
+    while True:
+        message = json.loads(wire.lines.get(timeout=WAIT))
+        if message.get("id") == id_ and "method" not in message:
+            return before, message
+        before.append(message)
+
+
+@pytest.mark.parametrize(
+    ("line", "code"),
+    [
+        pytest.param("42", -32600, id="a-number"),
+        pytest.param("null", -32600, id="null"),
+        pytest.param('"text"', -32600, id="a-string"),
+        pytest.param('[{"jsonrpc": "2.0", "id": 9, "method": "initialize"}]', -32600, id="batch"),
+        pytest.param("{not json", -32700, id="not-json"),
+        pytest.param('{"jsonrpc": "2.0", "id": {"a": 1}, "method": "x"}', -32600, id="object-id"),
+        pytest.param('{"jsonrpc": "2.0", "id": 1.5, "method": "x"}', -32600, id="float-id"),
+    ],
+)
+def test_a_line_that_is_no_message_is_answered_and_the_agent_reads_on(
+    workspace: Path, line: str, code: int
+) -> None:
+    wire = Wire(workspace, agent_env(None))
+    try:
+        wire.send(line)
+        wire.request(1, "initialize", {"protocolVersion": 1})
+        refusals, answer = errors_until(wire, 1)
+        assert answer["result"]["protocolVersion"] == 1
+        assert [(r["id"], r["error"]["code"]) for r in refusals] == [(None, code)]
+    finally:
+        assert wire.close() == 0
+
+
+def test_a_line_over_the_cap_is_skipped_without_being_kept(workspace: Path) -> None:
+    wire = Wire(workspace, agent_env(None))
+    try:
+        huge = '{"jsonrpc": "2.0", "id": 7, "method": "initialize", "params": {"x": "'
+        wire.send(huge + "a" * (64 * 1024 * 1024) + '"}}')
+        wire.request(1, "initialize", {"protocolVersion": 1})
+        refusals, answer = errors_until(wire, 1)
+        assert answer["result"]["protocolVersion"] == 1
+        assert [(r["id"], r["error"]["code"]) for r in refusals] == [(None, -33001)]
+        assert "67108864-byte cap" in refusals[0]["error"]["message"]
+    finally:
+        assert wire.close() == 0

@@ -39,6 +39,7 @@ from acp.schema import (
 from toold import __version__
 from toold.acp import history
 from toold.acp.session import AcpSession, modes
+from toold.acp.wire import READ_LIMIT, LineTransport
 from toold.workspace import bind
 from toold_protocol import errors as codes
 
@@ -255,7 +256,7 @@ async def open_streams(
 ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
     """asyncio streams over the protocol's fds (pipes, as editors start agents)."""
     loop = asyncio.get_running_loop()
-    reader = asyncio.StreamReader(limit=50 * 1024 * 1024)
+    reader = asyncio.StreamReader(limit=READ_LIMIT)
     await loop.connect_read_pipe(
         lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(read_fd, "rb", buffering=0)
     )
@@ -276,7 +277,8 @@ async def serve(workspace: Path | None) -> None:
     agent = TooldAgent(workspace)
     try:
         # The SDK routes the methods an agent defines; the others answer method-not-found.
-        await run_agent(cast(Agent, agent), writer, reader)
+        # toold's transport frames and checks the lines (toold.acp.wire).
+        await run_agent(cast(Agent, agent), LineTransport(reader, writer))
     finally:
         await asyncio.shield(agent.aclose())
 
