@@ -145,3 +145,16 @@ def test_unified_diff_of_binary_and_missing_newline() -> None:
         "--- a/t\n+++ b/t\n@@ -1 +1 @@\n-a\n\\ No newline at end of file\n"
         "+b\n\\ No newline at end of file\n"
     )
+
+
+def test_a_large_differing_middle_is_replaced_whole(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past DIFF_MAX_LINES differing lines difflib's matching could take minutes (a crafted
+    file of 10,000 lines did): the common head and tail stay context, the middle goes."""
+    monkeypatch.setattr("toold.checkpoints.DIFF_MAX_LINES", 1)
+    before = b"h\na\nb\nc\nt\n"
+    after = b"h\nb\nX\nc\nt\n"
+    assert unified_diff("f", before, after) == (
+        "--- a/f\n+++ b/f\n@@ -1,5 +1,5 @@\n h\n-a\n-b\n+b\n+X\n c\n t\n"
+    )
+    monkeypatch.setattr("toold.checkpoints.DIFF_MAX_LINES", 2)
+    assert "-a\n b\n+X\n" in unified_diff("f", before, after)

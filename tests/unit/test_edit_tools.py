@@ -175,6 +175,26 @@ def test_newline_at_end_of_file_is_honoured(call: Call, put: Put, workspace: Pat
     assert (workspace / "n.txt").read_bytes() == b"a\nc\n"
 
 
+@pytest.mark.parametrize(
+    ("before", "after"),
+    [
+        ("x\ny", "x\n"),  # the patch ends with the "No newline" marker of a removed line
+        ("a\rb\nc\u2028d\x0ce\n", "a\rb\nC\u2028d\x0ce\n"),  # only \n ends a line
+        ("keep\n" + "".join(f"{i % 97}\n" for i in range(5000)), "keep\n" + "new\n" * 4000),
+    ],
+)
+def test_a_dry_runs_diff_applies_as_a_patch(
+    call: Call, put: Put, workspace: Path, before: str, after: str
+) -> None:
+    """What a dry run (and a permission prompt) shows is a patch apply_patch takes back:
+    lines split at \\n alone, and a middle past DIFF_MAX_LINES replaced whole (difflib
+    took minutes on such files)."""
+    put("f.txt", before)
+    diff = call("write_file", file_path="f.txt", content=after, dry_run=True)
+    call("apply_patch", patch=diff)
+    assert (workspace / "f.txt").read_bytes() == after.encode()
+
+
 def test_a_later_write_that_fails_puts_back_the_earlier_ones(
     call: Call, put: Put, workspace: Path
 ) -> None:

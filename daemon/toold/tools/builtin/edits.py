@@ -108,9 +108,11 @@ def _refuse_stray_lines(text: str, patch: PatchSet) -> None:
     """A body line outside every hunk means a header miscounted its lines: unidiff would
     drop it silently, so the patch is refused rather than applied in part."""
     consumed = {line.diff_line_no for file in patch for hunk in file for line in hunk}
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in enumerate(text.split("\n"), start=1):  # as unidiff counts lines
         if number in consumed or line.startswith(("--- ", "+++ ")):
             continue
+        if line.startswith("\\") and number - 1 in consumed:
+            continue  # a hunk's closing "No newline at end of file": unidiff leaves it unnumbered
         if line[:1] in ("+", "-", " ", "\\"):
             raise ValueError(
                 f"cannot parse the patch: line {number} ({line[:40]!r}) lies outside every "
