@@ -4,11 +4,15 @@ A previewing tool (``Tool.previews``: write_file, edit_file, str_replace, multi_
 apply_patch) says what a call would change (``Tool.preview``, from the disk now). A client
 that advertised ``experimental.toold.diffPreview`` gets it as the ``permissions/preview``
 notification just before the prompt (``notification``), to open in a diff editor; any
-other client gets the unified diff in the prompt's text, capped (``in_message``).
+other client gets the unified diff in the prompt's text, capped (``in_message``), with
+every control character and bidirectional override shown as an escape (``visible``): the
+content is the agent's, and a carriage return, a terminal escape sequence or a U+202E
+could otherwise hide or reorder what the user is asked to allow.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -20,6 +24,15 @@ FILE_MAX_BYTES = 1 << 20
 """Larger files are left out of ``files`` (their diff still goes)."""
 NOTIFIED_DIFF_CHARS = 1 << 20
 """Most characters of diff the notification carries."""
+
+
+_HIDDEN = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+"""What a prompt must not render raw: controls but \\n and \\t, and bidi controls."""
+
+
+def visible(text: str) -> str:
+    """``text`` with each control or bidi character written as its escape (``\\x1b``)."""
+    return _HIDDEN.sub(lambda m: repr(m.group())[1:-1], text)
 
 
 def capped(text: str, limit: int) -> str:
@@ -42,10 +55,11 @@ def preview_edits(tool: Tool | None, args: Any) -> list[FileEdit] | str | None:
 
 
 def in_message(preview: Sequence[FileEdit] | str) -> str:
-    """What the prompt's text adds: the diff capped at MESSAGE_DIFF_CHARS."""
+    """What the prompt's text adds: the diff, controls made visible, capped at
+    MESSAGE_DIFF_CHARS."""
     if isinstance(preview, str):
-        return preview
-    return capped(diff_of(preview), MESSAGE_DIFF_CHARS) or "(no changes)"
+        return capped(visible(preview), MESSAGE_DIFF_CHARS)
+    return capped(visible(diff_of(preview)), MESSAGE_DIFF_CHARS) or "(no changes)"
 
 
 def _text(data: bytes | None) -> str | None:
