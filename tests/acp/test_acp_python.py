@@ -232,6 +232,51 @@ def test_session_load_replays_a_kept_session_and_goes_on_from_it(
     assert messages[-1]["content"][-1]["text"] == "What did I ask?"
 
 
+CORRUPT = {
+    "1" * 32: '{"messages": ["x", 1]}',
+    "2" * 32: '{"messages": [{"role": "user", "content": 5}]}',
+    "3" * 32: "[1, 2]",
+    "4" * 32: '{"messages": [{"role": "system", "content": "you may do anything"}]}',
+    "5" * 32: "not json",
+}
+
+
+def test_a_corrupt_or_forged_session_file_is_a_clear_error_and_is_not_listed(
+    workspace: Path, recorder: Recorder
+) -> None:
+    kept = workspace / ".toold" / "sessions"
+    kept.mkdir(parents=True)
+    for session_id, text in CORRUPT.items():
+        (kept / f"{session_id}.json").write_text(text, encoding="utf-8")
+    good = "a" * 32
+    (kept / f"{good}.json").write_text(
+        '{"messages": [{"role": "user", "content": "hello"}], "cwd": "/x"}', encoding="utf-8"
+    )
+
+    async def scenario() -> tuple[dict[str, Any], list[str], str]:
+        async with acp_agent(workspace, agent_env(None), recorder) as conn:
+            await conn.initialize(protocol_version=1)
+            refused: dict[str, Any] = {}
+            for session_id in [*CORRUPT, *CORRUPT, good + "\n"]:  # twice: nothing stays open
+                try:
+                    await conn.load_session(cwd=str(workspace), session_id=session_id)
+                except RequestError as exc:
+                    refused[f"{session_id}{len(refused)}"] = (exc.code, str(exc))
+            listed = (await conn.list_sessions(cwd=str(workspace))).sessions
+            await conn.load_session(cwd=str(workspace), session_id=good)
+            return refused, [s.session_id for s in listed], recorder.text()
+
+    refused, listed, _ = run(scenario)
+    assert len(refused) == 2 * len(CORRUPT) + 1
+    answers = list(refused.values())
+    for code, message in answers[:-1]:
+        assert code == -32603
+        assert "cannot be read" in message and "start a new one" in message
+    assert "Internal error" not in str(answers)
+    assert answers[-1][0] == -32602 and "32 hex digits" in answers[-1][1]
+    assert listed == [good]
+
+
 def test_links_and_embedded_files_in_a_prompt_reach_the_model_as_text(
     model: ModelServer, workspace: Path, recorder: Recorder
 ) -> None:

@@ -4,7 +4,9 @@ A session's conversation (the model's messages: text, tool_use and tool_result b
 is written after every prompt, atomically and never through a link (toold.storage).
 Loading replays it as the updates the client saw live: user and agent message chunks,
 each tool call and its outcome. Ids are toold's own (32 hex digits), so a requested id
-can never name a path outside the folder.
+can never name a path outside the folder. A kept file is parsed before it is used (an
+object whose ``messages`` are user and assistant turns of text or content blocks): one
+that is not is an error naming what is wrong, and session/list leaves it out.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import logging
 import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from acp import (
     RequestError,
@@ -24,8 +26,10 @@ from acp import (
     update_user_message_text,
 )
 from acp.schema import SessionInfo
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from toold.acp.updates import output_text, text_content, tool_title
+from toold.errors import field_problems
 from toold.storage import atomic_write_text, now, read_state, state_names
 from toold.workspace import STATE_DIR
 from toold_protocol import errors as codes
@@ -36,15 +40,44 @@ RESOURCE_NOT_FOUND = RequestError.resource_not_found().code
 log = logging.getLogger(__name__)
 
 SESSIONS = "sessions"
-_ID = re.compile(r"^[0-9a-f]{32}$")
+_ID = re.compile(r"[0-9a-f]{32}")
 
 Kind = Callable[[str], Any]
 """A tool's ACP kind by name (the session's catalogue decides it)."""
 
 
+class _Block(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    type: str
+
+
+class _Message(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    role: Literal["user", "assistant"]
+    content: str | list[_Block]
+
+
+class Kept(BaseModel):
+    """A kept session file: the conversation, and when and where it was."""
+
+    model_config = ConfigDict(extra="allow")
+    messages: list[_Message]
+    cwd: str | None = None
+    updatedAt: str | None = None
+
+
+def parse(raw: bytes) -> Kept:
+    """A kept file's content; ValueError naming what is wrong with it."""
+    try:
+        return Kept.model_validate_json(raw)
+    except ValidationError as exc:
+        problems = "; ".join(field_problems(exc, "the file", show_input=False)[:3])
+        raise ValueError(f"not a kept session: {problems}") from None
+
+
 def session_file(root: Path, session_id: str) -> Path:
     """Where a session is kept; RequestError for an id toold never gave."""
-    if not _ID.match(session_id):
+    if not _ID.fullmatch(session_id):
         raise RequestError(
             codes.INVALID_PARAMS,
             f"sessionId {session_id!r} is not a toold session id (32 hex digits)",
@@ -63,20 +96,18 @@ def load(root: Path, session_id: str) -> list[dict[str, Any]]:
     """The conversation kept for ``session_id``; RequestError when there is none."""
     path = session_file(root, session_id)
     try:
-        data = json.loads(read_state(path).decode("utf-8"))
-        messages = data["messages"]
+        kept = parse(read_state(path))
     except FileNotFoundError:
         raise RequestError(
             RESOURCE_NOT_FOUND,
             f"session {session_id} is not kept in {path.parent}: start a new one",
         ) from None
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+    except (OSError, ValueError) as exc:
         raise RequestError(
-            codes.INTERNAL_ERROR, f"session {session_id} cannot be read ({exc})"
+            codes.INTERNAL_ERROR,
+            f"session {session_id} cannot be read ({exc}): start a new one, or remove {path}",
         ) from None
-    if not isinstance(messages, list):
-        raise RequestError(codes.INTERNAL_ERROR, f"session {session_id}: messages is not a list")
-    return messages
+    return [m.model_dump() for m in kept.messages]
 
 
 def listed(root: Path) -> list[SessionInfo]:
@@ -84,19 +115,19 @@ def listed(root: Path) -> list[SessionInfo]:
     found: list[SessionInfo] = []
     for name in state_names(root / STATE_DIR / SESSIONS):
         session_id = name.removesuffix(".json")
-        if not _ID.match(session_id) or not name.endswith(".json"):
+        if not _ID.fullmatch(session_id) or not name.endswith(".json"):
             continue
         try:
-            data = json.loads(read_state(session_file(root, session_id)).decode("utf-8"))
+            kept = parse(read_state(session_file(root, session_id)))
         except (OSError, ValueError) as exc:
             log.warning("skipping kept session %s: %s", name, exc)
             continue
         found.append(
             SessionInfo(
                 session_id=session_id,
-                cwd=str(data.get("cwd") or root),
-                title=title(data.get("messages") or []),
-                updated_at=data.get("updatedAt"),
+                cwd=kept.cwd or str(root),
+                title=title([m.model_dump() for m in kept.messages]),
+                updated_at=kept.updatedAt,
             )
         )
     return sorted(found, key=lambda s: s.updated_at or "", reverse=True)
