@@ -158,7 +158,11 @@ class CheckpointStore:
             return None
         digest = hashlib.sha256(data).hexdigest()
         objects = self.folder / "objects"
-        if digest not in state_names(objects):
+        try:
+            stored = read_state(objects / digest)
+        except OSError:
+            stored = None
+        if stored != data:  # absent, or planted under this name with other bytes
             atomic_write_bytes(objects / digest, data, durable=False, create_dirs=True)
         return digest
 

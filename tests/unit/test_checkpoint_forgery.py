@@ -151,3 +151,18 @@ def test_changes_of_empty_files_still_count_toward_the_bound(workspace: Path) ->
         store.record(pending, "write_file", "agent")
     assert len(store.entries()) < 100
     assert (workspace / ".toold" / "checkpoints" / "index.json").stat().st_size <= 4096
+
+
+def test_a_planted_object_is_replaced_by_the_real_content(
+    store: CheckpointStore, folder: Path
+) -> None:
+    """An object planted under the digest of content an edit will replace would make the
+    checkpoint unrestorable; recording writes the real bytes over it."""
+    (folder / "objects" / sha(b"precious\n")).write_bytes(b"garbage")
+    (store.workspace / "a.txt").write_bytes(b"precious\n")
+    pending = store.snapshot(["a.txt"])
+    (store.workspace / "a.txt").write_bytes(b"clobbered\n")
+    checkpoint = store.record(pending, "write_file", "agent")
+    assert checkpoint is not None
+    store.restore(checkpoint.id, "user")
+    assert (store.workspace / "a.txt").read_bytes() == b"precious\n"
