@@ -55,7 +55,7 @@ from toold.storage import (
 log = logging.getLogger(__name__)
 
 INDEX = "index.json"
-MAX_INDEX_BYTES = 64 * 1024 * 1024
+MAX_INDEX_BYTES = 8 * 1024 * 1024
 """A larger index is refused unread; the bound keeps toold's own below it."""
 _READ = os.O_RDONLY | os.O_NONBLOCK
 
