@@ -285,10 +285,21 @@ class CheckpointStore:
                     f"{checkpoint_id}; restoring would lose that: pass force to restore anyway",
                     sorted(changed),
                 )
-            files = []
-            for path, (before, _) in targets.items():
-                self._write(path, wanted[path])
-                files.append(FileChange(path, self._put(current[path]), before))
+            files = [
+                FileChange(p, self._put(current[p]), before) for p, (before, _) in targets.items()
+            ]
+            written: list[str] = []
+            try:
+                for path in targets:
+                    self._write(path, wanted[path])
+                    written.append(path)
+            except OSError as exc:  # all or nothing: put back what was already written
+                for done_path in reversed(written):
+                    with contextlib.suppress(OSError):
+                        self._write(done_path, current[done_path])
+                raise CheckpointConflict(
+                    f"cannot restore {path}: {exc}; nothing was restored", [path]
+                ) from None
             for checkpoint in index[start:]:
                 checkpoint.undone = True
             done = Checkpoint(

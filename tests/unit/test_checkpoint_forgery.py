@@ -166,3 +166,30 @@ def test_a_planted_object_is_replaced_by_the_real_content(
     assert checkpoint is not None
     store.restore(checkpoint.id, "user")
     assert (store.workspace / "a.txt").read_bytes() == b"precious\n"
+
+
+def test_a_restore_that_cannot_write_a_file_puts_back_the_others(
+    store: CheckpointStore, folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A write that fails midway (the disk filled up: simulated, it cannot be made to
+    happen on demand here) leaves every file as it was, never half restored."""
+    (store.workspace / "a.txt").write_bytes(b"now\n")
+    forge(
+        folder,
+        {"path": "a.txt", "before": sha(b"then\n"), "after": sha(b"now\n")},
+        {"path": "b.txt", "before": sha(b"then\n"), "after": None},
+        objects=(b"then\n",),
+    )
+    write = store._write
+
+    def full_disk(path: str, data: bytes | None) -> None:
+        if path == "b.txt" and data is not None:
+            raise OSError(28, "No space left on device")
+        write(path, data)
+
+    monkeypatch.setattr(store, "_write", full_disk)
+    with pytest.raises(CheckpointConflict, match=r"b\.txt.*No space.*nothing was restored"):
+        store.restore("c1", "user")
+    assert (store.workspace / "a.txt").read_bytes() == b"now\n"
+    assert not (store.workspace / "b.txt").exists()
+    assert not store.entries()[0].undone
