@@ -2,7 +2,8 @@
 
 A running teammate is an asyncio task in the daemon that spawned it; it holds an
 flock on ``.toold/team/<name>.lock`` so every daemon sharing the workspace knows
-it runs. Teammates and main's inbox wake on file events (watchfiles), not polling.
+it runs. Teammates and main's inbox wake on file events (inotify), not polling: an idle
+team costs no wake-ups.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from toold.agents.loop import AgentContext, agent_loop
+from toold.inotify import FolderWatch
 from toold.permissions.rules import Rule
 from toold.storage import make_state_dir, open_state
 from toold.team.mailbox import MAIN, Mailboxes, new_message
@@ -27,7 +29,6 @@ from toold.tools.context import failed
 log = logging.getLogger(__name__)
 
 REPLY_TIMEOUT = 60.0
-DEBOUNCE_MS = 20
 TEAM_SEND_RULE = Rule.parse("team_send")
 
 current_sender: ContextVar[str] = ContextVar("toold_team_sender", default=MAIN)
@@ -47,11 +48,14 @@ class _Waker:
             self._task = asyncio.create_task(self._watch(), name="toold-mailbox-watch")
 
     async def _watch(self) -> None:
-        from watchfiles import awatch
-
         make_state_dir(self.folder)  # never through a link: nothing outside is watched
-        async for _ in awatch(self.folder, debounce=DEBOUNCE_MS, step=5):
-            self._event.set()
+        watch = await FolderWatch([self.folder], recursive=False).start()
+        try:
+            self._event.set()  # what arrived before the watch was installed
+            async for _ in watch.batches():
+                self._event.set()
+        finally:
+            watch.close()
 
     async def wait(self) -> None:
         await self._event.wait()
