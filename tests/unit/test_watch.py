@@ -1,4 +1,4 @@
-"""The workspace watchers, run for real (inotify through watchfiles) on a bound workspace."""
+"""The workspace watchers, run for real (toold.inotify) on a bound workspace."""
 
 from __future__ import annotations
 
