@@ -7,6 +7,7 @@ file a patch names is judged for self-escalation and deny rules.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import os
 from pathlib import Path
 from typing import Any
@@ -225,3 +226,36 @@ def test_a_folder_swapped_for_a_symlink_after_reading_is_refused(
     outcome = run_bound(workspace, scenario)
     assert outcome.content.startswith("Error: FileChangedError: d/a.txt changed since")
     assert (outside / "a.txt").read_text() == "one\n"
+
+
+def test_a_file_is_never_hashed_only_to_be_refused(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The guard checks on the event loop for inline tools: hashing a planted 3 GiB file
+    an agent never read (or one whose size changed) froze the daemon for seconds. An
+    unread file or one of another size is refused without reading its content."""
+    with open(workspace / "big.bin", "wb") as sparse:
+        sparse.write(b"line\n")
+        sparse.truncate(3 << 30)
+    (workspace / "a.txt").write_text("one\n")
+    hashed: list[int] = []
+    real = hashlib.sha256
+
+    def counting(*args: Any) -> Any:
+        hashed.append(1)
+        return real(*args)
+
+    async def scenario(state: WorkspaceState) -> list[str]:
+        await call(state, "read_file", file_path="a.txt")
+        (workspace / "a.txt").write_text("grown since\n")
+        monkeypatch.setattr("toold.tools.filestate.hashlib.sha256", counting)
+        edit = [{"old_text": "line", "new_text": "x"}]
+        return [
+            str((await call(state, "multi_edit", file_path="big.bin", edits=edit)).content),
+            str((await call(state, "write_file", file_path="a.txt", content="x")).content),
+        ]
+
+    unread, grown = run_bound(workspace, scenario)
+    assert "big.bin has not been read" in unread
+    assert "a.txt changed since it was last read" in grown
+    assert hashed == []

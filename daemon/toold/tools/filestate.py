@@ -67,9 +67,11 @@ class FileTracker:
             os.close(fd)
         return (info.st_size, info.st_mtime_ns) if stat.S_ISREG(info.st_mode) else None
 
-    def current(self, rel: str) -> FileState | None:
+    def current(self, rel: str, hash_size: int | None = None) -> FileState | None:
         """The file's state now; None when no file is there. OSError: cannot be read
-        as a regular file inside the workspace (a symlink, a folder, a device)."""
+        as a regular file inside the workspace (a symlink, a folder, a device). With
+        ``hash_size``, the content is hashed only when the file has that size (else its
+        ``sha256`` is ""): a file of another size has changed, however large it is."""
         try:
             fd = open_in_workspace(self.workspace, rel, _READ)
         except FileNotFoundError:
@@ -78,6 +80,8 @@ class FileTracker:
             info = os.fstat(fh.fileno())
             if not stat.S_ISREG(info.st_mode):
                 raise IsADirectoryError(f"not a regular file: {rel}")
+            if hash_size is not None and info.st_size != hash_size:
+                return FileState(info.st_size, info.st_mtime_ns, "")
             digest = hashlib.sha256()
             while chunk := fh.read(_CHUNK):
                 digest.update(chunk)
@@ -92,8 +96,8 @@ class FileTracker:
             if rel is None:
                 continue  # the tool refuses the path itself, with its own message
             seen = self._seen.get(rel)
-            try:
-                now = self.current(rel)
+            try:  # never hash a file only to refuse it (a planted huge one took seconds)
+                now = self.current(rel, hash_size=-1 if seen is None else seen.size)
             except OSError:
                 now = FileState(-1, -1, "")  # a link or a non-file where a file was: changed
             if now is None:
