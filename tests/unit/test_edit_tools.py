@@ -85,6 +85,22 @@ def test_multi_edit_arguments_are_checked(call: Call, put: Put) -> None:
 # -- dry runs -----------------------------------------------------------------------------
 
 
+def test_multi_edit_cannot_grow_a_file_past_the_size_limits(
+    call: Call, put: Put, workspace: Path
+) -> None:
+    """replace_all edits compound (a→aa, 30 times, is a gigabyte of memory), and a dry run
+    needs no approval: the size is checked before each replacement."""
+    put("a.txt", "a")
+    doubling = [{"old_text": "a", "new_text": "aa", "replace_all": True}] * 24
+    for dry_run in (True, False):
+        with pytest.raises(ValueError, match=r"edits\[20\]: a\.txt would grow to 2097152"):
+            call("multi_edit", file_path="a.txt", edits=doubling, dry_run=dry_run)
+    assert (workspace / "a.txt").read_text() == "a"
+    many = [{"old_text": "a", "new_text": "a"}] * 1001
+    with pytest.raises(ToolArgumentError, match="edits"):
+        call("multi_edit", file_path="a.txt", edits=many, dry_run=True)
+
+
 def test_every_previewing_tool_answers_a_diff_and_changes_nothing(
     call: Call, put: Put, workspace: Path
 ) -> None:

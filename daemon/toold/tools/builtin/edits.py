@@ -198,6 +198,10 @@ def _found_elsewhere(lines: list[str], body: list[tuple[str, str]]) -> str:
     return "; read the file again and make the patch from its current text"
 
 
+MAX_EDITS = 1_000
+"""Most replacements in one multi_edit (each scans the whole text, on the event loop)."""
+
+
 class Edit(ToolArguments):
     old_text: str = Field(min_length=1, description="Exact text to replace.")
     new_text: str = Field(description="Replacement text.")
@@ -208,7 +212,9 @@ class Edit(ToolArguments):
 
 class MultiEditArguments(PathArguments):
     edits: list[Edit] = Field(
-        min_length=1, description="Replacements, applied in order, each to the previous result."
+        min_length=1,
+        max_length=MAX_EDITS,
+        description="Replacements, applied in order, each to the previous result.",
     )
     dry_run: bool = Field(False, description=DRY_RUN)
 
@@ -230,6 +236,9 @@ class MultiEditTool(EditingTool):
             args.file_path, "edit it with bash, or raise limits.max_file_size in toold.toml"
         )
         text = decode_text(data, "utf-8")
+        # Checked before each replacement: replace_all edits compound (a→aa, 30 times, is a
+        # gigabyte), and a dry run needs no approval.
+        limit = max(self.config.limits.max_file_size, self.config.files.max_content_size)
         for i, edit in enumerate(args.edits):
             found = text.count(edit.old_text)
             if not found:
@@ -241,6 +250,13 @@ class MultiEditTool(EditingTool):
                 raise ValueError(
                     f"edits[{i}]: old_text occurs {found} times in {rel}; add surrounding "
                     "text to make it unique, or set replace_all; nothing was changed"
+                )
+            size = len(text) + found * (len(edit.new_text) - len(edit.old_text))
+            if size > limit:
+                raise ValueError(
+                    f"edits[{i}]: {rel} would grow to {size} characters, more than "
+                    f"{limit} bytes (limits.max_file_size, files.max_content_size); nothing "
+                    "was changed"
                 )
             text = text.replace(edit.old_text, edit.new_text)
         count = len(args.edits)
