@@ -282,3 +282,21 @@ def test_the_paths_a_patch_names() -> None:
     assert [f.path for f in parse_patch(PATCH)] == ["a.txt", "sub/new.txt", "gone.txt"]
     plain = "--- x.py\n+++ x.py\n@@ -1 +1 @@\n-a\n+b\n"
     assert [f.path for f in parse_patch(plain)] == ["x.py"]
+
+
+def test_str_replace_cannot_grow_a_file_past_the_size_limits(
+    call: Call, put: Put, workspace: Path
+) -> None:
+    """A one-character old and a long new, replaced everywhere, were a memory bomb that a
+    dry run set off without approval; regex templates are counted as expanded."""
+    put("a.txt", "a" * 1000)
+    for args in (
+        {"old": "a", "new": "x" * 10_000},
+        {"old": "(a)", "new": "\\1" * 10_000, "regex": True},
+    ):
+        with pytest.raises(ValueError, match=r"a\.txt would grow to \d+ characters"):
+            call("str_replace", path="a.txt", dry_run=True, **args)
+    assert call("str_replace", path="a.txt", old="(a)", new="\\1b", regex=True, count=2) == (
+        "Replaced 2 occurrences in a.txt"
+    )
+    assert (workspace / "a.txt").read_text() == "abab" + "a" * 998

@@ -97,6 +97,20 @@ class EditingTool(WorkspaceTool):
         finally:
             os.close(dir_fd)
 
+    @property
+    def max_result(self) -> int:
+        """The most characters an edit may make a file (the larger of limits.max_file_size
+        and files.max_content_size): checked while replacing, since replacements compound
+        and a dry run needs no approval."""
+        return max(self.config.limits.max_file_size, self.config.files.max_content_size)
+
+    def too_large(self, where: str, rel: str, size: int) -> ValueError:
+        """The error for an edit that would make ``rel`` ``size`` characters."""
+        return ValueError(
+            f"{where}{rel} would grow to {size} characters, more than {self.max_result} "
+            "(limits.max_file_size, files.max_content_size); nothing was changed"
+        )
+
     def read_for_edit(self, path: str, fix: str) -> tuple[str, bytes]:
         """The file's workspace-relative path and bytes (limits.max_file_size applies)."""
         rel = workspace_relative(self.workspace, path)

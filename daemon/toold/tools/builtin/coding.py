@@ -12,7 +12,6 @@ import os
 import posixpath
 import re
 import stat
-from collections.abc import Callable
 from datetime import UTC, datetime
 from operator import attrgetter
 from typing import Any
@@ -279,17 +278,25 @@ class StrReplaceTool(EditingTool):
         new, regex = args.new, args.regex
         pattern = _compile(args.old) if regex else literal_pattern(args.old)
 
-        def literal(_match: re.Match[str]) -> str:
-            # A literal replacement is literal: no backslash processing in new.
-            return new
-
-        replacement: str | Callable[[re.Match[str]], str] = new if regex else literal
         rel, data = self.read_for_edit(
             args.path, "use bash instead, or raise limits.max_file_size in toold.toml"
         )
         text = decode_text(data, "utf-8")
+        size = len(text)
+
+        def bounded(match: re.Match[str]) -> str:
+            # A literal replacement is literal: no backslash processing in new. The size is
+            # counted as it goes: a short old and a long new make a memory bomb unasked
+            # (a dry run needs no approval).
+            nonlocal size
+            piece = match.expand(new) if regex else new
+            size += len(piece) - (match.end() - match.start())
+            if size > self.max_result:
+                raise self.too_large("", rel, size)
+            return piece
+
         try:
-            updated, replaced = pattern.subn(replacement, text, count=args.count)
+            updated, replaced = pattern.subn(bounded, text, count=args.count)
         except (re.error, IndexError) as exc:
             raise ValueError(f"Invalid replacement {new!r}: {exc}") from None
         if not replaced:

@@ -238,7 +238,6 @@ class MultiEditTool(EditingTool):
         text = decode_text(data, "utf-8")
         # Checked before each replacement: replace_all edits compound (a→aa, 30 times, is a
         # gigabyte), and a dry run needs no approval.
-        limit = max(self.config.limits.max_file_size, self.config.files.max_content_size)
         for i, edit in enumerate(args.edits):
             found = text.count(edit.old_text)
             if not found:
@@ -252,12 +251,8 @@ class MultiEditTool(EditingTool):
                     "text to make it unique, or set replace_all; nothing was changed"
                 )
             size = len(text) + found * (len(edit.new_text) - len(edit.old_text))
-            if size > limit:
-                raise ValueError(
-                    f"edits[{i}]: {rel} would grow to {size} characters, more than "
-                    f"{limit} bytes (limits.max_file_size, files.max_content_size); nothing "
-                    "was changed"
-                )
+            if size > self.max_result:
+                raise self.too_large(f"edits[{i}]: ", rel, size)
             text = text.replace(edit.old_text, edit.new_text)
         count = len(args.edits)
         result = f"Applied {count} edit{'s' if count != 1 else ''} to {rel}"
