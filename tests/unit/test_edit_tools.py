@@ -184,6 +184,19 @@ def test_context_is_checked_exactly_and_a_moved_hunk_is_pointed_at(call: Call, p
         call("apply_patch", patch=spaced)
 
 
+def test_the_search_for_a_moved_hunk_is_bounded(
+    call: Call, put: Put, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Looking for where a failed hunk's lines are costs lines x hunk size: a crafted
+    hunk of 50,000 repeated lines took a minute, in a dry run nobody approves. Past
+    HINT_BUDGET comparisons the error gives the general advice instead."""
+    put("x.txt", "a\nb\nc\nd\n")
+    moved = "--- a/x.txt\n+++ b/x.txt\n@@ -1,2 +1,2 @@\n c\n-d\n+D\n"
+    monkeypatch.setattr("toold.tools.builtin.edits.HINT_BUDGET", 1)
+    with pytest.raises(ValueError, match=r"line 1; read the file again and make the patch"):
+        call("apply_patch", patch=moved, dry_run=True)
+
+
 def test_newline_at_end_of_file_is_honoured(call: Call, put: Put, workspace: Path) -> None:
     put("n.txt", "a\nb")
     patch = "--- a/n.txt\n+++ b/n.txt\n@@ -1,2 +1,2 @@\n a\n-b\n\\ No newline at end of file\n+c\n"

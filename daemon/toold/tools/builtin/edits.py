@@ -35,6 +35,8 @@ from toold.tools.builtin._editing import EditingTool
 from toold.tools.builtin.files import DRY_RUN, PathArguments, decode_text
 
 DEV_NULL = "/dev/null"
+HINT_BUDGET = 2_000_000
+"""Most line comparisons spent looking for where a failed hunk's lines are instead."""
 
 
 @dataclass(frozen=True)
@@ -190,9 +192,11 @@ def _found_elsewhere(lines: list[str], body: list[tuple[str, str]]) -> str:
     if not old:
         return ""
     first, size = old[0], len(old)
-    starts = [
-        i for i in range(len(lines) - size + 1) if lines[i] == first and lines[i : i + size] == old
-    ]
+    candidates = [i for i in range(len(lines) - size + 1) if lines[i] == first]
+    # Bounded: a crafted hunk of 50,000 repeated lines took a minute (an unapproved dry run).
+    if len(candidates) * size > HINT_BUDGET:
+        return "; read the file again and make the patch from its current text"
+    starts = [i for i in candidates if lines[i : i + size] == old]
     if len(starts) == 1:
         return f"; its lines are found at line {starts[0] + 1}: fix the hunk header"
     return "; read the file again and make the patch from its current text"
