@@ -72,11 +72,11 @@ def test_the_message_shows_control_and_bidi_characters_as_escapes(workspace: Pat
     right-to-left override must not hide or reorder what the user is asked to allow."""
     (workspace / "a.txt").write_text("safe\n")
     tool = WriteFileTool(ToolRuntime(workspace=workspace))
-    sneaky = "safe\rrm -rf ~ \x1b[2K\x1b[1Ainnocent\u202e)(lave\n"
+    sneaky = "safe\rrm -rf ~ \x1b[2K\x1b[1Ainnocent\u202e)(lave\u200b\u2028\n"
     edits = preview_edits(tool, {"file_path": "a.txt", "content": sneaky})
     assert isinstance(edits, list)
     text = in_message(edits)
-    assert "+safe\\rrm -rf ~ \\x1b[2K\\x1b[1Ainnocent\\u202e)(lave\n" in text
-    assert not any(c in text for c in "\r\x1b\u202e")
+    assert "+safe\\rrm -rf ~ \\x1b[2K\\x1b[1Ainnocent\\u202e)(lave\\u200b\\u2028\n" in text
+    assert not any(c in text for c in "\r\x1b\u202e\u200b\u2028")
     huge = in_message("(no preview: ValueError: " + "\x1b" * 10_000 + ")")
     assert "\x1b" not in huge and len(huge) < MESSAGE_DIFF_CHARS + 100

@@ -26,8 +26,13 @@ NOTIFIED_DIFF_CHARS = 1 << 20
 """Most characters of diff the notification carries."""
 
 
-_HIDDEN = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
-"""What a prompt must not render raw: controls but \\n and \\t, and bidi controls."""
+_HIDDEN = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\xad\u061c\u180e\u200b-\u200f\u2028-\u202e"
+    "\u2060-\u206f\ufeff\ufff9-\ufffb]"
+)
+"""What a prompt must not render raw: controls but \\n and \\t, zero-width and other
+format characters, line and paragraph separators, and bidi controls (as permissions/prompt
+escapes them in a call's arguments)."""
 
 
 def visible(text: str) -> str:
