@@ -73,6 +73,9 @@ def _plain_path(path: str) -> str:
 Digest = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
 """An object's name: the SHA-256 of its bytes, in lowercase hex."""
 RecordedPath = Annotated[str, AfterValidator(_plain_path)]
+Label = Annotated[str, StringConstraints(pattern=r"^[^\x00-\x1f\x7f-\x9f]{1,200}$")]
+"""An id, tool, origin or time: short, and no control character (``toold checkpoints``
+prints them to a terminal, where an escape sequence would act)."""
 
 
 @dataclass
@@ -88,14 +91,14 @@ class FileChange:
 class Checkpoint:
     """One tool call's changes."""
 
-    id: str
-    tool: str
-    origin: str
-    time: str
+    id: Label
+    tool: Label
+    origin: Label
+    time: Label
     files: list[FileChange]
     undone: bool = False
     """Restored away by a later restore (which recorded its own checkpoint)."""
-    restores: str | None = None
+    restores: Label | None = None
     """For a restore's own checkpoint: the checkpoint it went back to before."""
 
     def public(self) -> dict[str, Any]:

@@ -13,6 +13,15 @@ from typing import Any
 from toold_protocol.errors import CONFLICT
 
 
+def shown(text: str) -> str:
+    """``text`` safe for a terminal: each unprintable character (an escape sequence's
+    ESC, a carriage return, a bidi override) written as its escape. A file name may hold
+    them, and the index may have been written by the agent or a cloned repository."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
 def checkpoints_command(client: Any, diff: str | None, as_json: bool) -> int:
     """List the checkpoints, newest first, or print one's diff to now."""
     if diff is not None:
@@ -24,8 +33,9 @@ def checkpoints_command(client: Any, diff: str | None, as_json: bool) -> int:
         return 0
     for entry in reversed(entries):
         mark = " (undone)" if entry["undone"] else ""
-        paths = ", ".join(entry["paths"])
-        print(f"{entry['id']}\t{entry['time']}\t{entry['tool']} ({entry['origin']}){mark}\t{paths}")
+        what = f"{shown(entry['tool'])} ({shown(entry['origin'])}){mark}"
+        paths = shown(", ".join(entry["paths"]))
+        print("\t".join([shown(entry["id"]), shown(entry["time"]), what, paths]))
     return 0
 
 
@@ -40,7 +50,7 @@ def undo_command(client: Any, checkpoint_id: str | None, force: bool, as_json: b
         if getattr(exc, "code", None) != CONFLICT:
             raise
         # The message names the files and why: changed outside toold, or toold.toml.
-        message = getattr(exc, "message", str(exc))
+        message = shown(getattr(exc, "message", str(exc)))
         print(
             f"toold: {message} (nothing restored; toold undo --force restores anyway)",
             file=sys.stderr,
@@ -49,6 +59,6 @@ def undo_command(client: Any, checkpoint_id: str | None, force: bool, as_json: b
     if as_json:
         print(json.dumps(done, indent=2, ensure_ascii=False))
     else:
-        restored = ", ".join(done["restored"])
+        restored = shown(", ".join(done["restored"]))
         print(f"restored {restored} (redo: toold undo {done['checkpoint']['id']})")
     return 0

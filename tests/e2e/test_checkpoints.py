@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -140,3 +141,16 @@ def test_restoring_toold_toml_is_a_conflict_unless_forced(
     assert (workspace / "toold.toml").read_text() == "# mine\n"
     client.call("checkpoints/restore", {"force": True})
     assert not (workspace / "toold.toml").exists()
+
+
+def test_the_command_line_never_prints_a_control_character(workspace: Path) -> None:
+    """A file name may hold an escape sequence; ``toold checkpoints`` and ``toold undo``
+    write it escaped, so it cannot act on the user's terminal."""
+    name = "a\x1b[2J\r.txt"
+    write = json.dumps({"file_path": name, "content": "x"})
+    assert toold(workspace, "call", "write_file", write).returncode == 0
+    listed = toold(workspace, "checkpoints")
+    assert listed.returncode == 0 and "a\\x1b[2J\\r.txt" in listed.stdout
+    undone = toold(workspace, "undo")
+    assert undone.returncode == 0 and "restored a\\x1b[2J\\r.txt" in undone.stdout
+    assert not any(c in listed.stdout + undone.stdout for c in "\x1b\r")

@@ -103,7 +103,19 @@ def test_a_missing_or_altered_object_restores_nothing(store: CheckpointStore, fo
     assert sorted(p.name for p in store.workspace.iterdir()) == [".toold"]
 
 
-DAMAGED = [b"{not json", b'[{"id": 1}]', b'{"a": 1}', b"\xff\xfe", b"[" * 100_000, b"null"]
+ESCAPE_IN_TOOL = (
+    b'[{"id": "c1", "tool": "\\u001b]52;c;cm0gLXJmIH4=\\u0007", "origin": "agent", '
+    b'"time": "t", "files": []}]'
+)
+DAMAGED = [
+    b"{not json",
+    b'[{"id": 1}]',
+    b'{"a": 1}',
+    b"\xff\xfe",
+    b"[" * 100_000,
+    b"null",
+    ESCAPE_IN_TOOL,  # toold checkpoints prints it to a terminal
+]
 
 
 @pytest.mark.parametrize("content", DAMAGED)
