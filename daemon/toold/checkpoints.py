@@ -30,6 +30,7 @@ import os
 import posixpath
 import secrets
 import stat
+from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -390,17 +391,23 @@ class CheckpointStore:
         objects = self.folder / "objects"
         sizes = {name: _size(objects / name) for name in state_names(objects)}
         entries = [len(json.dumps(asdict(c), indent=1)) + 2 for c in index]
-
-        def used() -> int:
-            live = {d for c in index for f in c.files for d in (f.before, f.after) if d}
-            return sum(sizes.get(d, 0) for d in live) + sum(entries)
-
-        while len(index) > 1 and (used() > self.max_bytes or sum(entries) > MAX_INDEX_BYTES):
-            index.pop(0)
-            entries.pop(0)
-        live = {d for c in index for f in c.files for d in (f.before, f.after) if d}
+        names = [[d for f in c.files for d in (f.before, f.after) if d] for c in index]
+        uses = Counter(d for found in names for d in found)
+        listed = sum(entries)
+        used = listed + sum(sizes.get(d, 0) for d in uses)
+        dropped = 0
+        while len(index) - dropped > 1 and (used > self.max_bytes or listed > MAX_INDEX_BYTES):
+            listed -= entries[dropped]
+            used -= entries[dropped]
+            for digest in names[dropped]:
+                uses[digest] -= 1
+                if not uses[digest]:
+                    del uses[digest]
+                    used -= sizes.get(digest, 0)
+            dropped += 1
+        del index[:dropped]
         for name in sizes:
-            if name not in live:
+            if name not in uses:
                 remove_state(objects / name)
 
 
