@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from functools import cache, lru_cache
 from pathlib import Path
 
+from toold.search.bounded import SEARCH_BUDGET, Deadline, Search, bounded_search
 from toold.search.patterns import GlobPattern
 from toold.search.walk import SKIP_DIRS, FoundFile, Tree, walk_key
 
@@ -195,9 +196,11 @@ def grep_lines(tree: Tree, query: GrepQuery) -> Iterator[LineMatch]:
     """
     literal = query.literal if not query.regex.flags & re.IGNORECASE else None
     required = (literal or query.required_literal or "").encode()
-    search = query.regex.search
+    deadline = Deadline(SEARCH_BUDGET, "pattern")
+    search = bounded_search(query.regex, deadline)
     text_filter = whole_text_filter(query.regex) if literal is None else None
-    hits = _hit_finder(literal, text_filter, search)
+    whole = bounded_search(text_filter, deadline) if text_filter is not None else None
+    hits = _hit_finder(literal, whole, search)
     include = query.include
     found = 0
     for file in candidate_files(tree, query):
@@ -231,9 +234,10 @@ Finder = Callable[[str, int], int]
 
 
 def _hit_finder(
-    literal: str | None, text_filter: re.Pattern[str] | None, search: Callable[[str], object]
+    literal: str | None, whole: Search | None, search: Search
 ) -> tuple[Finder, Callable[[str], object]] | None:
-    """How _lines_with finds and confirms lines; None where only line by line is exact."""
+    """How _lines_with finds and confirms lines; None where only line by line is exact.
+    ``whole`` searches a whole text (whole_text_filter's pattern)."""
     if literal is not None:
         needle = literal
 
@@ -242,11 +246,11 @@ def _hit_finder(
 
         # A literal holds no newline: it lies inside the (non-empty) line it starts in.
         return find_literal, bool
-    if text_filter is not None:
-        whole = text_filter
+    if whole is not None:
+        whole_search = whole
 
         def find_match(text: str, pos: int) -> int:
-            match = whole.search(text, pos)
+            match = whole_search(text, pos)
             return -1 if match is None else match.start()
 
         return find_match, search

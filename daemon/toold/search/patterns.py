@@ -8,8 +8,11 @@ including none: ``src/**/*.py`` matches ``src/a.py`` and ``src/x/y/c.py``.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import Any
+
+from toold.search.bounded import GLOB_BUDGET, Deadline, compile_bounded
 
 
 def _set_end(pattern: str, start: int) -> int:
@@ -88,11 +91,17 @@ class GlobPattern:
     source: str
     anchored: bool
     regex: re.Pattern[str]
+    matcher: Any = field(compare=False, repr=False)
+    """``regex`` compiled by the ``regex`` package (search.bounded: never stalls)."""
 
     def match(self, rel_posix: str) -> bool:
-        """True when the relative posix path matches."""
+        """True when the relative posix path matches; PatternTooSlow past GLOB_BUDGET."""
         target = rel_posix if self.anchored else rel_posix.rpartition("/")[2]
-        return self.regex.fullmatch(target) is not None
+        try:
+            found = self.matcher.fullmatch(target, timeout=GLOB_BUDGET, concurrent=True)
+        except TimeoutError:
+            raise Deadline(GLOB_BUDGET, "glob").exceeded(self.source) from None
+        return found is not None
 
 
 @lru_cache(maxsize=256)
@@ -103,4 +112,5 @@ def compile_glob(pattern: str, *, case_sensitive: bool = True) -> GlobPattern:
         cleaned = cleaned[2:]
     anchored = "/" in cleaned
     flags = 0 if case_sensitive else re.IGNORECASE
-    return GlobPattern(pattern, anchored, re.compile(_translate(cleaned), flags | re.DOTALL))
+    regex = re.compile(_translate(cleaned), flags | re.DOTALL)
+    return GlobPattern(pattern, anchored, regex, compile_bounded(regex))

@@ -87,9 +87,9 @@ class HttpRequestTool(WorkspaceTool):
     description = (
         "Make HTTP requests to APIs. Supports GET, POST, PUT, DELETE methods with headers "
         "and a JSON body. Returns '[HTTP status]' then the body (JSON pretty-printed, long "
-        "bodies truncated, the whole body saved to a file the result names). Connection errors, timeouts and 429/502/503/504 are retried "
-        "with backoff. Private, loopback and link-local addresses are refused unless "
-        "http.allow_hosts lists them."
+        "bodies truncated, the whole body saved to a file the result names). Connection "
+        "errors, timeouts and 429/502/503/504 are retried with backoff. Private, loopback "
+        "and link-local addresses are refused unless http.allow_hosts lists them."
     )
     Arguments = HttpRequestArguments
     effect_tags = ("network",)
