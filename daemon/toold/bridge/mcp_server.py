@@ -28,6 +28,7 @@ from mcp.shared.exceptions import MCPError
 from pydantic_core import to_jsonable_python
 
 from toold import __version__
+from toold.bridge.inflight import capped
 from toold.errors import TooldError, wire_error
 from toold.hooks import matches
 from toold.permissions.guard import DENIED
@@ -318,7 +319,11 @@ async def serve(workspace: Path) -> None:
 
     # Inside stdio_server fd 0/1 are diverted, so workers the runner starts never
     # inherit the MCP pipes.
-    async with stdio_server() as (read_stream, write_stream):
+    # inflight.capped: a client that does not read its answers stops being read.
+    async with (
+        stdio_server() as (stdin, stdout),
+        capped(stdin, stdout) as (read_stream, write_stream),
+    ):
         state = await asyncio.to_thread(bind, workspace, None, drop, log.error)
         watcher = asyncio.ensure_future(watch_workspace(state, log.error))
         try:
