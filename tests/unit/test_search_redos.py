@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 import toold.search.grep as grep_module
+import toold.tools.builtin.coding as coding
 from toold.tools import ToolRuntime
 from toold.tools.toolset import ToolSet
 
@@ -91,3 +92,17 @@ def test_the_event_loop_runs_while_a_slow_pattern_is_matched(
         assert outcome.is_error and "PatternTooSlow" in outcome.content
 
     asyncio.run(scenario())
+
+
+def test_str_replace_with_a_runaway_regex_fails_and_changes_nothing(
+    runs: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its diff is computed for the permission prompt too, before anyone approved it."""
+    monkeypatch.setattr(coding, "SEARCH_BUDGET", 0.3)
+    before = (runs / "runs.txt").read_bytes()
+    outcome = invoke(runs, "str_replace", path="runs.txt", old=SLOW_EVEN_PRUNED, new="", regex=True)
+    assert outcome.is_error and "PatternTooSlow" in outcome.content
+    assert (runs / "runs.txt").read_bytes() == before
+    done = invoke(runs, "str_replace", path="runs.txt", old=r"b(a+)b", new=r"<\1>", regex=True)
+    assert not done.is_error, done.content
+    assert (runs / "runs.txt").read_text(encoding="utf-8").endswith("\n<aaa>\n")

@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Callable
 from typing import Any, Protocol
 
 import regex
 
 SEARCH_BUDGET = 30.0
-"""Seconds of matching one grep call may spend."""
+"""Seconds of matching one grep call (or one str_replace) may spend."""
 GLOB_BUDGET = 1.0
 """Seconds one glob may spend on one path (a path takes microseconds)."""
 
@@ -30,6 +31,10 @@ _FLAGS = (
     (re.VERBOSE, regex.VERBOSE),
     (re.ASCII, regex.ASCII),
 )
+
+
+TemplateError = regex.error
+"""What a bad replacement template (``\\9`` with no group 9) raises in ``bounded_subn``."""
 
 
 class Search(Protocol):
@@ -84,3 +89,18 @@ def bounded_search(pattern: re.Pattern[str], deadline: Deadline) -> Search:
             raise deadline.exceeded(pattern.pattern) from None
 
     return run
+
+
+def bounded_subn(
+    pattern: re.Pattern[str], repl: Callable[[Any], str], text: str, count: int, budget: float
+) -> tuple[str, int]:
+    """``pattern.subn(repl, text, count)`` within ``budget`` seconds, the GIL released;
+    ``repl`` gets ``regex`` match objects (``expand`` takes ``re``'s templates)."""
+    deadline = Deadline(budget, "pattern")
+    try:
+        result: tuple[str, int] = compile_bounded(pattern).subn(
+            repl, text, count=count, timeout=deadline.left(), concurrent=True
+        )
+    except TimeoutError:
+        raise deadline.exceeded(pattern.pattern) from None
+    return result

@@ -19,6 +19,7 @@ from typing import Any
 from pydantic import Field
 
 from toold.sandbox.paths import DIR_FLAGS, open_in_workspace, workspace_relative
+from toold.search.bounded import SEARCH_BUDGET, TemplateError, bounded_subn
 from toold.search.grep import GrepQuery, grep_lines, literal_pattern
 from toold.search.patterns import compile_glob
 from toold.search.walk import Tree, lstat_in_workspace
@@ -284,7 +285,7 @@ class StrReplaceTool(EditingTool):
         text = decode_text(data, "utf-8")
         size = len(text)
 
-        def bounded(match: re.Match[str]) -> str:
+        def bounded(match: Any) -> str:
             # A literal replacement is literal: no backslash processing in new. The size is
             # counted as it goes: a short old and a long new make a memory bomb unasked
             # (a dry run needs no approval).
@@ -296,8 +297,10 @@ class StrReplaceTool(EditingTool):
             return piece
 
         try:
-            updated, replaced = pattern.subn(bounded, text, count=args.count)
-        except (re.error, IndexError) as exc:
+            # Bounded: a backtracking regex must not freeze the daemon (this runs for the
+            # permission prompt's diff too, before anyone approved the call).
+            updated, replaced = bounded_subn(pattern, bounded, text, args.count, SEARCH_BUDGET)
+        except (re.error, TemplateError, IndexError) as exc:
             raise ValueError(f"Invalid replacement {new!r}: {exc}") from None
         if not replaced:
             how = "the regex" if regex else "old (exact text, including whitespace)"
