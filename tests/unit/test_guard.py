@@ -304,6 +304,36 @@ def test_writes_to_the_guards_configuration_always_ask(
     assert "toold.toml" in decision.reason or decision.reason == "plan mode is read-only"
 
 
+GIT_WRITES: list[tuple[str, dict[str, Any]]] = [
+    ("write_file", {"file_path": ".git/hooks/pre-commit", "content": "#!/bin/sh\nid\n"}),
+    ("edit_file", {"file_path": "./.GIT/config", "old_text": "a", "new_text": "b"}),
+    ("str_replace", {"path": "src/../.git/config", "old": "a", "new": "b"}),
+    ("multi_edit", {"file_path": ".git/config", "edits": [{"old_text": "a", "new_text": "b"}]}),
+]
+
+
+@pytest.mark.parametrize(("tool", "args"), GIT_WRITES)
+@pytest.mark.parametrize("mode", ["default", "auto"])
+def test_file_writes_into_git_always_ask(mode: str, tool: str, args: dict[str, Any]) -> None:
+    """Not even an allow rule or "Always allow" lets a hook be planted unasked."""
+    guard = PermissionGuard.from_config(mode, [tool, f"{tool}(prefix:*)"], [])
+    decision = guard.decide(tool, args)
+    assert (decision.action, decision.approvable) == ("ask", False)
+    assert decision.reason.startswith("it writes into .git/")
+
+
+def test_writes_near_git_and_reads_of_it_are_judged_as_usual() -> None:
+    guard = PermissionGuard.from_config("default", ["write_file"], [])
+    near = guard.decide("write_file", {"file_path": ".github/workflows/ci.yml", "content": "x"})
+    assert (near.reason, near.approvable) == ("write_file always asks", True)
+    read = guard.decide("read_file", {"file_path": ".git/config"})
+    assert read.action == "allow"
+    patch = guard.decide(
+        "apply_patch", {"patch": "..."}, paths=["src/a.py", ".git/hooks/post-checkout"]
+    )
+    assert (patch.action, patch.approvable) == ("ask", False)
+
+
 def test_bypass_stays_bypass_and_reads_are_not_writes() -> None:
     assert PermissionGuard(mode="bypass").decide("bash", {"command": "cp a toold.toml"}).action == (
         "allow"

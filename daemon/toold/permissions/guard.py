@@ -55,6 +55,7 @@ Answer = Literal["allow", "always", "deny"]
 
 DENIED = "User denied."
 SELF_ESCALATION = "it could change toold's own configuration (toold.toml, .toold/)"
+GIT_CODE = "it writes into .git/, whose hooks and config run code later, outside any sandbox"
 
 Asker = Callable[[str, Any, str], Awaitable[Answer | None]]
 """Ask the user about (tool, arguments, reason); None when nobody answered."""
@@ -150,6 +151,8 @@ class PermissionGuard:
             return Decision("ask", "empty or ambiguous arguments", approvable=False)
         if loosens_guard(subject, annotations, paths):
             return Decision("ask", SELF_ESCALATION, approvable=False)
+        if writes_git(subject, annotations, paths):
+            return Decision("ask", GIT_CODE, approvable=False)
         if annotations.confirm == "always":
             return Decision("ask", f"{tool} always asks")
         if self.mode == "plan" and not annotations.safe:
@@ -289,6 +292,24 @@ def loosens_guard(
     if annotations.runs_code:
         return any(name in subject.value for name in PROTECTED)
     return False
+
+
+def writes_git(
+    subject: Subject, annotations: ToolAnnotations, paths: list[str] | None = None
+) -> bool:
+    """Whether a file tool's call writes into ``.git/`` (a hook, ``core.fsmonitor`` or
+    ``core.hooksPath`` there runs code when the user next runs git). Shell commands are
+    judged by their own rules."""
+    if subject.shell is not None or not annotations.writes_path:
+        return False
+    if paths is None:
+        paths = [subject.value] if _names_a_path(subject.args) else []
+    return any(_in_git(path) for path in paths)
+
+
+def _in_git(path: str) -> bool:
+    normal = normalise_path(path).lower()
+    return normal == ".git" or normal.startswith(".git/")
 
 
 def protected(path: str) -> bool:
