@@ -263,6 +263,10 @@ class TooldProtocol(LanguageServerProtocol):
             error = {"code": errors.INTERNAL_ERROR, "message": text}
         self.send_json({"jsonrpc": "2.0", "id": msg_id, "error": error})
 
+    def in_flight(self) -> int:
+        """The client's requests admitted and not answered yet (the transport caps them)."""
+        return len(self._running)
+
     def pending_requests(self, *, with_shutdown: bool = False) -> dict[Any, tuple[str, Any]]:
         """The client's requests still running: id → (method, future)."""
         skip = {types.INITIALIZE} if with_shutdown else {types.INITIALIZE, types.SHUTDOWN}

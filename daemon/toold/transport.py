@@ -10,9 +10,12 @@ case ``toold serve`` uses.
 
 After a frame whose Content-Length lied, the bytes left over sit in front of the next
 frame's ``Content-Length:``; the reader reports them and finds that header again, so
-one bad frame never costs the ones after it. What a body must be is messages.py's; a
-client that stops reading its answers stops being read (WRITE_HIGH_WATER), so memory
-stays bounded.
+one bad frame never costs the ones after it. Content-Length given twice with two values
+is refused as an invalid one (which of them frames the body cannot be known). What a
+body must be is messages.py's. A client that stops reading its answers stops being read
+(WRITE_HIGH_WATER), and so does one with MAX_IN_FLIGHT requests unanswered: a burst of
+requests is otherwise all read before the first answer fills the output, and every
+answer is then held for a client that never takes it. Memory stays bounded.
 """
 
 from __future__ import annotations
@@ -41,6 +44,8 @@ MAX_LENGTH_DIGITS = 15
 """A Content-Length of more digits (a petabyte) is not a size but garbage: no body is skipped."""
 WRITE_HIGH_WATER = 16 * 1024 * 1024
 """Output queued for a client that does not read; past it, reading pauses until it drains."""
+MAX_IN_FLIGHT = 128
+"""Requests read and not answered yet; at it, reading pauses until one is answered."""
 
 _LENGTH_MARKER = "content-length:"
 _MARKER_TAIL = 64
@@ -52,6 +57,10 @@ class Connection(Protocol):
     each checked message, error answers, and the cap on one message's size."""
 
     max_message_bytes: int
+
+    def in_flight(self) -> int:
+        """The client's requests read and not answered yet."""
+        ...
 
     def set_writer(self, writer: Any, include_headers: bool = True) -> None: ...
 
@@ -205,7 +214,10 @@ class _HeaderReader:
                 text = text[marker:]
             name, sep, value = text.partition(":")
             if sep and _HEADER_NAME.fullmatch(name.strip()):
-                headers[name.strip().lower()] = value.strip()
+                key, value = name.strip().lower(), value.strip()
+                if headers.get(key, value) != value:  # repeated: joined as HTTP joins them
+                    value = f"{headers[key]}, {value}"
+                headers[key] = value
             else:
                 headers["x-invalid"] = f"malformed header line {text[:80]!r}"
             if size > HEADER_BLOCK_LIMIT:
@@ -274,6 +286,8 @@ async def _read_loop(
     while True:
         # A client that stops reading stops being read: bounded output buffering.
         await writer.wait_writable()
+        while connection.in_flight() >= MAX_IN_FLIGHT:
+            await asyncio.sleep(0.01)
         headers = await headers_in.read()
         if headers is None:
             log.info("client closed its input")
