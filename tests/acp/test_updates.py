@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
+from toold.acp.calls import TurnEvents
 from toold.acp.mcp_servers import tool_name
-from toold.acp.updates import locations, plan_entries, tool_kind, tool_title
+from toold.acp.updates import SHOWN_CHARS, locations, plan_entries, tool_kind, tool_title
 from toold.tools.annotations import ToolAnnotations
 from toold.tools.registry import BuiltinToolProvider
+from toold.tools.toolset import ToolSet
 
 EXPECTED = {
     "bash": "execute",
@@ -45,7 +48,7 @@ def test_unannotated_tools_are_other_unless_their_name_says_more() -> None:
 
 
 def test_titles_locations_and_names(tmp_path: Path) -> None:
-    assert tool_title("bash", {"command": "make test\nmake lint"}) == "Run `make test`…"
+    assert tool_title("bash", {"command": "make test\nmake lint"}, shell=True) == "Run `make test`…"
     assert tool_title("grep", {"pattern": "TODO"}) == "Grep 'TODO'"
     assert tool_title("read_file", {"file_path": "a.py"}) == "Read file a.py"
     shown = [loc.model_dump(exclude_none=True) for loc in locations(tmp_path, {"path": "a.py"})]
@@ -67,3 +70,25 @@ def test_todos_become_plan_entries() -> None:
         {"content": "a", "priority": "high", "status": "completed"},
         {"content": "b", "priority": "medium", "status": "in_progress"},
     ]
+
+
+def test_only_a_shell_is_titled_run() -> None:
+    # An MCP server's tool named like toold's shell, or any tool with a command argument,
+    # is shown under its own name: a permission prompt never passes it off as toold's bash.
+    assert tool_title("evil__bash", {"command": "ls"}) == "Evil: bash 'ls'"
+    assert tool_title("bash", {"command": "ls"}) == "Bash 'ls'"
+
+
+def test_a_commands_output_is_kept_only_as_far_as_it_is_shown(tmp_path: Path) -> None:
+    class Sent(list[Any]):
+        def put(self, update: Any) -> None:
+            self.append(update)
+
+    sent = Sent()
+    events = TurnEvents(tmp_path, ToolSet([]), sent)
+    events.tool_started("call-1", "bash", {"command": "yes"})
+    for n in range(2000):
+        events.tool_progress("call-1", f"line {n} " + "y" * 100)
+    assert len(events.open["call-1"].output) == SHOWN_CHARS + 1
+    shown = sent[-1].content[0].content.text
+    assert shown.startswith("…") and shown.endswith("line 1999 " + "y" * 100 + "\n")

@@ -19,7 +19,14 @@ from acp import start_tool_call, update_agent_message_text, update_tool_call
 from acp.schema import FileEditToolCallContent, ToolCallLocation, ToolCallUpdate, ToolKind
 
 from toold.acp.outbox import Outbox
-from toold.acp.updates import locations, output_text, path_argument, text_content, tool_kind
+from toold.acp.updates import (
+    SHOWN_CHARS,
+    locations,
+    output_text,
+    path_argument,
+    text_content,
+    tool_kind,
+)
 from toold.acp.updates import tool_title as title_of
 from toold.agents.loop import LoopEvents
 from toold.tools.annotations import ToolAnnotations
@@ -40,6 +47,8 @@ class OpenCall:
     before: str | None = None
     """The written file's text before the call (None: it did not exist or is not shown)."""
     output: str = ""
+    """The end of a command's output so far: what an update shows, and one character more
+    (so it is shown as cut), never all of it (a command may print gigabytes)."""
     nested: bool = False
     """Made by a subagent: its loop reports no outcome, the turn's end settles it."""
 
@@ -123,7 +132,7 @@ class TurnEvents(LoopEvents):
         call = OpenCall(
             name=canonical,
             kind=tool_kind(canonical, annotations),
-            title=title_of(canonical, args),
+            title=title_of(canonical, args, shell=annotations.shell),
             locations=locations(self.root, args),
         )
         if annotations.writes_path:
@@ -193,6 +202,7 @@ class TurnEvents(LoopEvents):
         if call is None:
             return
         call.output += text if text.endswith("\n") else text + "\n"
+        call.output = call.output[-(SHOWN_CHARS + 1) :]
         self.outbox.put(
             update_tool_call(call_id, status="in_progress", content=[text_content(call.output)])
         )

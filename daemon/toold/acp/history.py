@@ -164,11 +164,12 @@ def replay(messages: list[dict[str, Any]], kind_of: Kind) -> list[Any]:
                 )
             elif kind == "tool_use":
                 name, args = str(block.get("name")), block.get("input") or {}
+                shown = kind_of(name)
                 updates.append(
                     start_tool_call(
                         str(block.get("id")),
-                        tool_title(name, args),
-                        kind=kind_of(name),
+                        tool_title(name, args, shell=shown == "execute"),
+                        kind=shown,
                         status="pending",
                         raw_input=args,
                     )

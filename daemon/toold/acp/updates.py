@@ -88,19 +88,21 @@ def path_argument(args: Any) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-def tool_title(name: str, args: Any) -> str:
-    """A one-line title: ``Run `make test```, ``Read file notes.txt``, ``Grep 'TODO'``."""
+def tool_title(name: str, args: Any, *, shell: bool = False) -> str:
+    """A one-line title: ``Run `make test``` (for a shell: ``shell``, from its annotations),
+    ``Read file notes.txt``, ``Grep 'TODO'``. Any other tool's title starts with its own
+    name, so an MCP server's tool with a ``command`` is never shown as toold's shell."""
     label = name.replace("__", ": ").replace("_", " ").strip().capitalize() or name
     if not isinstance(args, dict):
         return label
     command = args.get("command")
-    if isinstance(command, str) and command.strip():
+    if shell and isinstance(command, str) and command.strip():
         line = command.strip().splitlines()[0]
         return f"Run `{line[:80]}`" + ("…" if len(line) > 80 or "\n" in command.strip() else "")
     path = path_argument(args)
     if path is not None:
         return f"{label} {path}"
-    for key in ("pattern", "query", "url", "task", "skill_name", "text"):
+    for key in ("pattern", "query", "url", "task", "skill_name", "text", "command"):
         value = args.get(key)
         if isinstance(value, str) and value:
             return f"{label} {value[:80]!r}" if key != "url" else f"{label} {value[:120]}"
