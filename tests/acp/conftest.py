@@ -112,8 +112,11 @@ class Recorder:
     async def request_permission(
         self, session_id: str, tool_call: Any, options: Any, **kwargs: Any
     ) -> RequestPermissionResponse:
-        """Answer with the next scripted option id; "cancel" answers cancelled."""
+        """Answer with the next scripted option id; "cancel" answers cancelled, "never"
+        never answers."""
         answer = self.answers.pop(0) if self.answers else "cancel"
+        if answer == "never":
+            await asyncio.Event().wait()
         if answer == "cancel":
             return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
         return RequestPermissionResponse(

@@ -146,6 +146,31 @@ def test_always_deny_is_remembered_for_the_session(
     assert not (workspace / "a.txt").exists()
 
 
+def test_a_permission_request_never_answered_or_answered_oddly_denies_the_call(
+    model: ModelServer, workspace: Path, recorder: Recorder
+) -> None:
+    (workspace / "toold.toml").write_text("[permissions]\nask_timeout = 1\n", encoding="utf-8")
+    model.tool_use(("bash", {"command": "touch never.txt"}))
+    model.tool_use(("bash", {"command": "touch odd.txt"}))
+    model.text("both refused")
+    recorder.answers = ["never", "allow_everything_forever"]
+
+    async def scenario() -> str:
+        async with acp_agent(workspace, agent_env(model), recorder) as conn:
+            session_id = await start_session(conn, workspace)
+            reply = await conn.prompt(session_id=session_id, prompt=[text_block("touch")])
+            return reply.stop_reason
+
+    assert run(scenario) == "end_turn"
+    assert len(recorder.requests("session/request_permission")) == 2
+    assert not (workspace / "never.txt").exists() and not (workspace / "odd.txt").exists()
+    second, third = model.wait_requests(3)[1:]
+    assert [r["content"] for r in tool_results(second) + tool_results(third)] == [
+        "User denied.",
+        "User denied.",
+    ]
+
+
 def test_stop_reasons_refusal_and_turn_limit(
     model: ModelServer, workspace: Path, recorder: Recorder
 ) -> None:

@@ -1,9 +1,11 @@
 """AcpSession: one ACP session — a bound workspace, its conversation and its running turn.
 
-The session's guard asks through ``session/request_permission``; "Always deny" is
-remembered for the session (the exact command line for shells, else the tool). A
-turn runs as its own task so ``session/cancel`` can cancel it (the runner kills the
-process group of every tool it runs) while the prompt still answers ``cancelled``.
+The session's guard asks through ``session/request_permission``; a request not answered
+within ``permissions.ask_timeout``, an option toold did not offer, or a client that hung
+up denies the call. "Always deny" is remembered for the session (the exact command line
+for shells, else the tool). A turn runs as its own task so ``session/cancel`` can cancel
+it (the runner kills the process group of every tool it runs) while the prompt still
+answers ``cancelled``.
 """
 
 from __future__ import annotations
@@ -154,9 +156,19 @@ class AcpSession:
             call_id = f"toold-ask-{self._asks}"
         subject = events.permission_subject(call_id, tool, args, reason)
         await self.outbox.flush()
-        response = await self.conn.request_permission(
-            session_id=self.id, tool_call=subject, options=PERMISSION_OPTIONS
-        )
+        wait = self.require_state().config.permissions.ask_timeout
+        try:
+            response = await asyncio.wait_for(
+                self.conn.request_permission(
+                    session_id=self.id, tool_call=subject, options=PERMISSION_OPTIONS
+                ),
+                wait,
+            )
+        except (TimeoutError, ConnectionError) as exc:
+            # Never answered (permissions.ask_timeout), or the client is gone: denied.
+            log.info("no answer to the permission request for %s: %r", tool, exc)
+            events.refused(call_id)
+            return None
         outcome = response.outcome
         if outcome.outcome != "selected":
             events.refused(call_id)
