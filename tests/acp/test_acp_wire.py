@@ -159,3 +159,21 @@ def test_a_line_over_the_cap_is_skipped_without_being_kept(workspace: Path) -> N
         assert "67108864-byte cap" in refusals[0]["error"]["message"]
     finally:
         assert wire.close() == 0
+
+
+def test_a_client_that_hangs_up_during_a_permission_request_denies_it(
+    model: ModelServer, workspace: Path
+) -> None:
+    model.tool_use(("bash", {"command": "touch asked.txt"}))
+    model.text("unreachable")
+    wire = Wire(workspace, agent_env(model))
+    wire.request(1, "initialize", {"protocolVersion": 1})
+    wire.answer(1)
+    wire.request(2, "session/new", {"cwd": str(workspace), "mcpServers": []})
+    session_id = wire.answer(2)["result"]["sessionId"]
+    prompt = [{"type": "text", "text": "touch it"}]
+    wire.request(3, "session/prompt", {"sessionId": session_id, "prompt": prompt})
+    while json.loads(wire.lines.get(timeout=WAIT)).get("method") != "session/request_permission":
+        pass
+    assert wire.close() == 0  # a clean exit, no traceback
+    assert not (workspace / "asked.txt").exists()
