@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from acp import text_block
+from acp import RequestError, text_block
 from acp.schema import EnvVariable, HttpMcpServer, McpServerStdio
 
 from tests.acp.conftest import WAIT, Recorder, acp_agent, agent_env, run, start_session
@@ -325,3 +325,28 @@ def test_an_http_mcp_server_given_at_session_new_is_called_through_the_guard(
     assert tool_results(model.wait_requests(2)[1])[0]["content"] == "noted (1 notes)"
     assert notes.read_text(encoding="utf-8") == "over http\n"
     assert len(recorder.requests("session/request_permission")) == 1
+
+
+def test_two_servers_whose_tools_would_share_a_name_are_refused(
+    workspace: Path, recorder: Recorder, tmp_path: Path
+) -> None:
+    env = [
+        EnvVariable(name="NOTES_FILE", value=str(tmp_path / "notes.txt")),
+        EnvVariable(name="PYTHONPATH", value=os.environ.get("PYTHONPATH", "")),
+    ]
+    servers = [
+        McpServerStdio(name=name, command=sys.executable, args=[str(NOTES_SERVER)], env=env)
+        for name in ("notes.x", "notes_x")
+    ]
+
+    async def scenario() -> RequestError:
+        async with acp_agent(workspace, agent_env(None), recorder) as conn:
+            try:
+                await start_session(conn, workspace, mcp_servers=servers)
+            except RequestError as exc:
+                return exc
+            raise AssertionError("session/new accepted two tools of one name")
+
+    error = run(scenario)
+    assert error.code == -32602
+    assert "would both be the tool 'notes_x__add_note'" in str(error)

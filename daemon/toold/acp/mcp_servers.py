@@ -177,11 +177,27 @@ async def start_servers(servers: list[Any], cwd: Path) -> tuple[list[McpServerLi
                 "and HTTP servers only"
             )
         link = McpServerLink(server, cwd)
+        links.append(link)
         try:
             tools += await link.start()
-        except RuntimeError:
+            _distinct(tools)
+        except (RuntimeError, ValueError):
             for started in links:
                 await started.close()
             raise
-        links.append(link)
     return links, tools
+
+
+def _distinct(tools: list[Tool]) -> None:
+    """ValueError when two servers' tools get one name (``a.b`` and ``a_b``, or names cut
+    at 64 characters): one would silently stand in for the other."""
+    seen: dict[str, McpTool] = {}
+    for tool in tools:
+        assert isinstance(tool, McpTool)
+        other = seen.setdefault(tool.name, tool)
+        if other is not tool:
+            raise ValueError(
+                f"mcpServers: {other.remote!r} of {other.link.server.name!r} and "
+                f"{tool.remote!r} of {tool.link.server.name!r} would both be the tool "
+                f"{tool.name!r}: give the servers names that differ in letters or digits"
+            )
