@@ -17,24 +17,14 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
-import regex
-
 SEARCH_BUDGET = 30.0
 """Seconds of matching one grep call (or one str_replace) may spend."""
 GLOB_BUDGET = 1.0
 """Seconds one glob may spend on one path (a path takes microseconds)."""
 
-_FLAGS = (
-    (re.IGNORECASE, regex.IGNORECASE),
-    (re.MULTILINE, regex.MULTILINE),
-    (re.DOTALL, regex.DOTALL),
-    (re.VERBOSE, regex.VERBOSE),
-    (re.ASCII, regex.ASCII),
-)
-
-
-TemplateError = regex.error
-"""What a bad replacement template (``\\9`` with no group 9) raises in ``bounded_subn``."""
+_FLAGS = ("IGNORECASE", "MULTILINE", "DOTALL", "VERBOSE", "ASCII")
+"""The ``re`` flags ``regex`` spells the same way (``regex`` is imported on first use:
+nothing needs it until a search runs)."""
 
 
 class Search(Protocol):
@@ -49,10 +39,12 @@ class PatternTooSlow(Exception):
 
 def compile_bounded(pattern: re.Pattern[str]) -> Any:
     """``pattern`` compiled by ``regex`` with the same flags (a ``regex.Pattern``)."""
+    import regex
+
     flags = regex.V0
-    for re_flag, regex_flag in _FLAGS:
-        if pattern.flags & re_flag:
-            flags |= regex_flag
+    for name in _FLAGS:
+        if pattern.flags & getattr(re, name):
+            flags |= getattr(regex, name)
     return regex.compile(pattern.pattern, flags)
 
 
@@ -95,7 +87,10 @@ def bounded_subn(
     pattern: re.Pattern[str], repl: Callable[[Any], str], text: str, count: int, budget: float
 ) -> tuple[str, int]:
     """``pattern.subn(repl, text, count)`` within ``budget`` seconds, the GIL released;
-    ``repl`` gets ``regex`` match objects (``expand`` takes ``re``'s templates)."""
+    ``repl`` gets ``regex`` match objects (``expand`` takes ``re``'s templates, and a bad
+    one raises ``re.error`` as under ``re``)."""
+    import regex
+
     deadline = Deadline(budget, "pattern")
     try:
         result: tuple[str, int] = compile_bounded(pattern).subn(
@@ -103,4 +98,6 @@ def bounded_subn(
         )
     except TimeoutError:
         raise deadline.exceeded(pattern.pattern) from None
+    except regex.error as exc:
+        raise re.error(str(exc)) from None
     return result

@@ -17,8 +17,10 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from pathspec import GitIgnoreSpec
+if TYPE_CHECKING:
+    from pathspec import GitIgnoreSpec
 
 IGNORE_FILES = (".gitignore", ".ignore")
 EXCLUDE = (".git", "info", "exclude")
@@ -75,6 +77,8 @@ class IgnoreRules:
 
     def load(self, folder: Parts, dir_fd: int) -> None:
         """Read the rules of ``folder`` (open as ``dir_fd``); the root also reads exclude."""
+        from pathspec import GitIgnoreSpec  # with RE2: only once a search reads rules
+
         lines = read_rules(dir_fd, EXCLUDE) if not folder else []
         for name in IGNORE_FILES:
             lines += read_rules(dir_fd, (name,))

@@ -19,7 +19,7 @@ from typing import Any
 from pydantic import Field
 
 from toold.sandbox.paths import DIR_FLAGS, open_in_workspace, workspace_relative
-from toold.search.bounded import SEARCH_BUDGET, TemplateError, bounded_subn
+from toold.search.bounded import SEARCH_BUDGET, bounded_subn
 from toold.search.grep import GrepQuery, grep_lines, literal_pattern
 from toold.search.patterns import compile_glob
 from toold.search.walk import Tree, lstat_in_workspace
@@ -300,7 +300,7 @@ class StrReplaceTool(EditingTool):
             # Bounded: a backtracking regex must not freeze the daemon (this runs for the
             # permission prompt's diff too, before anyone approved the call).
             updated, replaced = bounded_subn(pattern, bounded, text, args.count, SEARCH_BUDGET)
-        except (re.error, TemplateError, IndexError) as exc:
+        except (re.error, IndexError) as exc:
             raise ValueError(f"Invalid replacement {new!r}: {exc}") from None
         if not replaced:
             how = "the regex" if regex else "old (exact text, including whitespace)"
