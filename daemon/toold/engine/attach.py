@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from toold import __version__
-from toold.engine.location import EnginePaths
+from toold.engine.location import EnginePaths, open_private
 
 PROTOCOL = 1
 """Version of the hello line; the engine refuses a client speaking another."""
@@ -71,7 +71,7 @@ def engine_pid(paths: EnginePaths) -> int | None:
     take means the file (and any socket) was left by a dead engine.
     """
     try:
-        fd = os.open(paths.pid_file, os.O_RDONLY | os.O_CLOEXEC)
+        fd = open_private(paths.pid_file, os.O_RDONLY)
     except FileNotFoundError:
         return None
     try:
@@ -143,7 +143,7 @@ def _fd_array(fds: list[int]) -> bytes:
 
 @contextlib.contextmanager
 def _start_lock(paths: EnginePaths) -> Iterator[None]:
-    fd = os.open(paths.start_lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    fd = open_private(paths.start_lock, os.O_RDWR | os.O_CREAT)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield
@@ -211,7 +211,7 @@ def spawn_engine(paths: EnginePaths) -> None:
     """
     if paths.log.exists():
         os.replace(paths.log, paths.log.with_suffix(".log.1"))  # the last engine's, kept once
-    log_fd = os.open(paths.log, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
+    log_fd = open_private(paths.log, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
     ready_r, ready_w = os.pipe()
     argv = [sys.executable, *ENGINE_ARGV, "--workspace", os.fspath(paths.workspace)]
     argv += ["--ready-fd", "3"]

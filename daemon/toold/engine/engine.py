@@ -19,6 +19,7 @@ import logging
 import os
 import signal
 import socket
+import stat
 import struct
 import time
 from pathlib import Path
@@ -26,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from toold import __version__
 from toold.engine.attach import PROTOCOL
-from toold.engine.location import EnginePaths
+from toold.engine.location import EnginePaths, open_private
 from toold.engine.sessions import Sessions
 
 if TYPE_CHECKING:
@@ -73,23 +74,57 @@ def descends_from(pid: int, ancestor: int, limit: int = 256) -> bool:
     return False
 
 
-def read_hello(sock: socket.socket) -> tuple[dict[str, Any], list[int]]:
-    """The client's hello line and the descriptors sent with it (blocking; on a thread)."""
-    sock.settimeout(HELLO_TIMEOUT)
-    data, fds = b"", []
-    space = socket.CMSG_SPACE(2 * struct.calcsize("i"))
-    while b"\n" not in data:
-        chunk, ancillary, _, _ = sock.recvmsg(1 << 16, space)
-        for level, kind, payload in ancillary:
-            if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
-                usable = len(payload) - len(payload) % 4
-                fds += list(struct.unpack(f"{usable // 4}i", payload[:usable]))
-        if not chunk:
-            break
-        data += chunk
-        if len(data) > HELLO_LIMIT:
-            break
-    sock.settimeout(None)
+MAX_FDS = 2
+"""Descriptors a hello may carry: a ``stdio`` session's stdin and stdout."""
+
+
+async def read_hello(sock: socket.socket) -> tuple[dict[str, Any], list[int]]:
+    """The client's hello line and the descriptors sent with it (``sock`` non-blocking).
+
+    Read on the event loop, so a client that never speaks holds a socket, not a worker
+    thread the other clients need; descriptors received are closed on any failure.
+    """
+    data = bytearray()
+    fds: list[int] = []
+    try:
+        async with asyncio.timeout(HELLO_TIMEOUT):
+            while True:
+                chunk, ancillary = await _receive(sock, socket.CMSG_SPACE(MAX_FDS * 4))
+                for level, kind, payload in ancillary:
+                    if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                        usable = len(payload) - len(payload) % 4
+                        fds += struct.unpack(f"{usable // 4}i", payload[:usable])
+                if len(fds) > MAX_FDS:
+                    raise PeerRefused(f"a hello sends at most {MAX_FDS} descriptors")
+                data += chunk
+                if not chunk or b"\n" in chunk or len(data) > HELLO_LIMIT:
+                    break
+        return parse_hello(bytes(data), fds), fds
+    except BaseException:
+        for fd in fds:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        raise
+
+
+async def _receive(sock: socket.socket, space: int) -> tuple[bytes, list[Any]]:
+    """One ``recvmsg`` on a non-blocking socket, waiting on the loop until it is readable."""
+    loop = asyncio.get_running_loop()
+    while True:
+        try:
+            chunk, ancillary, _, _ = sock.recvmsg(1 << 16, space)
+            return chunk, ancillary
+        except BlockingIOError:
+            readable = loop.create_future()
+            loop.add_reader(sock.fileno(), readable.set_result, None)
+            try:
+                await readable
+            finally:
+                loop.remove_reader(sock.fileno())
+
+
+def parse_hello(data: bytes, fds: list[int]) -> dict[str, Any]:
+    """The hello in ``data``: one JSON line of our protocol, its descriptors fit its kind."""
     line, newline, rest = data.partition(b"\n")
     try:
         if not newline or rest:
@@ -99,11 +134,24 @@ def read_hello(sock: socket.socket) -> tuple[dict[str, Any], list[int]]:
             raise ValueError(f"expected a toold hello of protocol {PROTOCOL}")
         if hello.get("kind") not in KINDS:
             raise ValueError(f"kind must be one of {', '.join(KINDS)}")
+        if hello["kind"] == "stdio":
+            _check_stdio(fds)
+        elif fds:
+            raise ValueError("only a stdio session sends descriptors")
     except ValueError as exc:
-        for fd in fds:
-            os.close(fd)
         raise PeerRefused(f"bad hello: {exc}") from None
-    return hello, fds
+    return hello
+
+
+def _check_stdio(fds: list[int]) -> None:
+    if len(fds) != 2:
+        raise ValueError("a stdio session sends two descriptors: its stdin and stdout")
+    for fd, name in zip(fds, ("stdin", "stdout"), strict=True):
+        mode = os.fstat(fd).st_mode
+        if not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode)) and not (
+            stat.S_ISREG(mode)  # toold serve < requests > answers
+        ):
+            raise ValueError(f"its {name} must be a pipe, socket, terminal or file")
 
 
 class Engine:
@@ -128,12 +176,11 @@ class Engine:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(path)
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        old_umask = os.umask(0o177)
+        old_umask = os.umask(0o177)  # born 0600: a chmod by path could follow a swapped-in symlink
         try:
             listener.bind(path)
         finally:
             os.umask(old_umask)
-        os.chmod(path, 0o600)
         listener.listen(64)
         listener.setblocking(False)
         self._listener = listener
@@ -235,7 +282,12 @@ class Engine:
         loop = asyncio.get_running_loop()
         assert self._listener is not None
         while True:
-            conn, _ = await loop.sock_accept(self._listener)
+            try:
+                conn, _ = await loop.sock_accept(self._listener)
+            except OSError as exc:  # EMFILE, ENOBUFS: refuse this one, keep listening
+                log.warning("could not accept a connection: %s", exc)
+                await asyncio.sleep(0.1)
+                continue
             self._spawn(self._connection(conn))
 
     async def _connection(self, conn: socket.socket) -> None:
@@ -245,13 +297,11 @@ class Engine:
             if uid != os.getuid():
                 log.warning("refused a connection from pid %d of uid %d", pid, uid)
                 raise PeerRefused(f"uid {uid} may not use the engine of uid {os.getuid()}")
-            conn.setblocking(True)
-            hello, fds = await asyncio.to_thread(read_hello, conn)
+            hello, fds = await read_hello(conn)
             await self._serve(conn, pid, hello, fds)
         except PeerRefused as exc:
-            with contextlib.suppress(OSError):
-                conn.setblocking(True)
-                conn.sendall(json.dumps({"ok": False, "error": str(exc)}).encode() + b"\n")
+            with contextlib.suppress(OSError, TimeoutError):
+                await _send_line(conn, {"ok": False, "error": str(exc)})
         except (OSError, TimeoutError) as exc:
             log.info("connection dropped: %s", exc)
         except Exception:
@@ -286,20 +336,18 @@ class Engine:
     ) -> None:
         kind = hello["kind"]
         if kind == "status":
-            conn.sendall(json.dumps(self.status()).encode() + b"\n")
+            await _send_line(conn, self.status())
             return
         if kind == "stop":
             if descends_from(pid, os.getpid()):
                 raise PeerRefused("a tool call cannot stop the engine it runs in")
             running = self.status()["jobs"]
             reply = {"ok": True, "pid": os.getpid(), "cancelled": [j["jobId"] for j in running]}
-            conn.sendall(json.dumps(reply).encode() + b"\n")
+            await _send_line(conn, reply)
             self.stop(f"toold daemon stop (pid {pid})")
             return
         if self.stopping.is_set():
             raise PeerRefused("the engine is stopping; try again")
-        if kind == "stdio" and len(fds) != 2:
-            raise PeerRefused("a stdio session sends two descriptors: its stdin and stdout")
         assert self.bound is not None
         await asyncio.shield(self.bound)
         from toold.engine.serving import serve_session
@@ -308,13 +356,19 @@ class Engine:
         await serve_session(self, conn, stdio, pid, hello, descends_from(pid, os.getpid()))
 
 
+async def _send_line(conn: socket.socket, message: dict[str, Any]) -> None:
+    """One JSON line to a client, without blocking the loop on one that never reads."""
+    async with asyncio.timeout(HELLO_TIMEOUT):
+        await asyncio.get_running_loop().sock_sendall(conn, json.dumps(message).encode() + b"\n")
+
+
 def take_pid_lock(paths: EnginePaths, wait: float = 30.0) -> int | None:
     """Lock the pid file for this process's life; None when another engine serves.
 
     An engine that holds the lock but no longer listens is on its way out (idle, or
     stopped): wait for it to let go rather than leave the workspace without an engine.
     """
-    fd = os.open(paths.pid_file, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    fd = open_private(paths.pid_file, os.O_RDWR | os.O_CREAT)
     deadline = time.monotonic() + wait
     while True:
         try:

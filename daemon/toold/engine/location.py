@@ -60,6 +60,31 @@ def _check_private(folder: Path) -> None:
         os.chmod(folder, 0o700)  # ours: close it rather than refuse
 
 
+def open_private(path: Path, flags: int) -> int:
+    """Open one of the engine's files, never through a symlink: a descriptor on a regular
+    file of this user (created 0600 with O_CREAT; else FileNotFoundError when missing),
+    or RuntimeDirError naming the fix.
+
+    Another process of this user (an agent's command) can replace a pid file or log by a
+    symlink to a file elsewhere; the engine would truncate or append to it.
+    """
+    try:
+        fd = os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o600)
+    except FileNotFoundError:
+        raise  # without O_CREAT: the caller's "none yet"
+    except OSError as exc:
+        raise RuntimeDirError(
+            f"cannot open {path} ({exc.strerror}): remove it (a symlink, folder or file of "
+            "someone else's is never used) and try again"
+        ) from None
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode) or info.st_uid != os.getuid():
+        os.close(fd)
+        raise RuntimeDirError(f"{path} is not a regular file of yours: remove it and try again")
+    os.set_blocking(fd, True)
+    return fd
+
+
 def workspace_key(workspace: Path) -> str:
     """A short stable name for a workspace (its resolved path, hashed)."""
     resolved = os.fsencode(os.path.realpath(workspace))

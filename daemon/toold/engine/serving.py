@@ -114,8 +114,7 @@ async def serve_session(
     current.set(session)  # this task's context: every request of the session inherits it
     log.info("session %d (%s, pid %d) attached", session.id, kind, peer_pid)
     reply = {"ok": True, "pid": os.getpid(), "version": __version__, "session": session.id}
-    conn.sendall(json.dumps(reply).encode() + b"\n")
-    conn.setblocking(False)
+    await asyncio.get_running_loop().sock_sendall(conn, json.dumps(reply).encode() + b"\n")
     control, socket_writer = await asyncio.open_unix_connection(sock=conn, limit=HEADER_LIMIT)
     close_input: Callable[[], None] = lambda: None  # noqa: E731
     if stdio is not None:

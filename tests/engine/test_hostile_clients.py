@@ -1,0 +1,127 @@
+"""Clients on the engine's socket that do not play by the rules: silent, slow, sending
+descriptors they should not. The engine keeps serving everyone else and leaks nothing."""
+
+from __future__ import annotations
+
+import array
+import json
+import os
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.engine.support import Engines
+from tests.waiting import wait_until
+from toold.engine.engine import HELLO_TIMEOUT
+
+
+def _socket(engines: Engines) -> str:
+    (path,) = [p for p in engines.runtime.iterdir() if p.suffix == ".sock"]
+    return os.fspath(path)
+
+
+def _open_fds(pid: int) -> int:
+    return len(os.listdir(f"/proc/{pid}/fd"))
+
+
+def _still_waiting(peer: socket.socket) -> bool:
+    """The engine has neither answered nor hung up on ``peer``."""
+    try:
+        peer.recv(1, socket.MSG_DONTWAIT | socket.MSG_PEEK)
+    except BlockingIOError:
+        return True
+    return False
+
+
+@pytest.fixture
+def engine(engines: Engines, workspace: Path) -> Iterator[int]:
+    """A running engine's pid."""
+    assert engines.toold("daemon", "start", cwd=workspace).returncode == 0
+    yield engines.status(workspace)["pid"]
+
+
+def test_connections_that_never_speak_stall_no_one_and_leak_nothing(
+    engines: Engines, workspace: Path, engine: int
+) -> None:
+    before = _open_fds(engine)
+    silent = []
+    for _ in range(40):
+        peer = socket.socket(socket.AF_UNIX)
+        peer.connect(_socket(engines))
+        silent.append(peer)
+    # Served while every silent one still waits for its hello to time out.
+    status = engines.toold("daemon", "status", cwd=workspace, timeout=HELLO_TIMEOUT * 3)
+    assert status.returncode == 0, status.stderr
+    assert all(_still_waiting(peer) for peer in silent)
+    for peer in silent:
+        peer.close()
+    wait_until(lambda: _open_fds(engine) <= before, lambda: f"{_open_fds(engine)} > {before}")
+
+
+def _send_with_fds(peer: socket.socket, data: bytes, fds: list[int]) -> None:
+    rights = array.array("i", fds).tobytes()
+    peer.sendmsg([data], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, rights)])
+
+
+def test_descriptors_sent_with_a_hello_that_never_ends_are_closed(
+    engines: Engines, workspace: Path, engine: int
+) -> None:
+    read_end, write_end = os.pipe()
+    try:
+        with socket.socket(socket.AF_UNIX) as peer:
+            peer.connect(_socket(engines))
+            _send_with_fds(peer, b'{"toold": 1, "kind": "stdio"', [write_end, write_end])
+            # The engine gives up on the hello; it must not keep the pipe's write end.
+            wait_until(lambda: not _still_waiting(peer), "the engine to hang up", HELLO_TIMEOUT * 3)
+        os.close(write_end)
+        write_end = -1
+        os.set_blocking(read_end, False)
+        assert wait_until(lambda: _eof(read_end), "the engine to close the sent descriptors")
+    finally:
+        os.close(read_end)
+        if write_end >= 0:
+            os.close(write_end)
+    assert engines.toold("daemon", "status", cwd=workspace).returncode == 0
+
+
+def _eof(fd: int) -> bool:
+    try:
+        return os.read(fd, 1) == b""
+    except BlockingIOError:
+        return False
+
+
+def test_a_stdio_session_over_a_folder_is_refused(
+    engines: Engines, workspace: Path, engine: int
+) -> None:
+    fd = os.open(workspace, os.O_RDONLY)
+    try:
+        with socket.socket(socket.AF_UNIX) as peer:
+            peer.connect(_socket(engines))
+            hello = {"toold": 1, "kind": "stdio", "preface": ""}
+            _send_with_fds(peer, json.dumps(hello).encode() + b"\n", [fd, fd])
+            reply = json.loads(peer.makefile("rb").readline())
+    finally:
+        os.close(fd)
+    assert reply["ok"] is False and "stdin" in reply["error"], reply
+    assert engines.toold("daemon", "status", cwd=workspace).returncode == 0
+
+
+def test_too_many_descriptors_are_refused_and_closed(
+    engines: Engines, workspace: Path, engine: int
+) -> None:
+    before = _open_fds(engine)
+    read_end, write_end = os.pipe()
+    try:
+        with socket.socket(socket.AF_UNIX) as peer:
+            peer.connect(_socket(engines))
+            _send_with_fds(peer, b'{"toold": 1, ', [read_end, write_end])
+            _send_with_fds(peer, b'"kind": "session"}\n', [read_end, write_end])
+            reply = json.loads(peer.makefile("rb").readline())
+    finally:
+        os.close(read_end)
+        os.close(write_end)
+    assert reply["ok"] is False and "descriptors" in reply["error"], reply
+    wait_until(lambda: _open_fds(engine) <= before, lambda: f"{_open_fds(engine)} > {before}")
