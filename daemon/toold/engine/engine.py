@@ -53,25 +53,46 @@ def peer_credentials(sock: socket.socket) -> tuple[int, int, int]:
     return pid, uid, gid
 
 
-def descends_from(pid: int, ancestor: int, limit: int = 256) -> bool:
-    """Whether process ``pid`` is ``ancestor`` or runs below it (parents read from /proc).
+def _stat(pid: int) -> list[int] | None:
+    """[parent, process group, session] of ``pid`` (/proc); None when it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat_file:
+            fields = stat_file.read().rpartition(b")")[2].split()
+        return [int(field) for field in fields[1:4]]
+    except (OSError, IndexError, ValueError):
+        return None
 
-    The engine is detached (its parent is init), so a peer below it was started by one
-    of its tool calls, jobs or teammates: an agent's command, not the user's editor. A
-    process that double-forks away from its parent is not caught.
-    """
+
+def descends_from(pid: int, ancestor: int, limit: int = 256) -> bool:
+    """Whether process ``pid`` is ``ancestor`` or runs below it (parents read from /proc)."""
     for _ in range(limit):
         if pid == ancestor:
             return True
-        if pid <= 1:
+        found = _stat(pid)
+        if pid <= 1 or found is None:
             return False
-        try:
-            with open(f"/proc/{pid}/stat", "rb") as stat_file:
-                fields = stat_file.read().rpartition(b")")[2].split()
-            pid = int(fields[1])
-        except (OSError, IndexError, ValueError):
-            return False
+        pid = found[0]
     return False
+
+
+def inside_tool_call(pid: int, engine: int) -> bool:
+    """Whether peer ``pid`` runs inside one of ``engine``'s tool calls, jobs or teammates.
+
+    The engine is detached (its parent is init), so such a peer is an agent's command,
+    not the user's editor. It counts when it, its process group's leader or its session's
+    leader runs below the engine, or it shares the engine's session: a command
+    backgrounded out of its shell (``( toold call ... & )``) keeps the group and session
+    of the tool call that started it. A peer already gone when asked (it connected, handed
+    the socket to a child and exited) counts too: fail closed. A process that leaves the
+    tool call's session (``setsid``) and outlives its leader is not caught.
+    """
+    peer, own = _stat(pid), _stat(engine)
+    if peer is None or own is None:
+        return True
+    _, group, session = peer
+    if session == own[2]:
+        return True
+    return any(descends_from(leader, engine) for leader in {pid, group, session})
 
 
 MAX_FDS = 2
@@ -339,7 +360,7 @@ class Engine:
             await _send_line(conn, self.status())
             return
         if kind == "stop":
-            if descends_from(pid, os.getpid()):
+            if inside_tool_call(pid, os.getpid()):
                 raise PeerRefused("a tool call cannot stop the engine it runs in")
             running = self.status()["jobs"]
             reply = {"ok": True, "pid": os.getpid(), "cancelled": [j["jobId"] for j in running]}
@@ -353,7 +374,8 @@ class Engine:
         from toold.engine.serving import serve_session
 
         stdio = (fds.pop(0), fds.pop(0)) if kind == "stdio" else None
-        await serve_session(self, conn, stdio, pid, hello, descends_from(pid, os.getpid()))
+        inside = inside_tool_call(pid, os.getpid())
+        await serve_session(self, conn, stdio, pid, hello, inside)
 
 
 async def _send_line(conn: socket.socket, message: dict[str, Any]) -> None:

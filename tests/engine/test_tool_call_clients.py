@@ -1,0 +1,64 @@
+"""Clients that an agent's command starts below the engine, trying to pass for the user."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sys
+from pathlib import Path
+
+from tests.engine.support import Engines
+
+
+def _toold() -> str:
+    return f"{sys.executable} -m toold"
+
+
+def test_a_client_backgrounded_out_of_its_shell_is_still_the_agent(
+    engines: Engines, workspace: Path
+) -> None:
+    """``( cmd & )``: the client's parent exits at once, so it is init's child; it keeps
+    the tool call's process group and session."""
+    editor = engines.editor(workspace)
+    write = json.dumps({"file_path": "pwned.txt", "content": "x"})
+    command = (
+        f"( {{ {_toold()} call write_file '{write}' > out.txt 2>&1; echo $? > done.txt; }} & ); "
+        "while [ ! -s done.txt ]; do sleep 0.02; done; cat out.txt"
+    )
+    inside = editor.tool("bash", command=command)
+    assert not (workspace / "pwned.txt").exists(), inside
+    assert "User denied." in str(inside["content"])
+
+    stop = f"( {{ {_toold()} daemon stop > out.txt 2>&1; echo $? > stopped.txt; }} & ); "
+    stop += "while [ ! -s stopped.txt ]; do sleep 0.02; done; cat out.txt"
+    assert "cannot stop the engine" in str(editor.tool("bash", command=stop)["content"])
+    assert engines.status(workspace)["sessions"]
+
+
+def test_a_peer_gone_before_its_hello_is_read_cannot_stop_the_engine(
+    engines: Engines, workspace: Path
+) -> None:
+    """A process that connects, hands the socket to a child and exits leaves the engine
+    no process to judge: it is refused as the agent's would be."""
+    assert engines.toold("daemon", "start", cwd=workspace).returncode == 0
+    pid = engines.status(workspace)["pid"]
+    (path,) = [p for p in engines.runtime.iterdir() if p.suffix == ".sock"]
+    mine, theirs = socket.socketpair()
+    connector = os.fork()
+    if connector == 0:  # pragma: no cover - the child connects, hands over, exits
+        try:
+            with socket.socket(socket.AF_UNIX) as peer:
+                peer.connect(os.fspath(path))
+                socket.send_fds(theirs, [b"s"], [peer.fileno()])
+        finally:
+            os._exit(0)
+    theirs.close()
+    _, (fd,), _, _ = socket.recv_fds(mine, 1, 1)
+    mine.close()
+    os.waitpid(connector, 0)  # gone (and reaped) before anything is said
+    with socket.socket(fileno=fd) as handed:
+        handed.sendall(b'{"toold": 1, "kind": "stop"}\n')
+        reply = json.loads(handed.makefile("rb").readline())
+    assert reply["ok"] is False and "cannot stop the engine" in reply["error"], reply
+    assert engines.status(workspace)["pid"] == pid
