@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 
 from tests.engine.support import Engines, live_engines
+from tests.waiting import wait_until
+from toold.engine.engine import LOG_LIMIT
 
 
 def _key(workspace: Path) -> str:
@@ -43,3 +45,17 @@ def test_a_dangling_symlink_for_the_lock_creates_nothing(
     (engines.runtime / f"{_key(workspace)}.start.lock").symlink_to(target)
     done = engines.toold("call", "todo_read", cwd=workspace)
     assert done.returncode != 0 and not target.exists()
+
+
+def test_a_log_past_its_limit_is_set_aside(engines: Engines, workspace: Path) -> None:
+    (workspace / "toold.toml").write_text("[daemon]\nidle_timeout = 0.4\n")  # checks often
+    editor = engines.editor(workspace)  # attached: the engine stays up
+    log = engines.runtime / f"{_key(workspace)}.log"
+    with log.open("ab") as flood:  # what weeks of sessions add up to
+        flood.write(b"x" * (LOG_LIMIT + 1))
+    old = engines.runtime / f"{_key(workspace)}.log.1"
+    wait_until(lambda: old.exists() and old.stat().st_size > LOG_LIMIT, "the log set aside")
+    assert engines.toold("call", "todo_read", cwd=workspace).returncode == 0
+    assert 0 < log.stat().st_size < LOG_LIMIT
+    assert "attached" in log.read_text()
+    editor.close()

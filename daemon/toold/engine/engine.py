@@ -40,6 +40,8 @@ HELLO_LIMIT = 96 * 1024 * 1024
 HELLO_TIMEOUT = 10.0
 """Seconds a new connection has to say hello."""
 KINDS = ("session", "stdio", "status", "stop")
+LOG_LIMIT = 10 * 1024 * 1024
+"""Bytes of log after which the engine sets it aside (``KEY.log.1``, one kept)."""
 
 
 class PeerRefused(Exception):
@@ -289,6 +291,7 @@ class Engine:
         while True:
             timeout = self.idle_timeout() if self.state is not None else 0.4
             await asyncio.sleep(min(max(timeout / 4, 0.05), 15.0))
+            bound_log(self.paths)
             if not len(self.sessions) and not self.paths.workspace.is_dir():
                 self.stop("the workspace folder is gone")  # nothing left to serve
                 return
@@ -376,6 +379,27 @@ class Engine:
         stdio = (fds.pop(0), fds.pop(0)) if kind == "stdio" else None
         inside = inside_tool_call(pid, os.getpid())
         await serve_session(self, conn, stdio, pid, hello, inside)
+
+
+def bound_log(paths: EnginePaths) -> None:
+    """Set the log aside as ``KEY.log.1`` once it passes LOG_LIMIT and go on in a new one
+    (its stdout and stderr): an engine up for weeks logs every session it serves."""
+    try:
+        current = os.fstat(2)
+        if current.st_size <= LOG_LIMIT or not stat.S_ISREG(current.st_mode):
+            return
+        named = os.lstat(paths.log)
+        if (named.st_dev, named.st_ino) != (current.st_dev, current.st_ino):
+            return  # not started with its log as stderr (run by hand): not ours to move
+        os.replace(paths.log, paths.log.with_suffix(".log.1"))
+        fresh = open_private(paths.log, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND)
+    except OSError as exc:
+        log.warning("could not set the log aside: %s", exc)
+        return
+    for target in (1, 2):
+        os.dup2(fresh, target)
+    os.close(fresh)
+    log.info("the previous %d bytes of this log are in %s.1", current.st_size, paths.log)
 
 
 async def _send_line(conn: socket.socket, message: dict[str, Any]) -> None:
