@@ -156,9 +156,8 @@ class TooldProtocol(LanguageServerProtocol):
             log.warning("ignoring a response to unknown request %r", msg_id)
             return
         future, response_type = sent
-        if self.shutting_down:
-            log.warning("dropping the response to %r received during shutdown", msg_id)
-            return
+        # Also during the shutdown grace: a call received before shutdown may be waiting
+        # for this answer (a permission prompt) to finish.
         if future.done():  # given up on (timed out): the answer is too late
             return
         try:

@@ -141,3 +141,30 @@ def test_stdin_that_is_not_a_pipe_is_read_to_its_end(tmp_path: Path) -> None:
         done = subprocess.run(serve, stdin=stdin, capture_output=True, timeout=30)
     assert done.returncode == 0, done.stderr
     assert done.stdout.endswith(b'{"jsonrpc": "2.0", "id": 2, "result": null}'), done.stdout
+
+
+def test_a_prompt_answered_during_the_shutdown_grace_lets_its_call_finish(
+    workspace: Path,
+) -> None:
+    """shutdown waits for the calls received before it; the answer to one's permission
+    prompt, arriving after shutdown, must reach that call (it was dropped: denied)."""
+    client = WireClient(workspace)
+    try:
+        client.initialize(rootUri=workspace.as_uri(), capabilities={"window": {"showMessage": {}}})
+        arguments = {"file_path": "late.txt", "content": "allowed\n"}
+        call = client.request(
+            "tools/call", {"name": "write_file", "arguments": arguments, "origin": "agent"}
+        )
+        prompt = client.next_message(lambda m: m.get("method") == "window/showMessageRequest")
+        shutdown = client.request("shutdown")
+        client.send({"jsonrpc": "2.0", "id": prompt["id"], "result": {"title": "Allow"}})
+        assert client.response(call)["result"] == {
+            "content": "Wrote 8 characters to late.txt",
+            "isError": False,
+        }
+        assert client.response(shutdown)["result"] is None
+        assert (workspace / "late.txt").read_text() == "allowed\n"
+        client.notify("exit")
+        assert wait_for_exit(client.proc) == 0
+    finally:
+        client.close()
