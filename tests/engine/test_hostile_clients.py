@@ -14,7 +14,7 @@ import pytest
 
 from tests.engine.support import Engines
 from tests.waiting import wait_until
-from toold.engine.engine import HELLO_TIMEOUT
+from toold.engine.peers import HELLO_TIMEOUT
 
 
 def _socket(engines: Engines) -> str:

@@ -1,0 +1,159 @@
+"""Who is on the other end of the engine's socket, and what it said first.
+
+Peers are checked with ``SO_PEERCRED`` (only this user's processes are served) and
+judged by where they run: a peer below the engine is one of its tool calls' commands,
+the agent's. The hello (one JSON line, with a ``stdio`` session's two descriptors) is
+read on the event loop with a deadline, so a client that never speaks holds up no one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import socket
+import stat
+import struct
+from typing import Any
+
+from toold.engine.attach import PROTOCOL
+
+HELLO_LIMIT = 96 * 1024 * 1024
+"""Longest hello line accepted."""
+HELLO_TIMEOUT = 10.0
+"""Seconds a new connection has to say hello."""
+KINDS = ("session", "stdio", "status", "stop")
+
+
+class PeerRefused(Exception):
+    """A connection the engine will not serve; the message is sent back before closing."""
+
+
+def peer_credentials(sock: socket.socket) -> tuple[int, int, int]:
+    """(pid, uid, gid) of the process at the other end of a Unix socket (SO_PEERCRED)."""
+    raw = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    pid, uid, gid = struct.unpack("3i", raw)
+    return pid, uid, gid
+
+
+def _stat(pid: int) -> list[int] | None:
+    """[parent, process group, session] of ``pid`` (/proc); None when it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat_file:
+            fields = stat_file.read().rpartition(b")")[2].split()
+        return [int(field) for field in fields[1:4]]
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def descends_from(pid: int, ancestor: int, limit: int = 256) -> bool:
+    """Whether process ``pid`` is ``ancestor`` or runs below it (parents read from /proc)."""
+    for _ in range(limit):
+        if pid == ancestor:
+            return True
+        found = _stat(pid)
+        if pid <= 1 or found is None:
+            return False
+        pid = found[0]
+    return False
+
+
+def inside_tool_call(pid: int, engine: int) -> bool:
+    """Whether peer ``pid`` runs inside one of ``engine``'s tool calls, jobs or teammates.
+
+    The engine is detached (its parent is init), so such a peer is an agent's command,
+    not the user's editor. It counts when it, its process group's leader or its session's
+    leader runs below the engine, or it shares the engine's session: a command
+    backgrounded out of its shell (``( toold call ... & )``) keeps the group and session
+    of the tool call that started it. A peer already gone when asked (it connected, handed
+    the socket to a child and exited) counts too: fail closed. A process that leaves the
+    tool call's session (``setsid``) and outlives its leader is not caught.
+    """
+    peer, own = _stat(pid), _stat(engine)
+    if peer is None or own is None:
+        return True
+    _, group, session = peer
+    if session == own[2]:
+        return True
+    return any(descends_from(leader, engine) for leader in {pid, group, session})
+
+
+MAX_FDS = 2
+"""Descriptors a hello may carry: a ``stdio`` session's stdin and stdout."""
+
+
+async def read_hello(sock: socket.socket) -> tuple[dict[str, Any], list[int]]:
+    """The client's hello line and the descriptors sent with it (``sock`` non-blocking).
+
+    Read on the event loop, so a client that never speaks holds a socket, not a worker
+    thread the other clients need; descriptors received are closed on any failure.
+    """
+    data = bytearray()
+    fds: list[int] = []
+    try:
+        async with asyncio.timeout(HELLO_TIMEOUT):
+            while True:
+                chunk, ancillary = await _receive(sock, socket.CMSG_SPACE(MAX_FDS * 4))
+                for level, kind, payload in ancillary:
+                    if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                        usable = len(payload) - len(payload) % 4
+                        fds += struct.unpack(f"{usable // 4}i", payload[:usable])
+                if len(fds) > MAX_FDS:
+                    raise PeerRefused(f"a hello sends at most {MAX_FDS} descriptors")
+                data += chunk
+                if not chunk or b"\n" in chunk or len(data) > HELLO_LIMIT:
+                    break
+        return parse_hello(bytes(data), fds), fds
+    except BaseException:
+        for fd in fds:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        raise
+
+
+async def _receive(sock: socket.socket, space: int) -> tuple[bytes, list[Any]]:
+    """One ``recvmsg`` on a non-blocking socket, waiting on the loop until it is readable."""
+    loop = asyncio.get_running_loop()
+    while True:
+        try:
+            chunk, ancillary, _, _ = sock.recvmsg(1 << 16, space)
+            return chunk, ancillary
+        except BlockingIOError:
+            readable = loop.create_future()
+            loop.add_reader(sock.fileno(), readable.set_result, None)
+            try:
+                await readable
+            finally:
+                loop.remove_reader(sock.fileno())
+
+
+def parse_hello(data: bytes, fds: list[int]) -> dict[str, Any]:
+    """The hello in ``data``: one JSON line of our protocol, its descriptors fit its kind."""
+    line, newline, rest = data.partition(b"\n")
+    try:
+        if not newline or rest:
+            raise ValueError("one JSON line, then the client waits for the answer")
+        hello = json.loads(line)
+        if not isinstance(hello, dict) or hello.get("toold") != PROTOCOL:
+            raise ValueError(f"expected a toold hello of protocol {PROTOCOL}")
+        if hello.get("kind") not in KINDS:
+            raise ValueError(f"kind must be one of {', '.join(KINDS)}")
+        if hello["kind"] == "stdio":
+            _check_stdio(fds)
+        elif fds:
+            raise ValueError("only a stdio session sends descriptors")
+    except ValueError as exc:
+        raise PeerRefused(f"bad hello: {exc}") from None
+    return hello
+
+
+def _check_stdio(fds: list[int]) -> None:
+    if len(fds) != 2:
+        raise ValueError("a stdio session sends two descriptors: its stdin and stdout")
+    for fd, name in zip(fds, ("stdin", "stdout"), strict=True):
+        mode = os.fstat(fd).st_mode
+        if not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode)) and not (
+            stat.S_ISREG(mode)  # toold serve < requests > answers
+        ):
+            raise ValueError(f"its {name} must be a pipe, socket, terminal or file")
