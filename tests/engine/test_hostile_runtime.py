@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import hashlib
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -59,3 +61,48 @@ def test_a_log_past_its_limit_is_set_aside(engines: Engines, workspace: Path) ->
     assert 0 < log.stat().st_size < LOG_LIMIT
     assert "attached" in log.read_text()
     editor.close()
+
+
+_IMPOSTOR = """
+import json, os, socket, sys
+server = socket.socket(socket.AF_UNIX)
+server.bind(sys.argv[1])
+server.listen(4)
+print("listening", flush=True)
+while True:
+    conn, _ = server.accept()
+    heard = conn.recv(1 << 16)
+    sys.stdout.write("heard " + heard.decode(errors="replace").splitlines()[0] + "\\n")
+    sys.stdout.flush()
+    conn.sendall(json.dumps({"ok": True, "pid": os.getpid(), "session": 1}).encode() + b"\\n")
+"""
+
+
+def test_a_socket_another_user_planted_is_never_spoken_to(
+    engines: Engines, workspace: Path
+) -> None:
+    """A runtime folder once open to others may hold another user's socket under the
+    engine's name: a client that said hello to it would hand it its calls (and with
+    toold serve, its stdio). The client checks who listens before saying anything."""
+    engines.runtime.chmod(0o777)
+    socket_path = engines.runtime / f"{_key(workspace)}.sock"
+    python = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
+    impostor = subprocess.Popen(
+        [python, "-I", "-c", _IMPOSTOR, str(socket_path)],
+        user=65534,
+        group=65534,
+        extra_groups=[],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd="/",
+    )
+    try:
+        assert impostor.stdout is not None
+        assert impostor.stdout.readline() == "listening\n"
+        done = engines.toold("call", "todo_read", cwd=workspace)
+        assert done.returncode != 0
+        assert "uid 65534" in done.stderr and str(socket_path) in done.stderr, done.stderr
+    finally:
+        impostor.kill()
+        out, _ = impostor.communicate(timeout=30)
+    assert "heard" not in out

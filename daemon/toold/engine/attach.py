@@ -15,6 +15,7 @@ import fcntl
 import json
 import os
 import socket
+import struct
 import sys
 import time
 from collections.abc import Iterator
@@ -96,6 +97,14 @@ def _connect(paths: EnginePaths) -> socket.socket | None:
     except OSError:
         sock.close()
         raise
+    raw = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    _, uid, _ = struct.unpack("3i", raw)
+    if uid != os.getuid():  # planted while the folder was open: never say hello to it
+        sock.close()
+        raise EngineError(
+            f"{paths.socket} is served by uid {uid}, not by you (uid {os.getuid()}): "
+            f"remove it; the runtime folder {paths.folder} was open to others"
+        )
     return sock
 
 

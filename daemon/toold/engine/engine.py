@@ -3,9 +3,10 @@
 ``python -P -m toold.engine --workspace DIR`` (started detached by ``attach``). It takes
 an exclusive lock on its pid file for its whole life (a second engine for the workspace
 exits at once), replaces a stale socket, listens, binds the workspace once and serves
-each connection as a session of its own (peers and hellos: ``peers``). It exits on ``toold daemon stop``, SIGTERM, or after
-``daemon.idle_timeout`` seconds with no session, no running job and no running teammate,
-and as soon as no session is attached once its workspace folder is gone.
+each connection as a session of its own (who may connect, and the hello: ``peers``).
+It exits on ``toold daemon stop``, SIGTERM, or after ``daemon.idle_timeout`` seconds
+with no session, no running job and no running teammate, and as soon as no session is
+attached once its workspace folder is gone.
 """
 
 from __future__ import annotations
