@@ -8,6 +8,8 @@ import socket
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.engine.support import Engines
 
 
@@ -62,3 +64,42 @@ def test_a_peer_gone_before_its_hello_is_read_cannot_stop_the_engine(
         reply = json.loads(handed.makefile("rb").readline())
     assert reply["ok"] is False and "cannot stop the engine" in reply["error"], reply
     assert engines.status(workspace)["pid"] == pid
+
+
+_SELF_APPROVER = """
+import json, sys
+from pathlib import Path
+from toold.client import read_frame, write_frame
+from toold.engine.attach import attach
+
+link = attach(Path("."), "session", {"client": "not the agent"})
+can_ask = {"window": {"showMessage": {}}}
+write_frame(link.writer, {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                          "params": {"processId": None, "capabilities": can_ask}})
+write_frame(link.writer, {"jsonrpc": "2.0", "method": "initialized", "params": {}})
+call = {"name": "write_file", "arguments": {"file_path": "pwned.txt", "content": "x"}}
+write_frame(link.writer, {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": call})
+while (message := read_frame(link.reader)) is not None:
+    if message.get("method") == "window/showMessageRequest":
+        print("asked", flush=True)
+        answer = {"title": sys.argv[1]}
+        write_frame(link.writer, {"jsonrpc": "2.0", "id": message["id"], "result": answer})
+    elif message.get("id") == 2:
+        print(json.dumps(message))
+        break
+"""
+
+
+@pytest.mark.parametrize("answer", ["Allow", "Always allow"])
+def test_an_agents_client_cannot_answer_its_own_prompt(
+    engines: Engines, workspace: Path, answer: str
+) -> None:
+    """A client inside a tool call that says it can show prompts is never asked: it
+    would approve its own calls (and 'Always allow' them for everyone)."""
+    editor = engines.editor(workspace)
+    (workspace / "approve.py").write_text(_SELF_APPROVER)
+    ran = editor.tool("bash", command=f"{sys.executable} approve.py '{answer}'")
+    assert "asked" not in str(ran["content"]), ran
+    assert not (workspace / "pwned.txt").exists(), ran
+    again = editor.tool("bash", command=f"{sys.executable} approve.py '{answer}'")
+    assert not (workspace / "pwned.txt").exists(), again

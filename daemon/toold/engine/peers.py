@@ -117,7 +117,7 @@ async def _receive(sock: socket.socket, space: int) -> tuple[bytes, list[Any]]:
     loop = asyncio.get_running_loop()
     while True:
         try:
-            chunk, ancillary, _, _ = sock.recvmsg(1 << 16, space)
+            chunk, ancillary, _, _ = sock.recvmsg(1 << 16, space, socket.MSG_CMSG_CLOEXEC)
             return chunk, ancillary
         except BlockingIOError:
             readable = loop.create_future()

@@ -4,8 +4,9 @@ The workspace is bound once, for the engine; its callbacks land here. Shared sta
 (``todos/changed``, ``tasks/changed``, ``skills/changed``, ``jobs/finished``,
 ``team/message``) and warnings go to every session; a permission prompt goes to the
 session whose call needs it (``current``, a context variable each session's tasks
-inherit), and is denied as before when that session cannot ask; ``$/progress`` stays
-with the session that owns the token, because each session is a server of its own.
+inherit), and is denied as before when that session cannot ask or runs inside one of
+the engine's tool calls (an agent's client would approve its own calls); ``$/progress``
+stays with the session that owns the token, because each session is a server of its own.
 """
 
 from __future__ import annotations
@@ -111,7 +112,7 @@ class Sessions:
     async def ask(self, tool: str, arguments: Any, reason: str) -> str | None:
         """A permission prompt, to the session whose call asks (None: denied, as today)."""
         session = current.get()
-        if session is None or session.id not in self._live or not session.server.can_ask():
+        if session is None or session.id not in self._live or not _asks_the_user(session):
             log.info("permission prompt for %s has no session that can ask: denied", tool)
             return None
         return await session.server.ask_user(tool, arguments, reason)
@@ -119,6 +120,12 @@ class Sessions:
     async def confirm(self, message: str, actions: list[str], timeout: float) -> str | None:
         """A question about the shared configuration, to the newest session that can ask."""
         for session in reversed(self.all()):
-            if session.server.protocol.initialized and session.server.can_ask():
+            if session.server.protocol.initialized and _asks_the_user(session):
                 return await session.server.confirm(message, actions, timeout)
         return None
+
+
+def _asks_the_user(session: Session) -> bool:
+    """Whether a question to ``session`` reaches a person: its client can show one and
+    runs outside the engine's tool calls (an agent's client would answer for itself)."""
+    return session.server.can_ask() and not session.server.from_tool
