@@ -126,6 +126,7 @@ JSONRPC_CODES: dict[type[TooldError], int] = {
     AgentUnavailable: codes.INVALID_REQUEST,
     InsideToolCall: codes.INVALID_REQUEST,
     UnknownCheckpoint: codes.NOT_FOUND,
+    CheckpointStoreError: codes.INTERNAL_ERROR,
     CheckpointConflict: codes.CONFLICT,
     FileChangedError: codes.CONFLICT,
 }

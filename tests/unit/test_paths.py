@@ -69,6 +69,11 @@ def test_accepts_pathlike(workspace: Path) -> None:
     assert safe_path(workspace, Path("a") / "b") == workspace / "a" / "b"
 
 
+def test_a_path_past_path_max_is_refused_without_echoing_it(workspace: Path) -> None:
+    message = _refused(workspace, "a/" * 3_000_000)
+    assert message == f"Path is 6000000 characters long; paths stop at 4096: {'a/' * 30!r}..."
+
+
 def test_nul_byte(workspace: Path) -> None:
     assert _refused(workspace, "a\x00b") == "NUL bytes are not allowed in paths: 'a\\x00b'"
 

@@ -96,8 +96,11 @@ def test_background_child_neither_blocks_nor_outlives_the_call(call: Call) -> No
 def test_pipe_held_outside_the_group_does_not_hang(call: Call, workspace: Path) -> None:
     # setsid -f escapes the process group; its child still holds stdout and stderr open.
     # It writes its pid to a file, not to the pipe: when that write lands in the output is
-    # a race with the call's end.
-    result = call("bash", command="setsid -f sh -c 'echo $$ > held.pid; exec sleep 60'; echo hi")
+    # a race with the call's end. The command waits for the file: until the child has
+    # called setsid it is still in the group, and the call's end would kill it (under load
+    # it had not run yet when bash exited).
+    escape = "setsid -f sh -c 'echo $$ > held.pid; exec sleep 60'"
+    result = call("bash", command=f"{escape}; until [ -s held.pid ]; do sleep 0.01; done; echo hi")
     pid_file = workspace / "held.pid"
     try:
         assert result == "hi"

@@ -21,9 +21,17 @@ DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 """A folder opened to descend from: never through a symlink."""
 
 
+PATH_MAX = 4096
+"""Longest path the tools take (Linux's PATH_MAX, in characters)."""
+
+
 def _checked(workspace: Path, path: str | os.PathLike[str]) -> tuple[str, str, list[str]]:
     """The lexical checks: (workspace root, normalised candidate, its parts below root)."""
     raw = os.fspath(path)
+    if len(raw) > PATH_MAX:  # also keeps a huge path out of the error messages below
+        raise PermissionError(
+            f"Path is {len(raw)} characters long; paths stop at {PATH_MAX}: {raw[:60]!r}..."
+        )
     if "\x00" in raw:
         raise PermissionError(f"NUL bytes are not allowed in paths: {raw!r}")
     if raw.startswith("~"):
