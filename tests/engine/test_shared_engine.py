@@ -362,3 +362,18 @@ def test_a_client_inside_a_tool_call_is_the_agent(engines: Engines, workspace: P
     assert "is refused" in str(mode["content"]), mode
     # The user's own call from the editor is still the user's.
     assert not editor.tool("write_file", file_path="mine.txt", content="y")["isError"]
+
+
+def test_the_engine_of_a_folder_renamed_and_replaced_exits(
+    engines: Engines, tmp_path: Path
+) -> None:
+    """A folder renamed away and another made at its path (a fresh clone) is not the
+    folder the engine bound: it exits once no session is attached."""
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    (scratch / "toold.toml").write_text("[daemon]\nidle_timeout = 600\n")
+    assert engines.toold("daemon", "start", cwd=scratch).returncode == 0
+    pid = engines.status(scratch)["pid"]
+    scratch.rename(tmp_path / "moved")
+    scratch.mkdir()
+    wait_gone(pid, "the engine of the replaced folder", timeout=30)

@@ -6,7 +6,7 @@ exits at once), replaces a stale socket, listens, binds the workspace once and s
 each connection as a session of its own (who may connect, and the hello: ``peers``).
 It exits on ``toold daemon stop``, SIGTERM, or after ``daemon.idle_timeout`` seconds
 with no session, no running job and no running teammate, and as soon as no session is
-attached once its workspace folder is gone.
+attached once its workspace folder is gone (removed, renamed, or another put in its place).
 """
 
 from __future__ import annotations
@@ -54,6 +54,8 @@ class Engine:
         self.bound: asyncio.Future[None] | None = None
         self.stopping = asyncio.Event()
         self.started = time.time()
+        self.folder = _identity(paths.workspace)
+        """The workspace folder served (device, inode): one renamed away is not it."""
         self._tasks: set[asyncio.Task[Any]] = set()
         """The connections being served."""
         self._watching: asyncio.Task[None] | None = None
@@ -159,8 +161,8 @@ class Engine:
             timeout = self.idle_timeout() if self.state is not None else 0.4
             await asyncio.sleep(min(max(timeout / 4, 0.05), 15.0))
             bound_log(self.paths)
-            if not len(self.sessions) and not self.paths.workspace.is_dir():
-                self.stop("the workspace folder is gone")  # nothing left to serve
+            if not len(self.sessions) and _identity(self.paths.workspace) != self.folder:
+                self.stop("the workspace folder is gone or replaced")  # nothing left to serve
                 return
             if self.busy():
                 idle_since = loop.time()
@@ -246,6 +248,15 @@ class Engine:
         stdio = (fds.pop(0), fds.pop(0)) if kind == "stdio" else None
         inside = inside_tool_call(pid, os.getpid())
         await serve_session(self, conn, stdio, pid, hello, inside)
+
+
+def _identity(folder: Path) -> tuple[int, int] | None:
+    """(device, inode) of the folder at ``folder``; None when there is none."""
+    try:
+        found = os.stat(folder)
+    except OSError:
+        return None
+    return (found.st_dev, found.st_ino) if stat.S_ISDIR(found.st_mode) else None
 
 
 def bound_log(paths: EnginePaths) -> None:
