@@ -37,8 +37,8 @@ def _still_waiting(peer: socket.socket) -> bool:
 
 @pytest.fixture
 def engine(engines: Engines, workspace: Path) -> Iterator[int]:
-    """A running engine's pid."""
-    assert engines.toold("daemon", "start", cwd=workspace).returncode == 0
+    """A running engine's pid, its workspace bound (its descriptors opened)."""
+    assert engines.toold("call", "todo_read", cwd=workspace).returncode == 0
     yield engines.status(workspace)["pid"]
 
 
@@ -125,3 +125,38 @@ def test_too_many_descriptors_are_refused_and_closed(
         os.close(write_end)
     assert reply["ok"] is False and "descriptors" in reply["error"], reply
     wait_until(lambda: _open_fds(engine) <= before, lambda: f"{_open_fds(engine)} > {before}")
+
+
+def test_a_stdio_hello_with_a_broken_preface_leaves_no_session_behind(
+    engines: Engines, workspace: Path, engine: int
+) -> None:
+    before = _open_fds(engine)
+    stdin_r, stdin_w = os.pipe()
+    stdout_r, stdout_w = os.pipe()
+    try:
+        with socket.socket(socket.AF_UNIX) as peer:
+            peer.connect(_socket(engines))
+            hello = {"toold": 1, "kind": "stdio", "preface": "not base64!"}
+            _send_with_fds(peer, json.dumps(hello).encode() + b"\n", [stdin_r, stdout_w])
+            reply = json.loads(peer.makefile("rb").readline())
+    finally:
+        for fd in (stdin_r, stdin_w, stdout_r, stdout_w):
+            os.close(fd)
+    assert reply["ok"] is False and "preface" in reply["error"], reply
+    assert engines.status(workspace)["sessions"] == []
+    wait_until(lambda: _open_fds(engine) <= before, lambda: f"{_open_fds(engine)} > {before}")
+
+
+def test_clients_that_hang_up_right_after_hello_leave_no_session(
+    engines: Engines, workspace: Path, engine: int
+) -> None:
+    """The engine's answer to such a hello fails (EPIPE): the session it had opened must
+    end with it, or the engine counts it as attached forever and never idles out."""
+    for _ in range(20):
+        with socket.socket(socket.AF_UNIX) as peer:
+            peer.connect(_socket(engines))
+            peer.sendall(b'{"toold": 1, "kind": "session"}\n')
+    wait_until(
+        lambda: engines.status(workspace)["sessions"] == [],
+        lambda: f"sessions left: {engines.status(workspace)['sessions']}",
+    )

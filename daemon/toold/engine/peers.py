@@ -9,6 +9,7 @@ read on the event loop with a deadline, so a client that never speaks holds up n
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import json
 import os
@@ -141,11 +142,22 @@ def parse_hello(data: bytes, fds: list[int]) -> dict[str, Any]:
             raise ValueError(f"kind must be one of {', '.join(KINDS)}")
         if hello["kind"] == "stdio":
             _check_stdio(fds)
+            hello["preface"] = _preface(hello.get("preface"))
         elif fds:
             raise ValueError("only a stdio session sends descriptors")
     except ValueError as exc:
         raise PeerRefused(f"bad hello: {exc}") from None
     return hello
+
+
+def _preface(text: Any) -> bytes:
+    """The bytes ``toold serve`` read before attaching (base64 in the hello)."""
+    if text is None:
+        return b""
+    if isinstance(text, str):
+        with contextlib.suppress(ValueError):
+            return base64.b64decode(text, validate=True)
+    raise ValueError("preface must be the base64 of the bytes toold serve read first")
 
 
 def _check_stdio(fds: list[int]) -> None:

@@ -11,7 +11,6 @@ When the session ends its running calls are cancelled; the engine and its jobs g
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
 import json
 import logging
@@ -20,7 +19,7 @@ import socket
 import stat
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from toold import __version__
 from toold.engine.sessions import current
@@ -51,11 +50,10 @@ def session_server(
     )
 
 
-async def _output(fd: int) -> FrameWriter:
+async def _output(stream: BinaryIO) -> FrameWriter:
     """A writer over the relay's stdout: a pipe, socket or terminal, else a plain file."""
     from toold.transport import FrameWriter
 
-    stream = os.fdopen(fd, "wb", buffering=0)
     try:
         transport, _ = await asyncio.get_running_loop().connect_write_pipe(asyncio.Protocol, stream)
     except ValueError:
@@ -63,7 +61,9 @@ async def _output(fd: int) -> FrameWriter:
     return FrameWriter(transport, stream)
 
 
-async def _input(fd: int, preface: bytes) -> tuple[asyncio.StreamReader, Callable[[], None]]:
+async def _input(
+    stream: BinaryIO, preface: bytes
+) -> tuple[asyncio.StreamReader, Callable[[], None]]:
     """A reader over the relay's stdin, starting with the bytes the relay read already;
     and how to close it. Pipes, sockets and terminals are watched by the loop; a plain
     file or /dev/null is read on a thread."""
@@ -73,9 +73,8 @@ async def _input(fd: int, preface: bytes) -> tuple[asyncio.StreamReader, Callabl
     reader = asyncio.StreamReader(limit=HEADER_LIMIT)
     if preface:
         reader.feed_data(preface)
-    stream = os.fdopen(fd, "rb", buffering=0)
-    mode = os.fstat(fd).st_mode
-    if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or os.isatty(fd):
+    mode = os.fstat(stream.fileno()).st_mode
+    if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stream.isatty():
         transport, _ = await loop.connect_read_pipe(
             lambda: asyncio.StreamReaderProtocol(reader), stream
         )
@@ -109,23 +108,32 @@ async def serve_session(
 
     assert engine.state is not None
     kind = hello["kind"]
+    # Owned from here: closed if the session fails before it serves (else by its streams).
+    streams: list[BinaryIO] = []
+    if stdio is not None:
+        streams = [os.fdopen(stdio[0], "rb", buffering=0), os.fdopen(stdio[1], "wb", buffering=0)]
     server = session_server(engine.state, hello, from_tool)
     session = engine.sessions.open(kind, server, peer_pid, str(hello.get("client", "")))
     current.set(session)  # this task's context: every request of the session inherits it
     log.info("session %d (%s, pid %d) attached", session.id, kind, peer_pid)
-    reply = {"ok": True, "pid": os.getpid(), "version": __version__, "session": session.id}
-    await asyncio.get_running_loop().sock_sendall(conn, json.dumps(reply).encode() + b"\n")
-    control, socket_writer = await asyncio.open_unix_connection(sock=conn, limit=HEADER_LIMIT)
-    close_input: Callable[[], None] = lambda: None  # noqa: E731
-    if stdio is not None:
-        preface = base64.b64decode(str(hello.get("preface") or ""))
-        reader, close_input = await _input(stdio[0], preface)
-        writer = await _output(stdio[1])
-        # The relay's connection carries nothing more: its end means the relay died.
-        watch: asyncio.Future[Any] = asyncio.ensure_future(control.read())
-    else:
-        reader, writer = control, FrameWriter.over(socket_writer)
-        watch = asyncio.ensure_future(engine.stopping.wait())  # the socket is the input
+    try:
+        reply = {"ok": True, "pid": os.getpid(), "version": __version__, "session": session.id}
+        await asyncio.get_running_loop().sock_sendall(conn, json.dumps(reply).encode() + b"\n")
+        control, socket_writer = await asyncio.open_unix_connection(sock=conn, limit=HEADER_LIMIT)
+        close_input: Callable[[], None] = lambda: None  # noqa: E731
+        if streams:
+            reader, close_input = await _input(streams[0], hello.get("preface", b""))
+            writer = await _output(streams[1])
+            # The relay's connection carries nothing more: its end means the relay died.
+            watch: asyncio.Future[Any] = asyncio.ensure_future(control.read())
+        else:
+            reader, writer = control, FrameWriter.over(socket_writer)
+            watch = asyncio.ensure_future(engine.stopping.wait())  # the socket is the input
+    except BaseException:  # the client hung up at once: no ghost session, no kept stdio
+        engine.sessions.close(session)
+        for stream in streams:
+            stream.close()
+        raise
     code = 1
     try:
         stop = asyncio.ensure_future(engine.stopping.wait())
