@@ -377,3 +377,39 @@ def test_the_engine_of_a_folder_renamed_and_replaced_exits(
     scratch.rename(tmp_path / "moved")
     scratch.mkdir()
     wait_gone(pid, "the engine of the replaced folder", timeout=30)
+
+
+def test_an_engine_whose_socket_was_removed_exits_and_a_fresh_one_serves(
+    engines: Engines, workspace: Path
+) -> None:
+    """No client can reach an engine whose socket is gone (``rm`` in the runtime folder):
+    it must not hold the workspace's pid lock until its idle timeout, making the next
+    client's engine wait for it and give up."""
+    (workspace / "toold.toml").write_text("[daemon]\nidle_timeout = 600\n")
+    assert engines.toold("daemon", "start", cwd=workspace).returncode == 0
+    pid = engines.status(workspace)["pid"]
+    (sock,) = [p for p in engines.runtime.iterdir() if p.suffix == ".sock"]
+    sock.unlink()
+    wait_gone(pid, "the unreachable engine", timeout=30)
+    done = engines.toold("call", "todo_read", cwd=workspace)
+    assert done.returncode == 0, done.stderr
+    assert live_engines(engines.runtime) == [engines.status(workspace)["pid"]]
+
+
+def test_an_engine_that_stops_leaves_a_newer_engines_socket_alone(
+    engines: Engines, workspace: Path
+) -> None:
+    """Its files removed (``rm -rf`` of the runtime folder's contents), an engine lives on
+    while the next client starts another; when the old one stops it must not remove the
+    socket the new one listens on."""
+    editor = engines.editor(workspace)  # keeps the first engine up
+    first = engines.status(workspace)["pid"]
+    for path in engines.runtime.iterdir():
+        path.unlink()
+    done = engines.toold("call", "todo_read", cwd=workspace)
+    assert done.returncode == 0, done.stderr
+    second = engines.status(workspace)["pid"]
+    assert second != first
+    editor.close()
+    wait_gone(first, "the first engine, its files gone", timeout=30)
+    assert engines.status(workspace)["pid"] == second

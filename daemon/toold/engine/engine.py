@@ -6,7 +6,8 @@ exits at once), replaces a stale socket, listens, binds the workspace once and s
 each connection as a session of its own (who may connect, and the hello: ``peers``).
 It exits on ``toold daemon stop``, SIGTERM, or after ``daemon.idle_timeout`` seconds
 with no session, no running job and no running teammate, and as soon as no session is
-attached once its workspace folder is gone (removed, renamed, or another put in its place).
+attached once its workspace folder, socket or pid file is gone (removed, renamed away,
+or another put in its place).
 """
 
 from __future__ import annotations
@@ -54,8 +55,9 @@ class Engine:
         self.bound: asyncio.Future[None] | None = None
         self.stopping = asyncio.Event()
         self.started = time.time()
-        self.folder = _identity(paths.workspace)
-        """The workspace folder served (device, inode): one renamed away is not it."""
+        self.own = {path: _identity(path) for path in (paths.workspace, paths.pid_file)}
+        """What the engine stands on (the socket once it listens): one removed, renamed away
+        or replaced (a folder at the workspace's path, a newer engine's files) ends it."""
         self._tasks: set[asyncio.Task[Any]] = set()
         """The connections being served."""
         self._watching: asyncio.Task[None] | None = None
@@ -76,6 +78,7 @@ class Engine:
         listener.listen(64)
         listener.setblocking(False)
         self._listener = listener
+        self.own[self.paths.socket] = _identity(self.paths.socket)
 
     async def run(self) -> None:
         """Serve until stopped: bind the workspace, accept, watch for idleness."""
@@ -99,8 +102,9 @@ class Engine:
     async def _shutdown(self) -> None:
         assert self._listener is not None
         self._listener.close()
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(self.paths.socket)
+        if _identity(self.paths.socket) == self.own[self.paths.socket]:  # not a newer engine's
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.paths.socket)
         if self.state is not None:
             # Jobs first: their cancellation is announced to the sessions still attached.
             await self.state.jobs.close()
@@ -161,8 +165,9 @@ class Engine:
             timeout = self.idle_timeout() if self.state is not None else 0.4
             await asyncio.sleep(min(max(timeout / 4, 0.05), 15.0))
             bound_log(self.paths)
-            if not len(self.sessions) and _identity(self.paths.workspace) != self.folder:
-                self.stop("the workspace folder is gone or replaced")  # nothing left to serve
+            lost = [path for path, known in self.own.items() if _identity(path) != known]
+            if lost and not len(self.sessions):  # nothing to serve, or no way to be reached
+                self.stop(f"{lost[0]} was removed or replaced")
                 return
             if self.busy():
                 idle_since = loop.time()
@@ -250,13 +255,13 @@ class Engine:
         await serve_session(self, conn, stdio, pid, hello, inside)
 
 
-def _identity(folder: Path) -> tuple[int, int] | None:
-    """(device, inode) of the folder at ``folder``; None when there is none."""
+def _identity(path: Path) -> tuple[int, int, int] | None:
+    """(device, inode, file type) of what is at ``path`` itself; None when nothing is."""
     try:
-        found = os.stat(folder)
+        found = os.lstat(path)
     except OSError:
         return None
-    return (found.st_dev, found.st_ino) if stat.S_ISDIR(found.st_mode) else None
+    return found.st_dev, found.st_ino, stat.S_IFMT(found.st_mode)
 
 
 def bound_log(paths: EnginePaths) -> None:
