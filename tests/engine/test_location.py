@@ -26,6 +26,15 @@ def test_a_symlinked_runtime_folder_is_refused(
         runtime_dir()
 
 
+def test_a_runtime_folder_that_is_a_file_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "file").write_text("")
+    monkeypatch.setenv(RUNTIME_ENV, str(tmp_path / "file"))
+    with pytest.raises(RuntimeDirError, match="not a folder"):
+        runtime_dir()
+
+
 def test_an_open_runtime_folder_of_ours_is_closed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

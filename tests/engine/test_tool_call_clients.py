@@ -103,3 +103,23 @@ def test_an_agents_client_cannot_answer_its_own_prompt(
     assert not (workspace / "pwned.txt").exists(), ran
     again = editor.tool("bash", command=f"{sys.executable} approve.py '{answer}'")
     assert not (workspace / "pwned.txt").exists(), again
+
+
+def test_undo_from_inside_a_tool_call_is_refused_even_backgrounded(
+    engines: Engines, workspace: Path
+) -> None:
+    """``toold undo`` writes files past the guard: the user's alone. ``toold checkpoints``
+    and ``toold jobs`` only read, and work from there."""
+    editor = engines.editor(workspace)
+    assert not editor.tool("write_file", file_path="kept.txt", content="mine")["isError"]
+    listed = editor.tool("bash", command=f"{_toold()} checkpoints")
+    assert "kept.txt" in str(listed["content"]), listed
+    assert editor.tool("bash", command=f"{_toold()} jobs")["exitCode"] == 0
+    for command in (
+        f"{_toold()} undo 2>&1",
+        f"( {{ {_toold()} undo > out.txt 2>&1; echo $? > done.txt; }} & ); "
+        "while [ ! -s done.txt ]; do sleep 0.02; done; cat out.txt",
+    ):
+        undo = editor.tool("bash", command=command)
+        assert "checkpoints/restore from inside a tool call" in str(undo["content"]), undo
+        assert (workspace / "kept.txt").read_text() == "mine"
