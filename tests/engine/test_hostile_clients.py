@@ -160,3 +160,33 @@ def test_clients_that_hang_up_right_after_hello_leave_no_session(
         lambda: engines.status(workspace)["sessions"] == [],
         lambda: f"sessions left: {engines.status(workspace)['sessions']}",
     )
+
+
+def _rss_mb(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as status:
+        line = next(line for line in status if line.startswith("VmRSS:"))
+    return int(line.split()[1]) // 1024
+
+
+def test_what_a_relay_sends_after_its_hello_is_not_kept(
+    engines: Engines, workspace: Path, engine: int
+) -> None:
+    """A stdio session's connection only says when the relay dies: bytes sent on it are
+    read and dropped, not held (512 MB sent; the engine grows by far less)."""
+    before = _rss_mb(engine)
+    stdin_r, stdin_w = os.pipe()
+    stdout_r, stdout_w = os.pipe()
+    try:
+        with socket.socket(socket.AF_UNIX) as peer:
+            peer.connect(_socket(engines))
+            hello = {"toold": 1, "kind": "stdio", "preface": ""}
+            _send_with_fds(peer, json.dumps(hello).encode() + b"\n", [stdin_r, stdout_w])
+            assert json.loads(peer.makefile("rb").readline())["ok"] is True
+            chunk = b"x" * (1 << 20)
+            for _ in range(512):
+                peer.sendall(chunk)
+            grown = _rss_mb(engine) - before
+    finally:
+        for fd in (stdin_r, stdin_w, stdout_r, stdout_w):
+            os.close(fd)
+    assert grown < 256, f"the engine grew by {grown} MB"

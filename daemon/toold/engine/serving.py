@@ -94,6 +94,12 @@ async def _input(
     return reader, stop.set
 
 
+async def _until_closed(reader: asyncio.StreamReader) -> None:
+    """Wait for the end of ``reader``, dropping anything sent on it (never kept)."""
+    while await reader.read(1 << 16):
+        pass
+
+
 async def serve_session(
     engine: Engine,
     conn: socket.socket,
@@ -125,7 +131,7 @@ async def serve_session(
             reader, close_input = await _input(streams[0], hello.get("preface", b""))
             writer = await _output(streams[1])
             # The relay's connection carries nothing more: its end means the relay died.
-            watch: asyncio.Future[Any] = asyncio.ensure_future(control.read())
+            watch: asyncio.Future[Any] = asyncio.ensure_future(_until_closed(control))
         else:
             reader, writer = control, FrameWriter.over(socket_writer)
             watch = asyncio.ensure_future(engine.stopping.wait())  # the socket is the input
