@@ -123,3 +123,18 @@ def test_undo_from_inside_a_tool_call_is_refused_even_backgrounded(
         undo = editor.tool("bash", command=command)
         assert "checkpoints/restore from inside a tool call" in str(undo["content"]), undo
         assert (workspace / "kept.txt").read_text() == "mine"
+
+
+def test_toold_jobs_prints_an_agents_command_with_its_escapes_visible(
+    engines: Engines, workspace: Path
+) -> None:
+    """A job's command is the agent's text: printed raw, an escape sequence in it would
+    drive the user's terminal (retitle it, write the clipboard with OSC 52)."""
+    command = "true # \x1b]52;c;cHduZWQ=\x07\x1b[2J"
+    job = json.dumps({"command": command, "task_id": "sly"})
+    assert engines.toold("call", "background_run", job, cwd=workspace).returncode == 0
+    assert engines.toold("jobs", "wait", "sly", cwd=workspace).returncode == 0
+    listed = engines.toold("jobs", cwd=workspace)
+    assert listed.returncode == 0, listed.stderr
+    assert "\x1b" not in listed.stdout and "\\x1b]52;c;cHduZWQ=\\x07" in listed.stdout
+    assert "\x1b" in json.loads(engines.toold("jobs", "--json", cwd=workspace).stdout)[0]["command"]

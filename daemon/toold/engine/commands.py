@@ -13,6 +13,7 @@ from typing import Any
 
 from toold.engine.attach import EngineError, attach, control, engine_pid
 from toold.engine.location import EnginePaths
+from toold.undo import shown
 
 EXIT_NO_ENGINE = 3
 """``toold daemon status`` when no engine runs (as LSB's ``status`` says "not running")."""
@@ -23,7 +24,7 @@ JOB_EXIT = {"timed_out": 124, "cancelled": 130}
 def _describe(status: dict[str, Any]) -> str:
     sessions, jobs = status.get("sessions", []), status.get("jobs", [])
     uptime = max(0, int(time.time() - float(status.get("startedAt", time.time()))))
-    running = ", ".join(j["jobId"] for j in jobs)
+    running = ", ".join(shown(j["jobId"]) for j in jobs)
     return (
         f"toold engine pid {status['pid']} serving {status['workspace']} (up {uptime} s)\n"
         f"sessions: {len(sessions)}\n"
@@ -91,7 +92,8 @@ def jobs_command(client: Any, wait: str | None, as_json: bool) -> int:
         for job in jobs:
             code = job.get("exitCode")
             exit_text = "" if code is None else f" (exit {code})"
-            print(f"{job['jobId']}\t{job['status']}{exit_text}\t{job['command']}")
+            # The agent chose the id and the command: escapes in them are shown, not obeyed.
+            print(f"{shown(job['jobId'])}\t{job['status']}{exit_text}\t{shown(job['command'])}")
         return 0
     job = client.request("jobs/get", {"jobId": wait})
     if job["status"] == "running":
