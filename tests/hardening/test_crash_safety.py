@@ -37,6 +37,7 @@ FILES_PER_ROUND = 24
 TASKS_PER_ROUND = 16
 TODOS_PER_ROUND = 16
 OVERWRITTEN = 8  # files f0..f7 are overwritten every round; the others are new
+KILL_WITHIN = 12  # each round's daemon is killed after 1 to 11 of its 56 answers
 
 
 def payload(name: str, version: int, size: int) -> str:
@@ -103,25 +104,32 @@ def run_round(ws: Path, n: int, rng: random.Random, acked: Acked) -> int:
     try:
         check_through_daemon(client, acked)  # also waits until the workspace is bound
         writes = plan_round(n, rng)
-        ids = {}
-        # The random point of death, counted from the first write sent: a timer, since
-        # the daemon answers while the burst is still being sent.
-        killer = threading.Timer(rng.uniform(0.0, 0.5), client.proc.kill)
-        killer.start()
-        try:
-            for k, (tool, args, what) in enumerate(writes):
-                params = {"name": tool, "arguments": args, "origin": "user"}
-                ids[client.request("tools/call", params, msg_id=f"w{n}-{k}")] = what
-        except (BrokenPipeError, ValueError):
-            pass  # killed while sending
-        killer.join()
-        client.proc.wait(timeout=10)
+        ids = {f"w{n}-{k}": what for k, (_, _, what) in enumerate(writes)}
+
+        def send() -> None:
+            try:
+                for k, (tool, args, _) in enumerate(writes):
+                    params = {"name": tool, "arguments": args, "origin": "user"}
+                    client.request("tools/call", params, msg_id=f"w{n}-{k}")
+            except (BrokenPipeError, ValueError):
+                pass  # killed while sending
+
+        # The point of death: right after a random number of answers, so that it lands
+        # in the middle of the burst however fast this machine is (a timer did not,
+        # under load), and wherever the daemon then is in the writes that follow.
+        target = rng.randrange(1, KILL_WITHIN)
+        sender = threading.Thread(target=send, daemon=True)
+        sender.start()
         answers = 0
-        while (msg := client.messages.get(timeout=10)) is not None:
+        while (msg := client.messages.get(timeout=30)) is not None:
             if msg.get("id") in ids:
                 assert not msg["result"]["isError"], msg
                 acknowledge(acked, ids[msg["id"]], msg["result"]["content"])
                 answers += 1
+                if answers == target:
+                    client.proc.kill()
+        sender.join(timeout=30)
+        client.proc.wait(timeout=10)
         return answers
     finally:
         client.close()
@@ -162,6 +170,7 @@ def check_on_disk(ws: Path, acked: Acked) -> None:
     assert int(snapshot["next"]) > max((int(i[1:]) for i in todos), default=0)
 
 
+@pytest.mark.timeout(300)  # 30 daemon lives; about 40 s on an idle 2-core machine
 def test_sigkill_during_file_task_and_todo_writes_loses_nothing_acknowledged(
     tmp_path: Path,
 ) -> None:
