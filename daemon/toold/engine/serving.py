@@ -122,11 +122,11 @@ async def serve_session(
     session = engine.sessions.open(kind, server, peer_pid, str(hello.get("client", "")))
     current.set(session)  # this task's context: every request of the session inherits it
     log.info("session %d (%s, pid %d) attached", session.id, kind, peer_pid)
+    close_input: Callable[[], None] = lambda: None  # noqa: E731
     try:
         reply = {"ok": True, "pid": os.getpid(), "version": __version__, "session": session.id}
         await asyncio.get_running_loop().sock_sendall(conn, json.dumps(reply).encode() + b"\n")
         control, socket_writer = await asyncio.open_unix_connection(sock=conn, limit=HEADER_LIMIT)
-        close_input: Callable[[], None] = lambda: None  # noqa: E731
         if streams:
             reader, close_input = await _input(streams[0], hello.get("preface", b""))
             writer = await _output(streams[1])
@@ -137,6 +137,7 @@ async def serve_session(
             watch = asyncio.ensure_future(engine.stopping.wait())  # the socket is the input
     except BaseException:  # the client hung up at once: no ghost session, no kept stdio
         engine.sessions.close(session)
+        close_input()
         for stream in streams:
             stream.close()
         raise
