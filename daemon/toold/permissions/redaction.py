@@ -44,7 +44,7 @@ _VALUE = (
 # is only looked at (a lookahead): a name that is no secret consumes nothing after its
 # separator, so "url=https://x?token=..." still reaches the token.
 _ASSIGNMENT = re.compile(
-    r"""(?P<name>[A-Za-z_][A-Za-z0-9_.-]*)(?P<q>\\?["']?)(?P<sep>\s*[:=]\s*)(?!//)(?=(?P<value>"""
+    r"""(?P<name>[A-Za-z_][A-Za-z0-9_.-]{0,127})(?P<q>\\?["']?)(?P<sep>\s*[:=]\s*)(?!//)(?=(?P<value>"""
     + _VALUE
     + "))"
 )
@@ -62,10 +62,10 @@ _SCHEME_CREDENTIALS = re.compile(
     r"(?P<value>[A-Za-z0-9._~+/=-]{8,})"
 )
 _USERINFO = re.compile(
-    r"(?i)\b(?P<head>[a-z][a-z0-9+.-]*://[^\s/:@\"']*:)(?P<value>[^\s/@\"']+)(?=@)"
+    r"(?i)\b(?P<head>[a-z][a-z0-9+.-]{0,63}://[^\s/:@\"']*:)(?P<value>[^\s/@\"']+)(?=@)"
 )
 _TOKEN_USERINFO = re.compile(
-    r"(?i)\b(?P<head>[a-z][a-z0-9+.-]*://)(?P<value>[^\s/:@\"']{16,})(?=@)"
+    r"(?i)\b(?P<head>[a-z][a-z0-9+.-]{0,63}://)(?P<value>[^\s/:@\"']{16,})(?=@)"
 )
 _FLAG = re.compile(
     r"(?i)(?P<head>(?:^|\s)--?(?:[a-z0-9-]*-)?(?:password|passwd|pass|token|secret|api-?key"
