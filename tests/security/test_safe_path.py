@@ -151,7 +151,10 @@ def _serve_with(runner: str, workspace: Path, launch: Path) -> None:
         echoed = client.tool("bash", command="echo ran-$((6*7))")
         assert echoed["content"] == "ran-42", echoed
         if runner == "local":
-            snippet = "import logging, token, sys\nprint(logging.__file__.startswith(sys.prefix))"
+            snippet = (
+                "import logging, token, sys\n"
+                "print(logging.__file__.startswith(sys.base_prefix))"  # the stdlib's home
+            )
             repl = client.tool("python_repl", code=snippet)
             assert repl["content"].strip() == "True", repl
     finally:
