@@ -235,16 +235,28 @@ async def run_command(
     timeout or cancel. ``on_output`` gets output a line at a time (for progress), ``tee``
     every decoded chunk as it is (to keep all of it)."""
     loop = asyncio.get_running_loop()
-    transport, protocol = await loop.subprocess_exec(
-        lambda: _ExitAwareProtocol(loop),
-        *argv,
-        cwd=cwd,
-        stdin=asyncio.subprocess.DEVNULL if stdin is None else asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        start_new_session=True,
-        env=env,
+    spawn = asyncio.ensure_future(
+        loop.subprocess_exec(
+            lambda: _ExitAwareProtocol(loop),
+            *argv,
+            cwd=cwd,
+            stdin=asyncio.subprocess.DEVNULL if stdin is None else asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            start_new_session=True,
+            env=env,
+        )
     )
+    try:
+        transport, protocol = await asyncio.shield(spawn)
+    except asyncio.CancelledError:
+        # Cancelled while the child starts: it may run already and have started others
+        # (asyncio's own cleanup would kill the child alone, orphaning its background jobs).
+        with contextlib.suppress(Exception):
+            started, _ = await spawn
+            kill_group(started.get_pid())
+            started.close()
+        raise
     proc = asyncio.subprocess.Process(transport, protocol, loop)
     assert proc.stdout is not None and proc.stderr is not None
     out, err = CappedText(output_limit), CappedText(output_limit)
