@@ -137,6 +137,11 @@ class CheckpointStore:
         self.max_file_size = max_file_size
         self.enabled = True
         """Whether calls are recorded (``checkpoints.enabled``); restoring works either way."""
+        self._sizes: dict[str, int] = {}
+        """Bytes of each stored object and of each checkpoint's index entry, by digest or
+        id, as ``_bound`` last measured them (both are written once and never change, but
+        for an entry's ``undone`` flag): measuring all of them again on every call made
+        each write cost time in proportion to the checkpoints kept."""
 
     def configure(self, settings: CheckpointsConfig, max_file_size: int) -> None:
         """Apply ``[checkpoints]`` and ``limits.max_file_size`` (at start and on reload)."""
@@ -389,8 +394,10 @@ class CheckpointStore:
         """Drop the oldest checkpoints past ``max_bytes`` (their index entries count too, so
         changes of empty files do not grow it without end), then contents nothing names."""
         objects = self.folder / "objects"
-        sizes = {name: _size(objects / name) for name in state_names(objects)}
-        entries = [len(json.dumps(asdict(c), indent=1)) + 2 for c in index]
+        known = self._sizes
+        sizes = {name: known.get(name) or _size(objects / name) for name in state_names(objects)}
+        entries = [known.get(c.id) or len(json.dumps(asdict(c), indent=1)) + 2 for c in index]
+        self._sizes = {**sizes, **{c.id: size for c, size in zip(index, entries, strict=True)}}
         names = [[d for f in c.files for d in (f.before, f.after) if d] for c in index]
         uses = Counter(d for found in names for d in found)
         listed = sum(entries)
