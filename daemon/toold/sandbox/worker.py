@@ -132,7 +132,11 @@ def sweep_descendants() -> None:
 
 def prepare() -> None:
     """Import and warm up what every call needs, so forked workers start with it done."""
+    # The searches load pathspec (with RE2) and regex on first use: in a fresh fork that
+    # would be on every call.
+    import pathspec  # noqa: F401
     import pydantic_core  # noqa: F401
+    import regex  # noqa: F401
 
     import toold.tools.context  # noqa: F401
     from toold.tools.registry import BuiltinToolProvider
