@@ -216,7 +216,7 @@ def test_dangerous_commands(command: str, reason: str) -> None:
         'git commit -m "drop the old cache"',
         'git commit -m "rm -rf build"',
         'make CFLAGS="-O2 -g"',
-        "printf '%s\\n' \"$x\"",
+        "x=1; printf '%s\\n' \"$x\"",
         "read -r line < f",
         'gh pr create --title "don\'t" --body "a b"',
     ],

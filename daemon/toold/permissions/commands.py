@@ -11,10 +11,13 @@ assignments to variables that make programs run code (``BASH_ENV``, ``GIT_PAGER`
 
 The danger detector works on the same layers (danger.py, and redirections writing
 outside the workspace) and fails closed: an incomplete parse or anything unresolvable
-is dangerous. Read-only needs the opposite: a complete parse, nothing unresolvable,
-every layer read-only (readonly.py) reading only inside the workspace (paths.py), no
-redirection writing except to /dev/null. ``Analysis.touches``: whether a command may
-write toold.toml or .toold/, counting words only known at run time.
+is dangerous, as is a command longer than 64 KiB (never parsed) and whatever reads the
+daemon's environment (``$API_KEY``, ``printenv``, ``env`` or ``set`` alone, a process's
+``environ`` file): the model would read the secrets it holds. Read-only needs the
+opposite: a complete parse, nothing unresolvable, every layer read-only (readonly.py)
+reading only inside the workspace (paths.py), no redirection writing except to
+/dev/null. ``Analysis.touches``: whether a command may write toold.toml or .toold/,
+counting words only known at run time.
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ from toold.permissions.interpreters import (
 )
 from toold.permissions.paths import LOOP_WORD, escapes, loop_paths, names_any, names_outside
 from toold.permissions.readonly import PROGRAMS, has_option, is_read_only, operands
-from toold.permissions.shell import Script, SimpleCommand, parse
+from toold.permissions.shell import Script, SimpleCommand, harmless, parse
 
 _PLAIN_VARIABLE = re.compile(
     r"^(?:\w*[a-z]\w*|LC_\w+|LANG|LANGUAGE|TZ|NO_COLOR|FORCE_COLOR|CLICOLOR\w*|COLUMNS|LINES|TERM)$"
@@ -64,6 +67,12 @@ _RUNTIME_TEXT = re.compile(r"[$`{(]")
 _QUOTES = re.compile(r"[\'\"\\]")
 _SQL = re.compile(r"\bdrop\s+table\b|\bdelete\s+from\b", re.IGNORECASE)
 PROTECTED = ("toold.toml", ".toold")
+MAX_COMMAND = 64 * 1024
+"""Longer command lines are not parsed (the parse time grows with the text): they ask."""
+_NAME_QUOTED = re.compile(r"[\'\"\\]")
+_NOT_A_NAME = re.compile(r"[\s\'\"\\]")
+_ENVIRON = re.compile(r"/proc/[^/]*/+(?:task/[^/]*/+)?environ")
+_LISTS_VARIABLES = frozenset({"set", "declare", "typeset", "export", "readonly", "local"})
 
 
 @dataclass
@@ -229,7 +238,12 @@ def _resolve(cmd: SimpleCommand, loops: frozenset[str] = frozenset()) -> Resolve
         if not argv:
             continue
         name = argv[0]
-        if name is None or (_GLOB.search(name) and name not in ("[", "[[")) or name[:1] == "~":
+        if (
+            name is None
+            or (_GLOB.search(name) and name not in ("[", "[["))
+            or name[:1] == "~"
+            or _NOT_A_NAME.search(name)
+        ):
             shown = cmd.words[0].text if via is None and cmd.words else (name or "$?")
             out.dynamic = f"the program name {shown} cannot be resolved"
             continue
@@ -307,6 +321,40 @@ def _argument_danger(word: str) -> str | None:
     return reason
 
 
+def _environment_danger(script: Script, resolved: list[Resolved]) -> str | None:
+    """Why the command may print the daemon's environment (its API keys), or None."""
+    if script.secrets:
+        return f"it expands ${script.secrets[0]}, which may hold a secret of the daemon's"
+    if _ENVIRON.search(script.text):
+        return "it reads a process's environment (/proc/.../environ)"
+    for r in resolved:
+        cmd = r.command
+        if cmd.kind == "declaration" and not cmd.assignments and not operands(cmd.argv[1:]):
+            return f"{cmd.argv[0]} alone prints the environment"
+        if (
+            cmd.kind == "declaration"
+            and has_option(cmd.argv[1:], "p")
+            and not _names_harmless(operands(cmd.argv[1:]))
+        ):
+            return f"{cmd.argv[0]} -p prints variables"
+        for layer in r.layers:
+            if layer.program == "printenv" and not _names_harmless(operands(layer.args)):
+                return "printenv prints the environment"
+            if layer.program == "env" and not any(_inner("env", layer.args) or [[]]):
+                return "env alone prints the environment"
+            declared = cmd.kind == "declaration"
+            bare = not layer.args or (
+                layer.program != "set" and not operands(layer.args) and has_option(layer.args, "p")
+            )
+            if layer.program in _LISTS_VARIABLES and not declared and bare:
+                return f"{layer.program} alone prints the environment"
+    return None
+
+
+def _names_harmless(names: list[str | None]) -> bool:
+    return bool(names) and all(n is not None and harmless(n) for n in names)
+
+
 def _danger(script: Script, resolved: list[Resolved]) -> str | None:
     if not script.complete:
         return "the command does not parse completely"
@@ -327,7 +375,7 @@ def _danger(script: Script, resolved: list[Resolved]) -> str | None:
                     return reason
     if script.problems:
         return f"{script.problems[0]} cannot be resolved"
-    return None
+    return _environment_danger(script, resolved)
 
 
 def _layer_read_only(layer: Layer, last: bool) -> bool:
@@ -348,6 +396,8 @@ def _layer_read_only(layer: Layer, last: bool) -> bool:
 def _command_read_only(r: Resolved) -> bool:
     if r.dynamic or r.code or any(changes_behaviour(n) for n, _ in r.command.assignments):
         return False
+    if r.command.words and _NAME_QUOTED.search(r.command.words[0].text):
+        return False  # g\it, "ls": where the parse and bash may disagree on the name
     if r.command.kind == "declaration":
         return False
     if r.command.kind == "assignment":
@@ -375,6 +425,10 @@ def _redirects_read_only(script: Script) -> bool:
 @lru_cache(maxsize=512)
 def analyse(text: str) -> Analysis:
     """Parse and classify one command line (cached: the guard asks several questions)."""
+    if len(text) > MAX_COMMAND or len(text.encode("utf-8", "surrogatepass")) > MAX_COMMAND:
+        reason = "the command is longer than 64 KiB"
+        script = Script(text, complete=False, problems=[reason])
+        return Analysis(text, script, [], reason, False)
     script = parse(text)
     loops = loop_paths(script)
     resolved = [_resolve(c, loops) for c in script.commands]

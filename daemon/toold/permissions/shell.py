@@ -13,6 +13,13 @@ escapes. Expansions, substitutions, ``$'..'`` and brace expansion have no static
 value (None), nor has an unquoted glob (it expands to file names, and a file named
 ``-o`` becomes an option); arithmetic evaluation and ``${..}`` operators (which can run code
 through array subscripts or ``@P``) are recorded as problems.
+
+Where the grammar and bash may disagree, the parse says so. tree-sitter reads the words
+after a redirection's target (``rm >out -rf d``) as more targets: they are the command's
+arguments, as bash runs them, wherever the redirection stands. It splits words on
+vertical tabs and form feeds, which bash does not: a control character other than tab
+and newline is a problem. Every expansion of a variable is recorded (``Script.secrets``
+names those that may read the daemon's environment, such as an API key).
 """
 
 from __future__ import annotations
@@ -32,6 +39,16 @@ _JOINED_LINES = re.compile(r"(?<![\s\\])\\\n(?=\S)")
 _UNQUOTED_GLOB = re.compile(r"(?<!\\)[*?\[]")
 _ARITHMETIC_TESTS = frozenset({"-eq", "-ne", "-lt", "-le", "-gt", "-ge", "-v"})
 _ARITHMETIC = frozenset({"arithmetic_expansion", "c_style_for_statement", "subscript"})
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\ufeff]")
+_EXPANDED_NAME = re.compile(r"^\$\{?[#!]?([A-Za-z_][A-Za-z0-9_]*|[0-9]+|[@*#?$!_-])")
+HARMLESS_VARIABLES = frozenset(
+    {"HOME", "PWD", "OLDPWD", "USER", "LOGNAME", "SHELL", "PATH", "TERM", "LANG", "LANGUAGE"}
+    | {"TMPDIR", "HOSTNAME", "IFS", "RANDOM", "LINENO", "SECONDS", "BASHPID", "PPID", "UID"}
+    | {"EUID", "BASH_VERSION", "COLUMNS", "LINES", "TZ", "VIRTUAL_ENV", "OSTYPE", "HOSTTYPE"}
+)
+"""Variables that hold no secret (``LC_*``, positional and special parameters too)."""
+_REDIRECTS = ("file_redirect", "herestring_redirect", "heredoc_redirect")
+_SCOPES = frozenset({"program", "list", "compound_statement", "redirected_statement"})
 
 
 @dataclass(frozen=True)
@@ -90,6 +107,8 @@ class Script:
     """Constructs whose effect cannot be known without running them."""
     loops: list[tuple[str, list[Word]]] = field(default_factory=list)
     """Each ``for NAME in WORDS`` loop: the variable and the words it takes."""
+    secrets: list[str] = field(default_factory=list)
+    """Variables expanded that are neither harmless nor set by the command before (``$KEY``)."""
 
 
 @cache
@@ -109,6 +128,11 @@ def parse(text: str) -> Script:
     if _JOINED_LINES.search(text):
         # bash joins g\<newline>it into git; the grammar reads two words.
         script.problems.append("a line continuation inside a word")
+    control = _CONTROL.search(text)
+    if control:
+        # tree-sitter splits words on \v and \f; bash does not (git\vstatus is one word).
+        script.problems.append(f"a control character ({ord(control.group()):#04x})")
+    script.secrets = _secrets(tree.root_node)
     return script
 
 
@@ -174,6 +198,22 @@ def _redirect(node: Node) -> Redirect:
     return Redirect(op, fd, None if target is None else _word(target))
 
 
+def _redirect_words(node: Node) -> list[Node]:
+    """Words the grammar hung on a redirection that bash gives the command as arguments.
+
+    tree-sitter reads ``rm >out -rf d`` as a redirection to ``out -rf d``; bash opens
+    ``out`` and runs ``rm -rf d``. A here-document's words (``cat <<EOF -n``) likewise.
+    """
+    if node.type == "file_redirect":
+        return node.children_by_field_name("destination")[1:]
+    if node.type == "heredoc_redirect":
+        words = list(node.children_by_field_name("argument"))
+        for inner in node.children_by_field_name("redirect"):
+            words += _redirect_words(inner)
+        return words
+    return []
+
+
 def _command(node: Node) -> SimpleCommand:
     cmd = SimpleCommand(_text(node))
     for child in node.children:
@@ -183,8 +223,9 @@ def _command(node: Node) -> SimpleCommand:
             cmd.words.append(
                 _word(child.named_children[0]) if child.named_children else _word(child)
             )
-        elif child.type in ("file_redirect", "herestring_redirect", "heredoc_redirect"):
+        elif child.type in _REDIRECTS:
             cmd.redirects.append(_redirect(child))
+            cmd.words += [_word(w) for w in _redirect_words(child)]
         elif child.is_named and child.type != "comment":
             cmd.words.append(_word(child))
     return cmd
@@ -212,8 +253,27 @@ def _declaration(node: Node) -> SimpleCommand:
     return cmd
 
 
+def _redirected(node: Node, script: Script) -> None:
+    """A statement with redirections: their stray words are its arguments (bash's argv)."""
+    extra = [w for c in node.children_by_field_name("redirect") for w in _redirect_words(c)]
+    start = len(script.commands)
+    for child in node.children:
+        _walk(child, script)
+    if not extra:
+        return
+    body = node.child_by_field_name("body")
+    if body is not None and body.type == "command" and start < len(script.commands):
+        script.commands[start].words += [_word(w) for w in extra]
+    else:
+        shown = _text(extra[0])[:40]
+        script.problems.append(f"words after the redirection of a compound command {shown!r}")
+
+
 def _walk(node: Node, script: Script) -> None:
     kind = node.type
+    if kind == "redirected_statement":
+        _redirected(node, script)
+        return
     if node.is_missing or kind == "ERROR":
         script.complete = False
     if kind == "command":
@@ -246,7 +306,7 @@ def _walk(node: Node, script: Script) -> None:
         if any(w.value in _ARITHMETIC_TESTS for w in words):
             script.problems.append(f"arithmetic evaluation {_text(node)[:40]!r}")
         script.commands.append(SimpleCommand(_text(node), words=words, kind="test"))
-    elif kind in ("file_redirect", "herestring_redirect", "heredoc_redirect"):
+    elif kind in _REDIRECTS:
         script.redirects.append(_redirect(node))
         if kind == "heredoc_redirect" and _expanding_heredoc_with_backticks(node):
             # bash runs `...` in an unquoted here-document; the grammar reads it as text.
@@ -280,3 +340,84 @@ def _leaves(node: Node) -> list[Node]:
         else:
             out.append(child)
     return out
+
+
+def harmless(name: str) -> bool:
+    """Whether expanding ``name`` reads no secret: listed, locale, positional or special."""
+    special = name.isdigit() or (len(name) == 1 and name in "@*#?$!_-")
+    return special or name in HARMLESS_VARIABLES or name.startswith("LC_")
+
+
+def _secrets(root: Node) -> list[str]:
+    """Names expanded that may hold a secret: not harmless, not set by the command first.
+
+    A variable counts as set by the command inside the ``for`` loop that sets it, inside
+    a ``while``/``until`` whose condition ``read``s it, and after a plain assignment at
+    the top level (not in a subshell, a function or a pipeline, not a prefix).
+    A nameref (``declare -n``) can make any name read any variable: then nothing counts.
+    """
+    expansions: list[tuple[str, int]] = []
+    scopes: list[tuple[str, int, int]] = []  # name, from byte, to byte
+    namerefs = False
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        kind = node.type
+        if kind in ("simple_expansion", "expansion"):
+            found = _EXPANDED_NAME.match(_text(node))
+            expansions.append((found.group(1) if found else "?", node.start_byte))
+        elif kind in ("for_statement", "select_statement"):
+            variable = node.child_by_field_name("variable")
+            body = node.child_by_field_name("body")
+            if variable is not None and body is not None:
+                scopes.append((_text(variable), body.start_byte, body.end_byte))
+        elif kind == "while_statement":
+            scopes += _read_scopes(node)
+        elif kind == "variable_assignment" and _top_level(node):
+            name = node.child_by_field_name("name")
+            if name is not None:
+                scopes.append((_text(name), node.end_byte, root.end_byte))
+        elif kind == "declaration_command":
+            namerefs = namerefs or any(
+                c.type == "word" and _text(c).startswith("-") and "n" in _text(c)
+                for c in node.children
+            )
+        stack.extend(reversed(node.children))
+    out: list[str] = []
+    for expanded, at in expansions:
+        if harmless(expanded) or expanded in out:
+            continue
+        if namerefs or not any(n == expanded and a <= at < b for n, a, b in scopes):
+            out.append(expanded)
+    return out
+
+
+def _read_scopes(loop: Node) -> list[tuple[str, int, int]]:
+    condition = loop.child_by_field_name("condition")
+    body = loop.child_by_field_name("body")
+    if condition is None or body is None or condition.type != "command":
+        return []
+    words = [_text(c) for c in condition.children if c.type in ("command_name", "word")]
+    if words[:1] != ["read"]:
+        return []
+    names: list[str] = []
+    valued = False
+    for word in words[1:]:
+        if valued:
+            valued = False
+        elif word.startswith("-"):
+            valued = word[-1] in "adinNptu"  # -p PROMPT, -d DELIM...: a value, not a name
+        elif word.isidentifier():
+            names.append(word)
+    return [(name, body.start_byte, body.end_byte) for name in names]
+
+
+def _top_level(node: Node) -> bool:
+    parent = node.parent
+    if parent is None:
+        return False
+    while parent is not None:
+        if parent.type not in _SCOPES:
+            return False
+        parent = parent.parent
+    return True
