@@ -439,7 +439,8 @@ def analyse(text: str) -> Analysis:
         and _redirects_read_only(script)
         and all(_command_read_only(r) for r in resolved)
     )
-    return Analysis(text, script, resolved, _danger(script, resolved), read_only)
+    danger = _danger(script, resolved)
+    return Analysis(text, script, resolved, danger, read_only and danger is None)
 
 
 def dangerous_reason(command: str) -> str | None:

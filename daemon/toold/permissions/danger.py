@@ -19,7 +19,8 @@ from toold.permissions.interpreters import git_arguments
 from toold.permissions.paths import names_outside
 from toold.permissions.readonly import PROGRAMS, has_option, operands
 
-_CHMOD_OPEN = frozenset({"777", "0777", "a+rwx", "ugo+rwx", "a=rwx", "ugo=rwx"})
+_OCTAL_MODE = re.compile(r"^[0-7]{1,8}$")
+_SYMBOLIC_MODE = re.compile(r"^[ugoa]*(?:[-+=][rwxXstugo]*)+$")
 _DISK_TOOLS = (
     "mke2fs", "mkdosfs", "mkntfs", "tune2fs", "losetup", "cryptsetup", "mdadm", "lvremove",
     "vgremove", "pvremove", "mount", "umount", "swapoff", "swapon", "chattr", "kexec",
@@ -92,8 +93,10 @@ def program_danger(
 def _deletes(prog: str, args: list[str]) -> str | None:
     if prog == "rm" and has_option(args, "rR", ("--recursive", "--no-preserve-root")):
         return "recursive rm"
-    if prog == "chmod" and _CHMOD_OPEN & set(args):
-        return "chmod 777"
+    if prog == "chmod":
+        opened = next((a for a in args if opens_mode(a)), None)
+        if opened is not None or any(a.startswith("--reference") for a in args):
+            return f"chmod {opened or '--reference'} (world-writable, setuid or setgid, as 777)"
     if prog in ("chmod", "chown", "chgrp") and has_option(args, "R", ("--recursive",)):
         return f"recursive {prog}"
     if prog == "dd" and any(a.startswith(("if=", "of=")) for a in args):
@@ -111,6 +114,31 @@ def _deletes(prog: str, args: list[str]) -> str | None:
     if prog == "crontab" and not (has_option(args, "l") and not has_option(args, "reie")):
         return "crontab that replaces or removes the crontab"
     return None
+
+
+def opens_mode(word: str) -> bool:
+    """Whether a chmod mode grants others write, or sets setuid or setgid.
+
+    Octal modes are read as numbers (``00777`` is 777, ``1777`` too); each clause of a
+    symbolic mode is read: who (none means all, as the umask may allow), the operator,
+    the permissions. Copying another class's bits (``o=u``) counts: they may include w.
+    """
+    if _OCTAL_MODE.match(word):
+        return bool(int(word, 8) & 0o6002)
+    if not all(_SYMBOLIC_MODE.match(clause) for clause in word.split(",")):
+        return False
+    for clause in word.split(","):
+        who = re.match(r"^[ugoa]*", clause)
+        people = set(who.group() if who else "") or set("a")
+        for op, perms in re.findall(r"([-+=])([rwxXstugo]*)", clause):
+            if op == "-":
+                continue
+            others = bool(people & set("oa"))
+            if others and (set(perms) & set("wugo")):
+                return True
+            if people & set("uga") and "s" in perms:
+                return True
+    return False
 
 
 def _stops(prog: str, args: list[str]) -> str | None:

@@ -41,6 +41,21 @@ _CODE_FLAGS: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "pwsh": ("c", "", ("-command", "-Command", "-c", "-EncodedCommand")),
     "powershell": ("c", "", ("-command", "-Command", "-EncodedCommand")),
 }
+# Options that load code the command line does not show: modules, startup files, an
+# interactive session reading its input (``python -i``, ``perl -M``, ``node -r``...).
+_LOAD_FLAGS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "python": ("i", ()),
+    "pypy": ("i", ()),
+    "perl": ("Mm", ()),
+    "ruby": ("r", ("--require",)),
+    "node": ("ri", ("--require", "--import", "--loader", "--experimental-loader", "--interactive")),
+    "nodejs": ("ri", ("--require", "--import", "--loader", "--experimental-loader")),
+    "bun": ("r", ("--preload", "--require")),
+    "php": ("dac", ()),
+    "lua": ("il", ()),
+    "luajit": ("il", ()),
+}
+_SHELL_LOADS = ("--rcfile", "--init-file", "--interactive")
 _CODE_BUILTINS = {
     "eval": "eval runs its arguments as code",
     "source": "source runs a file as code",
@@ -185,10 +200,14 @@ def code_reason(program: str, args: list[str | None]) -> str | None:
             return None
         return _CODE_BUILTINS[program]
     if program in SHELLS:
-        i = skip_options(args, "oO")
+        i = skip_options(args, "oO", ("--rcfile", "--init-file"))
         options = [a for a in args[:i] if a is None or a.startswith(("-", "+"))]
         if any(a is None or (not a.startswith("--") and "c" in a[1:]) for a in options):
             return f"{program} -c runs a command string"
+        flags = [a for a in options if a is not None]
+        loads = next((a for a in flags if a.split("=")[0] in _SHELL_LOADS), None)
+        if loads is not None or any(a[:1] == "-" and a[1:2] != "-" and "i" in a for a in flags):
+            return f"{program} {loads or '-i'} runs startup code the guard cannot see"
         if program == "busybox" or "--version" in options or "--help" in options:
             return None
         if i < len(args) and args[i] is None:
@@ -220,6 +239,7 @@ def _interpreter_code(program: str, args: list[str | None]) -> str | None:
         return None
     family = re.sub(r"[0-9.]+$", "", program.lower())
     code, valued, long_code = _CODE_FLAGS.get(family, ("", "", ()))
+    loads, long_loads = _LOAD_FLAGS.get(family, ("", ()))
     i = 0
     while i < len(args):
         arg = args[i]
@@ -227,12 +247,16 @@ def _interpreter_code(program: str, args: list[str | None]) -> str | None:
             return f"{program} options cannot be resolved"
         if arg in long_code or any(arg.startswith(f"{c}=") for c in long_code):
             return f"{program} {arg} runs inline code"
+        if arg.split("=", 1)[0] in long_loads:
+            return f"{program} {arg} loads code the guard cannot see"
         if arg == "--" or not arg.startswith("-") or arg == "-":
             break
         if not arg.startswith("--"):
             for j, letter in enumerate(arg[1:]):
                 if letter in code:
                     return f"{program} -{letter} runs inline code"
+                if letter in loads:
+                    return f"{program} -{letter} loads code the guard cannot see"
                 if letter in valued:
                     if letter == "m" and family in ("python", "pypy"):
                         rest = arg[j + 2 :] or (args[i + 1] if i + 1 < len(args) else None)

@@ -89,7 +89,9 @@ class Spec:
     def allows(self, args: Args) -> bool:
         """Whether these arguments keep the program read-only."""
         if self.any_args:
-            return True
+            # Its few forbidden options read file names from a file or from stdin.
+            known = [a for a in args if a is not None]
+            return not (self.short or self.long) or not has_option(known, self.short, self.long)
         if any(a is None for a in args):
             return False
         if has_option(args, self.short, self.long):
@@ -144,7 +146,7 @@ def _xxd(args: Args) -> bool:
 
 
 def _find(args: Args) -> bool:
-    actions = {"-exec", "-execdir", "-ok", "-okdir", "-delete", "-fls"}
+    actions = {"-exec", "-execdir", "-ok", "-okdir", "-delete", "-fls", "-files0-from"}
     return not any(a in actions or (a or "").startswith("-fprint") for a in args)
 
 
@@ -235,7 +237,11 @@ def _sed(args: Args) -> bool:
     return bool(scripts) and all(sed_script_ok(s) for s in scripts or ())
 
 
-_AWK_WRITES = ("system", "|", ">", "getline", "close", "fflush", "@", "printf -v", "ENVIRON")
+_AWK_WRITES = (
+    "system", "|", ">", "getline", "close", "fflush", "@", "printf -v", "ENVIRON", "ARGV", "ARGC",
+    "PROCINFO",
+)  # fmt: skip
+"""Also what reads files the guard never sees: ARGV[1]="/etc/shadow", getline < FILE."""
 _SED_SCRIPT = ("--expression", "--file")
 
 
@@ -331,9 +337,18 @@ def _jq(args: Args) -> bool:
 
 _ANY = Spec(any_args=True)
 _WORDS = Spec(any_args=True, paths=False)
-_ANY_ARGS = """cat head tail wc ls true false realpath readlink [ test [[ cut nl tac rev fold
-        paste join comm expand unexpand column md5sum sha1sum sha256sum sha512sum b2sum cksum
-        base64 od hexdump strings diff cmp stat du df fmt"""
+_ANY_ARGS = """cat head tail ls true false realpath readlink [ test [[ cut nl tac rev fold
+        paste join comm expand unexpand column base64 od hexdump strings diff cmp stat df fmt"""
+# Programs that read file names from a file or standard input with one option: names
+# the guard never sees (printf '/etc/shadow\0' | wc --files0-from=-, sha256sum -c LIST).
+_NAMES_FROM = {
+    **dict.fromkeys(("wc", "du"), Spec(any_args=True, long=("--files0-from",))),
+    **dict.fromkeys(
+        ("md5sum", "sha1sum", "sha224sum", "sha256sum", "sha384sum", "sha512sum", "b2sum"),
+        Spec(any_args=True, short="c", long=("--check",)),
+    ),
+    "cksum": Spec(any_args=True, short="c", long=("--check",)),
+}
 # Programs whose arguments are words, never files they read.
 _WORD_ARGS = """echo pwd basename dirname which whoami id uname nproc seq tty groups arch type
         sleep uptime free locale whereis lsb_release getconf numfmt expr tr"""
@@ -341,14 +356,15 @@ _GREP = Spec(any_args=True, script=("ABCDdm", "ef", ("--regexp", "--file")))
 PROGRAMS: dict[str, Spec] = {
     **dict.fromkeys(_ANY_ARGS.split(), _ANY),
     **dict.fromkeys(_WORD_ARGS.split(), _WORDS),
+    **_NAMES_FROM,
     **dict.fromkeys(("grep", "egrep", "fgrep"), _GREP),
     "printf": Spec(short="v", paths=False),
     "date": Spec(short="s", long=("--set",), check=_date),
     "uniq": Spec(check=_uniq),
     "xxd": Spec(short="r", long=("--revert",), check=_xxd),
-    "sort": Spec(short="o", long=("--output", "--compress-program"), check=None),
-    "file": Spec(short="C", long=("--compile",)),
-    "tree": Spec(short="oR", long=("--output",)),
+    "sort": Spec(short="o", long=("--output", "--compress-program", "--files0-from")),
+    "file": Spec(short="Cf", long=("--compile", "--files-from")),
+    "tree": Spec(short="oR", long=("--output", "--fromfile")),
     "find": Spec(check=_find),
     "sed": Spec(short="i", long=("--in-place",), check=_sed, script=("l", "ef", _SED_SCRIPT)),
     **dict.fromkeys(("awk", "gawk", "mawk"), Spec(check=_awk, script=("vF", "f", ("--file",)))),
