@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import difflib
 import hashlib
+import hmac
 import json
 import logging
 import os
@@ -40,18 +41,18 @@ from pydantic import AfterValidator, StringConstraints, TypeAdapter, ValidationE
 
 from toold.config import CheckpointsConfig
 from toold.errors import CheckpointConflict, CheckpointStoreError, UnknownCheckpoint, describe
-from toold.sandbox.paths import DIR_FLAGS, open_in_workspace, workspace_relative
+from toold.sandbox.paths import DIR_FLAGS, open_in_workspace, refuse_link, workspace_relative
 from toold.storage import (
     atomic_write_at,
     atomic_write_bytes,
     file_lock,
-    make_state_dir,
     now,
     open_state,
-    read_state,
     remove_state,
     state_names,
+    write_all,
 )
+from toold.user_state import UserStateError, secret_key
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +60,13 @@ INDEX = "index.json"
 MAX_INDEX_BYTES = 8 * 1024 * 1024
 """A larger index is refused unread; the bound keeps toold's own below it."""
 _READ = os.O_RDONLY | os.O_NONBLOCK
+KEY_NAME = "checkpoints.key"
+"""The user's key signing index entries, in the state folder (toold.user_state)."""
+NEVER_RESTORED = frozenset({".git", ".toold"})
+"""Folders a restore never writes into, at any depth: git runs code configured in
+``.git/`` (core.fsmonitor, hooks), and ``.toold/`` is toold's own state."""
+UNKNOWN_MODE = 0o600
+"""An object's mode when its file's mode is not known."""
 
 
 def _plain_path(path: str) -> str:
@@ -101,6 +109,9 @@ class Checkpoint:
     """Restored away by a later restore (which recorded its own checkpoint)."""
     restores: Label | None = None
     """For a restore's own checkpoint: the checkpoint it went back to before."""
+    mac: Digest | None = None
+    """HMAC-SHA256 of the entry under the user's key (CheckpointStore._mac): only toold
+    can write one that verifies, so a restore refuses an entry written by anyone else."""
 
     def public(self) -> dict[str, Any]:
         """The wire shape (checkpoints/list)."""
@@ -130,13 +141,22 @@ class Pending:
 class CheckpointStore:
     """The checkpoints of one workspace, under ``folder`` (``.toold/checkpoints``)."""
 
-    def __init__(self, workspace: Path, folder: Path, max_bytes: int, max_file_size: int) -> None:
+    def __init__(
+        self,
+        workspace: Path,
+        folder: Path,
+        max_bytes: int,
+        max_file_size: int,
+        key: bytes | None = None,
+    ) -> None:
         self.workspace = workspace
         self.folder = folder
         self.max_bytes = max_bytes
         self.max_file_size = max_file_size
         self.enabled = True
         """Whether calls are recorded (``checkpoints.enabled``); restoring works either way."""
+        self._key = key
+        """The signing key; None: the user's (toold.user_state), read when first needed."""
         self._sizes: dict[str, int] = {}
         """Bytes of each stored object and of each checkpoint's index entry, by digest or
         id, as ``_bound`` last measured them (both are written once and never change, but
@@ -149,57 +169,138 @@ class CheckpointStore:
         self.max_bytes = settings.max_bytes
         self.max_file_size = max_file_size
 
+    # -- signatures ---------------------------------------------------------------------
+    def _mac(self, checkpoint: Checkpoint) -> str:
+        """The entry's HMAC: its fields but the MAC itself, bound to this workspace's path
+        (an entry copied from another workspace does not verify here)."""
+        if self._key is None:
+            try:
+                self._key = secret_key(KEY_NAME)
+            except (UserStateError, OSError) as exc:
+                raise CheckpointStoreError(
+                    f"cannot read toold's checkpoint key: {exc}; nothing was recorded or restored"
+                ) from None
+        fields = {k: v for k, v in asdict(checkpoint).items() if k != "mac"}
+        body = json.dumps(fields, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+        message = b"toold checkpoint 1\0" + os.fsencode(self.workspace) + b"\0" + body.encode()
+        return hmac.new(self._key, message, hashlib.sha256).hexdigest()
+
+    def _sign(self, checkpoint: Checkpoint) -> Checkpoint:
+        checkpoint.mac = self._mac(checkpoint)
+        return checkpoint
+
+    def _require_signed(self, checkpoint: Checkpoint) -> None:
+        """CheckpointStoreError unless toold wrote ``checkpoint`` (its MAC verifies)."""
+        if checkpoint.mac is None or not hmac.compare_digest(checkpoint.mac, self._mac(checkpoint)):
+            raise CheckpointStoreError(
+                f"checkpoint {checkpoint.id} was not written by toold (bad signature); refusing "
+                "to restore it (an entry toold did not sign: written into "
+                f"{self.folder / INDEX} by a command or a cloned repository, made before "
+                "toold signed checkpoints, or for this workspace at another path); nothing was "
+                "restored"
+            )
+
     # -- files of the workspace ---------------------------------------------------------
     def _read(self, path: str) -> bytes | None:
         """The file's bytes; None when there is none. Too large or not a file: OSError."""
+        found = self._read_file(path)
+        return None if found is None else found[0]
+
+    def _read_file(self, path: str) -> tuple[bytes, int] | None:
+        """The file's bytes and permission bits; None when there is none."""
         try:
             fd = open_in_workspace(self.workspace, path, _READ)
         except FileNotFoundError:
             return None
         with os.fdopen(fd, "rb") as fh:
-            size = os.fstat(fh.fileno()).st_size
-            if size > self.max_file_size:
+            info = os.fstat(fh.fileno())
+            if not stat.S_ISREG(info.st_mode):
+                raise OSError(f"{path} is not a regular file")
+            if info.st_size > self.max_file_size:
                 raise OSError(f"{path} is larger than limits.max_file_size")
-            return fh.read(self.max_file_size + 1)
+            return fh.read(self.max_file_size + 1), stat.S_IMODE(info.st_mode)
 
-    def _put(self, data: bytes | None) -> str | None:
+    def _dir(self, sub: str | None = None) -> int:
+        """A descriptor of the store's folder (or its ``sub`` folder), made and kept 0700:
+        objects hold copies of files that may be private (``.env``)."""
+        path = self.folder if sub is None else self.folder / sub
+        fd = open_state(path, DIR_FLAGS, create_dirs=True)
+        try:
+            if stat.S_IMODE(os.fstat(fd).st_mode) != 0o700:
+                os.fchmod(fd, 0o700)
+            if sub is not None:
+                os.close(self._dir())
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
+
+    def _put(self, data: bytes | None, mode: int | None = None) -> str | None:
+        """Store ``data`` as an object no wider than ``mode`` (the file's; 0600 if unknown)."""
         if data is None:
             return None
         digest = hashlib.sha256(data).hexdigest()
-        objects = self.folder / "objects"
+        wanted = UNKNOWN_MODE if mode is None else mode & 0o666
+        objects = self._dir("objects")
         try:
-            stored = read_state(objects / digest)
-        except OSError:
-            stored = None
-        if stored != data:  # absent, or planted under this name with other bytes
-            atomic_write_bytes(objects / digest, data, durable=False, create_dirs=True)
+            try:
+                fd = refuse_link(objects, digest, str(self.folder / "objects" / digest), _READ)
+            except FileNotFoundError:
+                fd = None
+            if fd is not None:
+                with os.fdopen(fd, "rb") as fh:
+                    info = os.fstat(fh.fileno())
+                    same = stat.S_ISREG(info.st_mode) and fh.read(len(data) + 1) == data
+                    narrowest = stat.S_IMODE(info.st_mode) & wanted
+                    if same and narrowest != stat.S_IMODE(info.st_mode):
+                        os.fchmod(fh.fileno(), narrowest)
+                if same:
+                    return digest
+            _write_new(objects, digest, data, wanted, durable=False)  # or planted: replaced
+        finally:
+            os.close(objects)
         return digest
 
-    def _blob(self, path: str, digest: str | None) -> bytes | None:
-        """The stored content ``digest`` of ``path``, checked against its digest."""
+    def _blob(self, path: str, digest: str | None) -> tuple[bytes, int] | None:
+        """The stored content ``digest`` of ``path`` and its object's mode, checked
+        against its digest."""
         if digest is None:
             return None
+        where = self.folder / "objects" / digest
+        found: tuple[bytes, int] | None = None
         try:
-            data = read_state(self.folder / "objects" / digest)
+            fd = open_state(where, _READ)
+            with os.fdopen(fd, "rb") as fh:
+                info = os.fstat(fh.fileno())
+                if stat.S_ISREG(info.st_mode):
+                    found = fh.read(), stat.S_IMODE(info.st_mode)
         except OSError:
-            data = None
-        if data is None or hashlib.sha256(data).hexdigest() != digest:
+            found = None
+        if found is None or hashlib.sha256(found[0]).hexdigest() != digest:
             raise CheckpointStoreError(
-                f"the stored content of {path} ({self.folder / 'objects' / digest}) is missing "
-                "or damaged; nothing was restored"
+                f"the stored content of {path} ({where}) is missing or damaged; nothing was "
+                "restored"
             )
-        return data
+        return found
 
-    def _write(self, path: str, data: bytes | None) -> None:
-        """Put ``path`` back: its bytes, or no file; never through a symlink."""
+    def _write(self, path: str, data: bytes | None, mode: int = UNKNOWN_MODE) -> None:
+        """Put ``path`` back: its bytes, or no file; never through a symlink. A file there
+        keeps its mode; a new one gets ``mode`` (its object's)."""
         parent, _, name = workspace_relative(self.workspace, path).rpartition("/")
         dir_fd = open_in_workspace(self.workspace, parent or ".", DIR_FLAGS, create_parents=True)
         try:
             if data is None:
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(name, dir_fd=dir_fd)
-            else:
+                return
+            try:
+                there = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+            except FileNotFoundError:
+                there = None
+            if there is not None and stat.S_ISREG(there.st_mode):
                 atomic_write_at(dir_fd, name, data)
+            else:
+                _write_new(dir_fd, name, data, mode & 0o777, durable=True, umask=True)
         finally:
             os.close(dir_fd)
 
@@ -210,8 +311,8 @@ class CheckpointStore:
         for path in paths:
             try:
                 rel = workspace_relative(self.workspace, path)
-                pending.before[rel] = self._put(self._read(rel))
-            except (OSError, ValueError):
+                pending.before[rel] = self._put(*self._found(rel))
+            except (OSError, ValueError, CheckpointStoreError):
                 continue  # not recorded: the call itself reports what is wrong
         return pending
 
@@ -220,8 +321,8 @@ class CheckpointStore:
         changes: list[FileChange] = []
         for path, before in pending.before.items():
             try:
-                after = self._put(self._read(path))
-            except OSError:
+                after = self._put(*self._found(path))
+            except (OSError, CheckpointStoreError):
                 continue
             if after != before:
                 changes.append(FileChange(path, before, after))
@@ -230,12 +331,16 @@ class CheckpointStore:
         checkpoint = Checkpoint(secrets.token_hex(4), tool, origin, now(), changes)
         try:
             with self._locked() as index:
-                index.append(checkpoint)
+                index.append(self._sign(checkpoint))
                 self._bound(index)
         except CheckpointStoreError as exc:  # the call's own result stands
             log.warning("%s changed by %s, no checkpoint recorded: %s", tool, origin, exc)
             return None
         return checkpoint
+
+    def _found(self, path: str) -> tuple[bytes | None, int | None]:
+        found = self._read_file(path)
+        return (None, None) if found is None else found
 
     # -- reading and restoring ----------------------------------------------------------
     def entries(self) -> list[Checkpoint]:
@@ -253,7 +358,7 @@ class CheckpointStore:
             except OSError as exc:
                 parts.append(f"{path}: {exc}\n")
                 continue
-            parts.append(unified_diff(path, self._blob(path, before), current))
+            parts.append(unified_diff(path, _data(self._blob(path, before)), current))
         return "".join(parts)
 
     def restore(
@@ -266,57 +371,81 @@ class CheckpointStore:
     ) -> Checkpoint:
         """Put the files back as they were before ``checkpoint_id``; the restore's own
         checkpoint is returned. CheckpointConflict names files changed outside toold, and
-        files ``guarded`` says configure toold (toold.toml): either only with ``force``."""
+        files ``guarded`` says configure toold (toold.toml): either only with ``force``.
+        CheckpointStoreError refuses, even with ``force``, an entry toold did not sign and
+        a file inside ``.git/`` or ``.toold/`` (NEVER_RESTORED)."""
         with self._locked() as index:
             start = self._position(index, checkpoint_id)
+            for checkpoint in index[start:]:
+                if not checkpoint.undone:  # what the restore reads and marks undone
+                    self._require_signed(checkpoint)
             targets = self._targets(index, start)
+            never = sorted(p for p in targets if never_restored(p))
+            if never:
+                raise CheckpointStoreError(
+                    f"restoring checkpoint {checkpoint_id} would write {_named(never)}: a "
+                    "restore never writes into .git/ or .toold/ (git runs commands configured "
+                    "there); nothing was restored"
+                )
             wanted = {path: self._blob(path, before) for path, (before, _) in targets.items()}
             sensitive = sorted(p for p in targets if guarded is not None and guarded(p))
             if sensitive and not force:
                 raise CheckpointConflict(
-                    f"restoring checkpoint {checkpoint_id} would rewrite {', '.join(sensitive)}, "
+                    f"restoring checkpoint {checkpoint_id} would rewrite {_named(sensitive)}, "
                     "toold's own configuration; check it with `toold checkpoints diff "
                     f"{checkpoint_id}`, then pass force to restore anyway",
                     sensitive,
                 )
-            current: dict[str, bytes | None] = {}
+            current: dict[str, tuple[bytes, int] | None] = {}
             changed = []
             for path, (_, expected) in targets.items():
                 try:
-                    current[path] = self._read(path)
+                    current[path] = self._read_file(path)
                 except OSError as exc:
                     raise CheckpointConflict(f"cannot restore {path}: {exc}", [path]) from None
-                if self._digest(current[path]) != expected:
+                if self._digest(_data(current[path])) != expected:
                     changed.append(path)
             if changed and not force:
                 raise CheckpointConflict(
-                    f"{', '.join(sorted(changed))} changed outside toold since checkpoint "
+                    f"{_named(sorted(changed))} changed outside toold since checkpoint "
                     f"{checkpoint_id}; restoring would lose that: pass force to restore anyway",
                     sorted(changed),
                 )
             files = [
-                FileChange(p, self._put(current[p]), before) for p, (before, _) in targets.items()
+                FileChange(p, self._put(*(current[p] or (None, None))), before)
+                for p, (before, _) in targets.items()
             ]
-            written: list[str] = []
-            try:
-                for path in targets:
-                    self._write(path, wanted[path])
-                    written.append(path)
-            except OSError as exc:  # all or nothing: put back what was already written
-                for done_path in reversed(written):
-                    with contextlib.suppress(OSError):
-                        self._write(done_path, current[done_path])
-                raise CheckpointConflict(
-                    f"cannot restore {path}: {exc}; nothing was restored", [path]
-                ) from None
+            self._write_all(targets, wanted, current)
             for checkpoint in index[start:]:
-                checkpoint.undone = True
+                if not checkpoint.undone:
+                    checkpoint.undone = True
+                    self._sign(checkpoint)
             done = Checkpoint(
                 secrets.token_hex(4), "restore", origin, now(), files, restores=checkpoint_id
             )
-            index.append(done)
+            index.append(self._sign(done))
             self._bound(index)
         return done
+
+    def _write_all(
+        self,
+        targets: dict[str, Any],
+        wanted: dict[str, tuple[bytes, int] | None],
+        current: dict[str, tuple[bytes, int] | None],
+    ) -> None:
+        """Write every target, or (a write failed) put back those already written."""
+        written: list[str] = []
+        try:
+            for path in targets:
+                self._write(path, *_content(wanted[path]))
+                written.append(path)
+        except OSError as exc:
+            for done_path in reversed(written):
+                with contextlib.suppress(OSError):
+                    self._write(done_path, *_content(current[done_path]))
+            raise CheckpointConflict(
+                f"cannot restore {path}: {exc}; nothing was restored", [path]
+            ) from None
 
     def last_undoable(self) -> str | None:
         """The newest checkpoint an undo goes back to (not undone, not itself a restore)."""
@@ -383,7 +512,7 @@ class CheckpointStore:
     @contextlib.contextmanager
     def _locked(self) -> Any:
         """The index, read under the store's lock and written back atomically."""
-        make_state_dir(self.folder)
+        os.close(self._dir())
         with file_lock(self.folder / "index.lock"):
             index = self._load()
             yield index
@@ -416,6 +545,65 @@ class CheckpointStore:
         for name in sizes:
             if name not in uses:
                 remove_state(objects / name)
+
+
+def never_restored(path: str) -> bool:
+    """Whether ``path`` lies in .git/ or .toold/ in any spelling a filesystem may take for
+    it: any case (``.GIT``), trailing dots or spaces (``.git.``), at any depth."""
+    for part in posixpath.normpath(path).lower().split("/"):
+        # NTFS: ".git::$DATA" is .git's stream and "git~1" its short name.
+        folded = part.partition(":")[0].rstrip(". ")
+        if folded in NEVER_RESTORED or part == "git~1":
+            return True
+    return False
+
+
+def _named(paths: list[str]) -> str:
+    """Paths for a message, each unprintable character escaped (it reaches a terminal)."""
+    return ", ".join(
+        p if p.isprintable() else "".join(c if c.isprintable() else repr(c)[1:-1] for c in p)
+        for p in paths
+    )
+
+
+def _data(found: tuple[bytes, int] | None) -> bytes | None:
+    return None if found is None else found[0]
+
+
+def _content(found: tuple[bytes, int] | None) -> tuple[bytes | None, int]:
+    return (None, UNKNOWN_MODE) if found is None else found
+
+
+def _write_new(
+    dir_fd: int, name: str, data: bytes, mode: int, *, durable: bool, umask: bool = False
+) -> None:
+    """Replace ``name`` in ``dir_fd`` atomically by a new file of ``mode`` (narrowed by the
+    umask when ``umask``), created so that it is never wider, even for a moment."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    while True:
+        tmp = f".{name}.{secrets.token_hex(4)}.tmp"
+        try:
+            fd = os.open(tmp, flags, mode & (0o777 if umask else 0o600), dir_fd=dir_fd)
+            break
+        except FileExistsError:
+            continue
+    try:
+        try:
+            if not umask:
+                os.fchmod(fd, mode)
+            write_all(fd, data)
+            if durable:
+                os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp, dir_fd=dir_fd)
+        raise
+    if durable:
+        with contextlib.suppress(OSError):
+            os.fsync(dir_fd)
 
 
 def _size(path: Path) -> int:
