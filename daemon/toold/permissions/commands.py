@@ -173,6 +173,17 @@ def _may_name_anything(r: Resolved, names: tuple[str, ...]) -> bool:
     return False
 
 
+def program_name(path: str) -> str:
+    """The program as the tables name it: the basename, lower case, without ``.exe``.
+
+    A case-insensitive file system (macOS) runs git for ``GIT``; WSL runs Windows
+    programs named ``git.exe``. The danger tables judge them as git; read-only needs
+    the name exactly as listed.
+    """
+    name = (posixpath.basename(path) or path).lower()
+    return name[:-4] if name.endswith(".exe") and len(name) > 4 else name
+
+
 def _inner(program: str, args: list[str | None]) -> list[list[str | None]] | None:
     """The argument lists of the programs a wrapper runs (None: not a wrapper)."""
     if program in ("sudo", "doas"):
@@ -247,9 +258,7 @@ def _resolve(cmd: SimpleCommand, loops: frozenset[str] = frozenset()) -> Resolve
             shown = cmd.words[0].text if via is None and cmd.words else (name or "$?")
             out.dynamic = f"the program name {shown} cannot be resolved"
             continue
-        layer = Layer(
-            posixpath.basename(name) or name, name, list(argv[1:]), via, stdin_args, parent
-        )
+        layer = Layer(program_name(name), name, list(argv[1:]), via, stdin_args, parent)
         layer.texts = texts[1:] if len(texts) == len(argv) else ["$X" for _ in layer.args]
         index = len(out.layers)
         out.layers.append(layer)
@@ -381,6 +390,8 @@ def _danger(script: Script, resolved: list[Resolved]) -> str | None:
 def _layer_read_only(layer: Layer, last: bool) -> bool:
     if "/" in layer.path and not layer.path.startswith(_SYSTEM_DIRS):
         return False
+    if (posixpath.basename(layer.path) or layer.path) != layer.program:
+        return False  # GIT, git.exe: another program, as far as the tables know
     if not last:
         if layer.program == "time" and has_option(layer.args, "oa", ("--output", "--append")):
             return False

@@ -42,6 +42,8 @@ _SYSTEMCTL_STOPS = frozenset(
     {"stop", "disable", "mask", "kill", "poweroff", "reboot", "isolate", "halt", "restart"}
     | {"suspend", "hibernate", "kexec", "emergency", "rescue", "default", "try-restart"}
 )
+_REMOVE_ITEM = frozenset({"remove-item", "del", "erase", "rd", "ri", "rmdir"})
+"""PowerShell's names for Remove-Item (-Recurse), where bash.exe or pwsh may run them."""
 _RSYNC_DELETES = (
     "--delete", "--delete-before", "--delete-during", "--delete-delay", "--delete-after",
     "--delete-excluded", "--delete-missing-args", "--remove-source-files", "--del",
@@ -93,6 +95,8 @@ def program_danger(
 def _deletes(prog: str, args: list[str]) -> str | None:
     if prog == "rm" and has_option(args, "rR", ("--recursive", "--no-preserve-root")):
         return "recursive rm"
+    if prog in _REMOVE_ITEM and any(a.lower().startswith(("-r", "/s")) for a in args):
+        return f"recursive {prog} (PowerShell's Remove-Item)"
     if prog == "chmod":
         opened = next((a for a in args if opens_mode(a)), None)
         if opened is not None or any(a.startswith("--reference") for a in args):
@@ -250,11 +254,8 @@ def _creates_branch(rest: list[str]) -> int:
 
 
 def _git_history_danger(sub: str, rest: list[str]) -> str | None:
-    if sub == "branch" and (
-        has_option(rest, "D")
-        or (has_option(rest, "d", ("--delete",)) and has_option(rest, "f", ("--force",)))
-    ):
-        return "git branch -D"
+    if sub == "branch" and has_option(rest, "dD", ("--delete",)):
+        return "git branch -d/-D deletes a branch"
     if sub == "stash" and rest[:1] in (["drop"], ["clear"]):
         return f"git stash {rest[0]}"
     if sub == "reflog" and rest[:1] in (["expire"], ["delete"]):

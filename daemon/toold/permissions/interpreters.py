@@ -229,8 +229,26 @@ def code_reason(program: str, args: list[str | None]) -> str | None:
         for key in _git_config_keys(args):
             if key is None or not key.startswith(_SAFE_GIT_CONFIG):
                 return f"git -c {key or '?'} can make git run commands"
+    if program in ("pwsh", "powershell"):
+        return _powershell_code(program, args)
     if INTERPRETER.match(program):
         return _interpreter_code(program, args)
+    return None
+
+
+def _powershell_code(program: str, args: list[str | None]) -> str | None:
+    """PowerShell takes -Command, -EncodedCommand and their abbreviations (-c, -e, -ec,
+    -enc), case-insensitive, after - or /; with no script it reads its input."""
+    for arg in args:
+        name = (arg or "-?").lstrip("-/").lower()
+        if arg is None or (
+            arg[:1] in "-/" and (name in ("ec", "enc", "?") or "encodedcommand".startswith(name))
+        ):
+            return f"{program} {arg or '$?'} runs a command string"
+        if name and "command".startswith(name) and arg[:1] in "-/":
+            return f"{program} {arg} runs a command string"
+    if not [a for a in args if a and a[:1] not in "-/"]:
+        return f"{program} reads commands from its input"
     return None
 
 
