@@ -4,6 +4,8 @@
    simple commands, a read-only verdict and a danger verdict (commands.py); a path is
    normalised the way the file tools resolve it.
 2. Rules and decision (REFERENCE.md §3, hardened):
+   A forbid rule → refused, from every origin, in every mode (bypass too): it is never
+   asked about, and no allow rule, hook or "Always allow" lets it run.
    bypass → allow. A deny rule → ask. An empty or ambiguous command → ask. A call that
    could loosen the guard (a write to toold.toml or .toold/) → ask, in every mode but
    bypass. Always-confirm tools → ask. Plan mode → ask unless the tool is safe.
@@ -12,6 +14,11 @@
    else ask.
    Asks for a deny rule, an empty command, a self-escalation or a dangerous command are
    not approvable: "Always allow" never answers them.
+
+Deny and forbid rules on a path hold for every tool that can reach it (a shell line
+naming it, a search of a folder holding it: rules.reaching_rule). A shell line is judged
+in a worker thread, so a long line's parse never stalls other calls on the event loop;
+one that takes longer than ``judge_seconds`` is refused.
 
 What a tool is (safe, always-confirm, writing a path, running code, a shell) comes from
 its own annotations (toold.tools.annotations); a tool the guard does not know is none of
@@ -26,6 +33,7 @@ guards without an asker refuse; otherwise the user is asked.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -36,13 +44,14 @@ from toold.permissions.audit import AuditLog
 from toold.permissions.commands import PROTECTED
 from toold.permissions.rules import (
     PATH_FIELDS,
+    Reach,
     Rule,
     Subject,
     allow_rule,
     annotations_of,
-    deny_rule,
     normalise_path,
     parse_rules,
+    reaching_rule,
     session_allows,
 )
 from toold.tools.annotations import ToolAnnotations
@@ -93,17 +102,34 @@ class PermissionGuard:
     audit: AuditLog | None = None
     session_rules: list[Rule] = field(default_factory=list)
     """Allow rules added by "Always allow" answers, for this daemon's life."""
+    forbid: list[Rule] = field(default_factory=list)
+    """Calls these cover never run, from any origin, in every mode (bypass too)."""
+    root: str | None = None
+    """The workspace's absolute path: how absolute words of a shell line are judged."""
+    judge_seconds: float = 10.0
+    """How long a shell line may take to judge before the call is refused."""
 
     @classmethod
     def from_config(
-        cls, mode: str, allow: list[str], deny: list[str], **kw: Any
+        cls,
+        mode: str,
+        allow: list[str],
+        deny: list[str],
+        forbid: list[str] | None = None,
+        **kw: Any,
     ) -> PermissionGuard:
         """Build from configuration lists (rules are parsed, errors name the rule)."""
         if mode not in MODES:
             raise ValueError(
                 f"unknown permission mode {mode!r}: expected one of {', '.join(MODES)}"
             )
-        return cls(mode=mode, allow=parse_rules(allow), deny=parse_rules(deny), **kw)  # type: ignore[arg-type]
+        return cls(
+            mode=mode,  # type: ignore[arg-type]
+            allow=parse_rules(allow),
+            deny=parse_rules(deny),
+            forbid=parse_rules(forbid or []),
+            **kw,
+        )
 
     def child(
         self, *, mode: Mode | None = None, fail_closed: bool | None = None
@@ -117,6 +143,9 @@ class PermissionGuard:
             fail_closed=self.fail_closed if fail_closed is None else fail_closed,
             audit=self.audit,
             session_rules=self.session_rules,
+            forbid=self.forbid,
+            root=self.root,
+            judge_seconds=self.judge_seconds,
         )
 
     def decide(
@@ -143,10 +172,10 @@ class PermissionGuard:
         self, subject: Subject, annotations: ToolAnnotations, paths: list[str] | None = None
     ) -> Decision:
         tool = subject.tool
-        denied = deny_rule(self.deny, subject) or path_denied(self.deny, tool, paths, annotations)
+        denied = self.reach(self.deny, subject, annotations, paths)
         if denied:
             # Asks whatever comes next, and "Always allow" never answers it.
-            return Decision("ask", f"deny rule {denied.source}", approvable=False)
+            return Decision("ask", f"deny rule {denied.describe()}", approvable=False)
         if subject.ambiguous or subject.blank_command:
             return Decision("ask", "empty or ambiguous arguments", approvable=False)
         if loosens_guard(subject, annotations, paths):
@@ -236,14 +265,10 @@ class PermissionGuard:
             return Verdict(
                 False, "denied", f"pre_tool_use hook: {reason}", f"Denied by hook: {reason}"
             )
-        if origin == "user":
-            denied = deny_rule(self.deny, Subject.of(tool, args, annotations)) or path_denied(
-                self.deny, tool, paths, annotations or annotations_of(tool.lower())
-            )
-            if denied:
-                return Verdict(False, "denied", f"deny rule {denied.source}", DENIED)
-            return Verdict(True, "allowed", "the user asked for it")
-        decision = self.decide(tool, args, annotations, paths)
+        judged = await self._judged(tool, args, origin, annotations, paths)
+        if isinstance(judged, Verdict):
+            return judged
+        decision, subject = judged
         # A hook's allow answers only what a user could approve, and never in plan mode.
         hook_allows = steer.steer == "allow" and decision.approvable and self.mode != "plan"
         if steer.steer == "ask":
@@ -256,9 +281,7 @@ class PermissionGuard:
             return Verdict(
                 False, "denied", decision.reason, f"Plan mode: {tool} blocked (read-only)"
             )
-        if decision.approvable and session_allows(
-            self.session_rules, Subject.of(tool, args, annotations)
-        ):
+        if decision.approvable and session_allows(self.session_rules, subject):
             return Verdict(True, "allowed", f"always allowed this session ({decision.reason})")
         if self.fail_closed or self.ask is None:
             log.info("Non-interactive environment: %s denied", tool)
@@ -271,6 +294,64 @@ class PermissionGuard:
             return Verdict(True, "user-allowed", decision.reason)
         why = "no answer" if answer is None else "user denied"
         return Verdict(False, "denied", f"{why} ({decision.reason})", DENIED)
+
+    async def _judged(
+        self,
+        tool: str,
+        args: Any,
+        origin: str,
+        annotations: ToolAnnotations | None,
+        paths: list[str] | None,
+    ) -> Verdict | tuple[Decision, Subject]:
+        """``_judge``; for a shell line in a worker thread, so a long line's parse never
+        holds up other calls on the event loop, and refused past ``judge_seconds``."""
+        name = tool.lower()
+        if not (annotations or annotations_of(name)).shell and not annotations_of(name).shell:
+            return self._judge(tool, args, origin, annotations, paths)
+        work = asyncio.to_thread(self._judge, tool, args, origin, annotations, paths)
+        try:
+            return await asyncio.wait_for(work, self.judge_seconds)
+        except TimeoutError:
+            reason = f"the command could not be checked within {self.judge_seconds:g} s"
+            return Verdict(
+                False, "denied", reason, f"Refused: {reason}; split it into shorter commands."
+            )
+
+    def _judge(
+        self,
+        tool: str,
+        args: Any,
+        origin: str,
+        annotations: ToolAnnotations | None,
+        paths: list[str] | None,
+    ) -> Verdict | tuple[Decision, Subject]:
+        """Forbid rules (every origin and mode), then the user's deny rules or the
+        rules' decision for an agent's call, with the parse it was made on."""
+        subject = Subject.of(tool, args, annotations)  # parse and classify, once
+        own = annotations or annotations_of(subject.tool)
+        forbidden = self.reach(self.forbid, subject, own, paths)
+        if forbidden:
+            reason = f"forbidden by rule {forbidden.describe()}"
+            message = f"Forbidden by rule {forbidden.rule.source}: toold never runs this call."
+            return Verdict(False, "denied", reason, message)
+        if origin == "user":
+            denied = self.reach(self.deny, subject, own, paths)
+            if denied:
+                return Verdict(False, "denied", f"deny rule {denied.describe()}", DENIED)
+            return Verdict(True, "allowed", "the user asked for it")
+        if self.mode == "bypass":
+            return Decision("allow", "bypass mode"), subject
+        return self._decide(subject, own, paths), subject
+
+    def reach(
+        self,
+        rules: list[Rule],
+        subject: Subject,
+        annotations: ToolAnnotations,
+        paths: list[str] | None = None,
+    ) -> Reach | None:
+        """The first of ``rules`` that holds for the call (toold.permissions.rules)."""
+        return reaching_rule(rules, subject, annotations, paths, self.root) if rules else None
 
 
 def loosens_guard(
@@ -322,17 +403,3 @@ def _names_a_path(args: Any) -> bool:
     return isinstance(args, dict) and any(
         isinstance(args.get(name), str) and args.get(name) for name in PATH_FIELDS
     )
-
-
-def path_denied(
-    deny: list[Rule], tool: str, paths: list[str] | None, annotations: ToolAnnotations
-) -> Rule | None:
-    """A deny rule covering any file the call names; for a call that only reads them (a
-    dry run shows a file's content), read_file's deny rules count too."""
-    names = [tool.lower(), "read_file"] if annotations.read_only else [tool.lower()]
-    for path in paths or []:
-        for name in names:
-            denied = deny_rule(deny, Subject.of(name, {"file_path": path}))
-            if denied:
-                return denied
-    return None
