@@ -140,6 +140,8 @@ class PermissionsConfig(_Section):
     """Rules like "bash(prefix:npm test*)" that let matching calls run without asking."""
     deny: list[str] = Field(default_factory=list)
     """Rules whose matching calls always ask (agents) or are refused (users)."""
+    forbid: list[str] = Field(default_factory=list)
+    """Rules (same syntax) whose matching calls never run: refused, never asked, in every mode."""
     ask_timeout: float = Field(120.0, gt=0)
     """Seconds to wait for the editor's answer before treating the call as denied."""
 

@@ -227,7 +227,7 @@ class WorkspaceState:
                 return f"execution: {exc}; keeping the previous configuration"
         if config.permissions.mode != self.config.permissions.mode:
             self.guard.mode = guard.mode  # a live permissions/setMode survives unrelated edits
-        self.guard.allow, self.guard.deny = guard.allow, guard.deny
+        self.guard.allow, self.guard.deny, self.guard.forbid = guard.allow, guard.deny, guard.forbid
         self.config = self.runtime.config = config
         self.overrides = overrides
         self.jobs.max_finished = config.limits.max_finished_jobs
@@ -293,8 +293,10 @@ def make_guard(config: TooldConfig, root: Path, ask: Asker | None) -> Permission
         perms.mode,
         perms.allow,
         perms.deny,
+        perms.forbid,
         ask=ask,
         audit=AuditLog(root / STATE_DIR / "audit.jsonl"),
+        root=str(root),
     )
 
 
