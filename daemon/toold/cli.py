@@ -161,7 +161,11 @@ def _configure_logging(level: str, log_file: Path | None) -> None:
 
 
 def _serve(args: argparse.Namespace) -> int:
+    from toold.engine.hardening import harden
+
     _configure_logging(args.log_level, args.log_file)
+    # The relay holds the editor's pipes, a private daemon runs tools: both out of reach.
+    inside = harden(runs_tools=_private(args))
     if not _private(args):
         from toold.engine.relay import relay
 
@@ -181,6 +185,7 @@ def _serve(args: argparse.Namespace) -> int:
         workspace,
         max_message_bytes=args.max_message_bytes,
         client_process_id=args.client_process_id,
+        from_tool=inside,  # started by a tool call (``toold call --no-daemon`` there)
     )
     return run(server)
 
@@ -298,7 +303,10 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _mcp(args: argparse.Namespace) -> int:
+    from toold.engine.hardening import harden
+
     _configure_logging(args.log_level, args.log_file)
+    harden(runs_tools=True)
     workspace = args.workspace.resolve()
     if not workspace.is_dir():
         print(f"toold: workspace {workspace} is not a folder", file=sys.stderr)
@@ -387,7 +395,10 @@ def _dispatch(argv: list[str] | None) -> int:
     if args.command == "mcp":
         return _mcp(args)
     if args.command == "acp":
+        from toold.engine.hardening import harden
+
         _configure_logging(args.log_level, None)
+        harden(runs_tools=True)
         from toold.acp.agent import serve_acp  # the ACP SDK loads only for this command
 
         return serve_acp(args.workspace.resolve() if args.workspace else None)

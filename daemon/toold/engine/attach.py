@@ -212,18 +212,41 @@ def _start(paths: EnginePaths) -> socket.socket:
     return sock
 
 
+STARTING_ENVIRONMENT = ("PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "TERM", "TZ")
+"""Variables the engine is started with, besides ``LC_*``, ``PYTHON*``, ``XDG_*``,
+``TOOLD_*`` and ``VIRTUAL_ENV``; the rest of the environment arrives on a pipe."""
+
+
+def starting_environment(environ: dict[str, str]) -> dict[str, str]:
+    """What the engine's exec gets: what Python and toold need to start, no secret
+    (``/proc/PID/environ`` shows it for the engine's whole life)."""
+    from toold.engine.hardening import is_secret
+
+    prefixes = ("LC_", "PYTHON", "XDG_", "TOOLD_")
+    return {
+        name: value
+        for name, value in environ.items()
+        if (name in STARTING_ENVIRONMENT or name.startswith(prefixes) or name == "VIRTUAL_ENV")
+        and not is_secret(name)
+    }
+
+
 def spawn_engine(paths: EnginePaths) -> None:
     """Start a detached engine (its own session, not our child) and wait until it listens.
 
     The engine writes one line on an inherited pipe once it listens; a pipe closed
-    without it means the engine died, and the error names its log.
+    without it means the engine died, and the error names its log. Its environment
+    (secrets included) is written on another pipe, so none is in the one it execs with.
     """
     if paths.log.exists():
         os.replace(paths.log, paths.log.with_suffix(".log.1"))  # the last engine's, kept once
     log_fd = open_private(paths.log, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
     ready_r, ready_w = os.pipe()
+    env_r, env_w = os.pipe()
+    environ = dict(os.environ)
     argv = [sys.executable, *ENGINE_ARGV, "--workspace", os.fspath(paths.workspace)]
-    argv += ["--ready-fd", "3"]
+    argv += ["--ready-fd", "3", "--env-fd", "4"]
+    exec_env = starting_environment(environ)
     pid = os.fork()
     if pid == 0:  # pragma: no cover - the child execs or exits at once
         try:
@@ -231,17 +254,27 @@ def spawn_engine(paths: EnginePaths) -> None:
             if os.fork():
                 os._exit(0)
             os.setpgid(0, 0)  # the engine leads its own process group (kill -- -PID ends all)
+            # Above 4 first: dup2 onto 3 and 4 must not close the other pipe's end.
+            ready, env = (fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 10) for fd in (ready_w, env_r))
             null = os.open(os.devnull, os.O_RDONLY)
             os.dup2(null, 0)
             os.dup2(log_fd, 1)
             os.dup2(log_fd, 2)
-            os.dup2(ready_w, 3)
+            os.dup2(ready, 3)
+            os.dup2(env, 4)
             os.chdir(paths.workspace)
-            os.execv(sys.executable, argv)
+            os.execve(sys.executable, argv, exec_env)
         finally:
             os._exit(127)
     os.close(ready_w)
+    os.close(env_r)
     os.close(log_fd)
+    try:
+        _write_all(env_w, json.dumps(environ).encode())
+    except OSError:
+        pass  # the engine died before reading it: its ready pipe says so below
+    finally:
+        os.close(env_w)
     os.waitpid(pid, 0)
     try:
         answer = _read_ready(ready_r, START_TIMEOUT)
@@ -253,6 +286,12 @@ def spawn_engine(paths: EnginePaths) -> None:
             f"the toold engine for {paths.workspace} exited while starting; see its log "
             f"{paths.log}" + (f": {tail}" if tail else "")
         )
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
 
 
 def _read_ready(fd: int, timeout: float) -> bytes:

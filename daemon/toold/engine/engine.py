@@ -324,8 +324,35 @@ def _listening(paths: EnginePaths) -> bool:
     return True
 
 
-def main(workspace: Path, ready_fd: int | None) -> int:
-    """Run the engine of ``workspace``; ``ready_fd`` gets a line once it listens."""
+def receive_environment(fd: int) -> None:
+    """Take the environment ``attach`` wrote on ``fd`` (a JSON object) into os.environ.
+
+    The engine is started with a few harmless variables only, so its
+    ``/proc/PID/environ`` (the environment it was started with) holds no secret; the
+    rest arrives here, where changes to the environment never show there."""
+    data = bytearray()
+    try:
+        while chunk := os.read(fd, 1 << 16):
+            data += chunk
+    finally:
+        os.close(fd)
+    received = json.loads(data or b"{}")
+    if not isinstance(received, dict):
+        raise SystemExit("toold engine: --env-fd must carry a JSON object of strings")
+    for name, value in received.items():
+        if isinstance(name, str) and isinstance(value, str) and name and "=" not in name:
+            with contextlib.suppress(ValueError):  # a NUL in it: not a valid variable
+                os.environ[name] = value
+
+
+def main(workspace: Path, ready_fd: int | None, env_fd: int | None = None) -> int:
+    """Run the engine of ``workspace``; ``ready_fd`` gets a line once it listens, and
+    ``env_fd`` carries the environment it runs with (see ``hardening``)."""
+    from toold.engine.hardening import harden
+
+    if env_fd is not None:
+        receive_environment(env_fd)
+    harden(runs_tools=True)  # non-dumpable, a subreaper, secrets out of the C environment
     logging.basicConfig(
         level=os.environ.get("TOOLD_ENGINE_LOG_LEVEL", "INFO").upper(),
         format="%(asctime)s %(process)d %(levelname)s %(name)s: %(message)s",

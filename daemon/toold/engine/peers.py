@@ -2,8 +2,10 @@
 
 Peers are checked with ``SO_PEERCRED`` (only this user's processes are served) and
 judged by where they run: a peer below the engine is one of its tool calls' commands,
-the agent's. The hello (one JSON line, with a ``stdio`` session's two descriptors) is
-read on the event loop with a deadline, so a client that never speaks holds up no one.
+the agent's. The engine is a child subreaper (``hardening``), so what a tool call
+starts stays below it whatever it does (``setsid``, a double fork, its parent's exit).
+The hello (one JSON line, with a ``stdio`` session's two descriptors) is read on the
+event loop with a deadline, so a client that never speaks holds up no one.
 """
 
 from __future__ import annotations
@@ -64,15 +66,16 @@ def inside_tool_call(pid: int, engine: int) -> bool:
     """Whether peer ``pid`` runs inside one of ``engine``'s tool calls, jobs or teammates.
 
     The engine is detached (its parent is init), so such a peer is an agent's command,
-    not the user's editor. It counts when it, its process group's leader or its session's
-    leader runs below the engine, or it shares the engine's session: a command
-    backgrounded out of its shell (``( toold call ... & )``) keeps the group and session
-    of the tool call that started it. A peer already gone when asked (it connected, handed
-    the socket to a child and exited) counts too: fail closed. A process that leaves the
-    tool call's session (``setsid``) and outlives its leader is not caught.
+    not the user's editor. It counts when it runs below the engine: as a subreaper, the
+    engine inherits every orphan of its tool calls, so a command that left its shell
+    (``( toold call ... & )``, ``setsid -f``, a double fork) is still its descendant. Its
+    process group's or session's leader below the engine, or the engine's own session,
+    count too (where the engine could not become a subreaper). A peer already gone when
+    asked (it connected, handed the socket to a child and exited) or that the engine
+    cannot see (pid 0: another pid namespace) counts too: fail closed.
     """
     peer, own = _stat(pid), _stat(engine)
-    if peer is None or own is None:
+    if pid <= 0 or peer is None or own is None:
         return True
     _, group, session = peer
     if session == own[2]:

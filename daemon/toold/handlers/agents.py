@@ -49,9 +49,14 @@ async def agent_run(server: TooldServer, params: AgentRunParams) -> AgentRunResu
 
 
 async def team_register(server: TooldServer, params: TeamRegisterParams) -> Teammate:
-    """Register a teammate."""
+    """Register a teammate (not from inside a tool call: its system prompt is the user's)."""
     import asyncio
 
+    if server.from_tool:
+        raise InsideToolCall(
+            "team/register from inside a tool call (an agent's command) is refused: a "
+            "teammate's role and system prompt are the user's to set, from your editor"
+        )
     team = server.state.team
     assert team is not None, "bind() always creates the team manager"
     entry = await asyncio.to_thread(

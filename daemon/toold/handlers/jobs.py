@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from toold.errors import InsideToolCall
 from toold_protocol.models import EmptyParams, JobDetail, JobIdParams, JobInfo, JobsListResult
 
 if TYPE_CHECKING:
@@ -21,5 +22,12 @@ async def jobs_get(server: TooldServer, params: JobIdParams) -> JobDetail:
 
 
 async def jobs_cancel(server: TooldServer, params: JobIdParams) -> JobInfo:
-    """Cancel a running job (UnknownJob, or ForeignJob when another daemon runs it)."""
+    """Cancel a running job (UnknownJob, or ForeignJob when another daemon runs it); not
+    from inside a tool call, whose client would cancel the user's jobs (the agent ends
+    its own through its tools)."""
+    if server.from_tool:
+        raise InsideToolCall(
+            "jobs/cancel from inside a tool call (an agent's command) is refused: cancel "
+            "the job from your editor or your own shell"
+        )
     return JobInfo.model_validate(await server.state.jobs.cancel(params.job_id))

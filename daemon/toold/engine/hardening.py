@@ -1,0 +1,167 @@
+"""What a long-running toold process does at start: keep secrets and itself out of reach.
+
+Every process that lives on (the engine, ``toold serve``, ``mcp``, ``acp``) becomes
+non-dumpable (``PR_SET_DUMPABLE`` 0): a process of the same user, such as an agent's
+command, can then neither read its ``/proc/PID/environ`` or ``mem`` nor open its
+``/proc/PID/fd/N`` (an editor's stdin pipe written through there passed for the
+editor's own requests). Root is not stopped by it. Commands it starts are dumpable
+again: the flag resets on exec.
+
+A process that runs tools also becomes a child subreaper, so whatever a tool call
+starts stays below it after ``setsid``, a double fork or a dead parent (orphans go to
+the nearest subreaper, not init): "runs below the engine" cannot be shed. It reaps
+those orphans itself (``Reaper``), and marks its environment with ``TOOLD_TOOL_CALL``,
+so a ``toold`` started by one of its commands without the engine (``--no-daemon``)
+knows it serves the agent, not the user (a marker in the environment can be removed:
+under the local runner an agent's command can do all its user can).
+
+Secrets (``*_API_KEY``, ``*_TOKEN``, ``*_SECRET``, ``*_PASSWORD``, ``*_ACCESS_KEY``) stay
+in ``os.environ``, where toold reads them, but leave the process's C environment, which
+commands started without an explicit environment inherit. ``/proc/PID/environ`` shows
+the environment a process was started with, whatever it changes later: the engine is
+therefore started with none of them (``attach`` hands its environment over a pipe); a
+process the user started with secrets keeps them there, behind the dumpable flag only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import logging
+import os
+import re
+import sys
+import threading
+import time
+
+log = logging.getLogger(__name__)
+
+PR_SET_DUMPABLE = 4
+PR_SET_CHILD_SUBREAPER = 36
+TOOL_CALL_ENV = "TOOLD_TOOL_CALL"
+"""Set in the environment of every process toold runs tools in (the pid of that process)."""
+SECRET_NAME = re.compile(r"(?:.*_)?(?:API_KEY|TOKEN|SECRET|SECRET_KEY|PASSWORD|ACCESS_KEY)")
+"""Names of environment variables kept from the commands toold starts."""
+REAP_EVERY = 1.0
+"""Seconds between two looks for orphans to reap."""
+ZOMBIE_GRACE = 3.0
+"""Seconds a child stays a zombie before the reaper takes it. A child toold started is
+waited for by its own waiter within milliseconds (asyncio's watcher thread is blocked in
+waitpid for it, Popen.communicate waits once the output ends), and a waitpid(-1) here
+would steal that exit status; a long-lived Popen polled later (python_repl's
+interpreter) that died more than this long ago reads status 0."""
+
+
+def _prctl(option: int, value: int) -> bool:
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return int(libc.prctl(option, value, 0, 0, 0)) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def make_undumpable() -> bool:
+    """Make this process non-dumpable (Linux; False elsewhere or when refused)."""
+    return _prctl(PR_SET_DUMPABLE, 0)
+
+
+def become_subreaper() -> bool:
+    """Make orphans of this process's descendants its children (Linux only)."""
+    return _prctl(PR_SET_CHILD_SUBREAPER, 1)
+
+
+def is_secret(name: str) -> bool:
+    """Whether an environment variable's name says it holds a secret."""
+    return SECRET_NAME.fullmatch(name.upper()) is not None
+
+
+def hide_secrets(keep: tuple[str, ...] = ()) -> list[str]:
+    """Remove secrets from the C environment (children inherit it), not from os.environ
+    (toold reads them there); names in ``keep`` (execution.env_passthrough) stay."""
+    hidden = [name for name in os.environ if is_secret(name) and name not in keep]
+    for name in hidden:
+        os.unsetenv(name)
+    return hidden
+
+
+def inside_tool_call_marker() -> bool:
+    """Whether this process was started by one of toold's tool calls (its marker)."""
+    return bool(os.environ.get(TOOL_CALL_ENV))
+
+
+def harden(*, runs_tools: bool) -> bool:
+    """Harden this long-running process; True when it was started inside a tool call.
+
+    With ``runs_tools`` it also becomes a subreaper (reaping its orphans) and marks the
+    environment its commands inherit."""
+    inside = inside_tool_call_marker()
+    make_undumpable()
+    if runs_tools:
+        if become_subreaper():
+            Reaper().start()
+        os.environ[TOOL_CALL_ENV] = str(os.getpid())
+    hide_secrets()
+    return inside
+
+
+class Reaper(threading.Thread):
+    """Waits for the orphans a subreaper inherits, and only for them.
+
+    Children this process started are waited for by their own waiters; an orphan has
+    none. So a child is reaped only once it has been a zombie for ZOMBIE_GRACE seconds
+    (its start time checked, so a reused pid is not taken for it)."""
+
+    def __init__(self) -> None:
+        super().__init__(name="toold-reaper", daemon=True)
+        self.zombies: dict[int, tuple[bytes, float]] = {}
+        """Children seen as zombies: their start time and when they were first seen."""
+
+    def run(self) -> None:
+        """Look for zombies every REAP_EVERY seconds for the process's life."""
+        while True:
+            time.sleep(REAP_EVERY)
+            try:
+                self.sweep(time.monotonic())
+            except Exception:  # never let the reaper die of one odd /proc entry
+                log.exception("reaper sweep failed")
+
+    def sweep(self, now: float) -> list[int]:
+        """Reap the zombies older than the grace; the pids reaped."""
+        seen: dict[int, tuple[bytes, float]] = {}
+        reaped = []
+        for pid in children():
+            state = _zombie_start(pid)
+            if state is None:
+                continue
+            first = self.zombies.get(pid)
+            since = first[1] if first is not None and first[0] == state else now
+            if now - since < ZOMBIE_GRACE:
+                seen[pid] = (state, since)
+                continue
+            with contextlib.suppress(ChildProcessError):
+                if os.waitpid(pid, os.WNOHANG)[0]:
+                    reaped.append(pid)
+        self.zombies = seen
+        return reaped
+
+
+def children() -> list[int]:
+    """This process's children (any thread's), from /proc/self/task/*/children."""
+    found: list[int] = []
+    with contextlib.suppress(OSError):
+        for task in os.listdir("/proc/self/task"):
+            with contextlib.suppress(OSError), open(f"/proc/self/task/{task}/children") as f:
+                found += [int(pid) for pid in f.read().split()]
+    return found
+
+
+def _zombie_start(pid: int) -> bytes | None:
+    """The start time of child ``pid`` when it is a zombie; None when it is not."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat_file:
+            fields = stat_file.read().rpartition(b")")[2].split()
+    except OSError:
+        return None
+    return fields[19] if len(fields) > 19 and fields[0] == b"Z" else None
