@@ -7,11 +7,17 @@ a symlinked ``.toold``, job log or mailbox is refused with an error naming it an
 nothing is read or written through it. The workspace root is resolved when it is
 bound, so a legitimate state path holds no symlink at all. Folders on the way are
 created with ``mkdirat`` (which never follows a link either) when asked to.
+
+State is private: folders are created 0700 and files 0600 (atomic writes make an
+existing file 0600 too, keeping its owner's bits), and the first time a process
+touches a ``.toold`` folder that is open to others (made by an older toold, or by
+hand), everything in it is tightened so (``make_private``).
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import re
 import secrets
@@ -21,10 +27,15 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
-from toold.sandbox.paths import DIR_FLAGS, open_in_workspace
+from toold.sandbox.paths import DIR_FLAGS, open_in_workspace, refuse_link
+
+log = logging.getLogger(__name__)
 
 _ROOT = Path("/")
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
+STATE_DIR = ".toold"
+PRIVATE_DIR = 0o700
+PRIVATE_FILE = 0o600
 
 
 def now() -> str:
@@ -60,21 +71,25 @@ def path_lock(path: Path) -> Iterator[None]:
         yield
 
 
-def atomic_write_at(dir_fd: int, name: str, data: bytes, *, durable: bool = True) -> None:
+def atomic_write_at(
+    dir_fd: int, name: str, data: bytes, *, durable: bool = True, private: bool = False
+) -> None:
     """Replace ``name`` in the folder ``dir_fd`` with ``data``: readers see old or new, never half.
 
     The data goes to a temp file next to it (``.{name}.<random>.tmp``, created with
-    O_EXCL and O_NOFOLLOW) that is renamed over ``name``; the file keeps its mode.
+    O_EXCL and O_NOFOLLOW) that is renamed over ``name``; the file keeps its mode, or
+    with ``private`` (a state file) only its owner's bits, and is 0600 at the least.
     ``durable`` also fsyncs the file and the folder, so the write survives a power loss,
     not only a crash of this process.
     """
-    fd, tmp = _create_temp(dir_fd, name)
+    fd, tmp = _create_temp(dir_fd, name, PRIVATE_FILE if private else 0o644)
     try:
         try:
             with contextlib.suppress(FileNotFoundError):
                 old = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
                 if stat.S_ISREG(old.st_mode):
-                    os.fchmod(fd, old.st_mode & 0o7777)
+                    mode = stat.S_IMODE(old.st_mode)
+                    os.fchmod(fd, (mode & 0o700) | PRIVATE_FILE if private else mode)
             write_all(fd, data)
             if durable:
                 os.fsync(fd)
@@ -90,12 +105,12 @@ def atomic_write_at(dir_fd: int, name: str, data: bytes, *, durable: bool = True
             os.fsync(dir_fd)
 
 
-def _create_temp(dir_fd: int, name: str) -> tuple[int, str]:
+def _create_temp(dir_fd: int, name: str, mode: int) -> tuple[int, str]:
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
     while True:
         tmp = f".{name}.{secrets.token_hex(4)}.tmp"
         try:
-            return os.open(tmp, flags, 0o644, dir_fd=dir_fd), tmp
+            return os.open(tmp, flags, mode, dir_fd=dir_fd), tmp
         except FileExistsError:
             continue
 
@@ -110,7 +125,7 @@ def write_all(fd: int, data: bytes) -> None:
 def open_state(
     path: Path,
     flags: int = os.O_RDONLY,
-    mode: int = 0o644,
+    mode: int = PRIVATE_FILE,
     *,
     create_dirs: bool = False,
     single_link: bool = False,
@@ -118,16 +133,20 @@ def open_state(
     """A descriptor of the state file (or folder, with ``O_DIRECTORY``) ``path``.
 
     No symlink anywhere in ``path`` is followed: one is PermissionError naming the file
-    and the fix. ``create_dirs`` makes missing folders on the way; ``single_link``
+    and the fix. ``create_dirs`` makes missing folders on the way (0700); ``single_link``
     refuses a file with other hard links (for appends: another name may lie elsewhere).
     """
+    absolute = os.path.abspath(path)
+    _tighten_once(absolute)
     try:
+        if create_dirs:
+            _make_dirs(absolute if flags & os.O_DIRECTORY else os.path.dirname(absolute))
         return open_in_workspace(
             _ROOT,
-            os.path.relpath(os.path.abspath(path), _ROOT),
+            os.path.relpath(absolute, _ROOT),
             flags,
             mode,
-            create_parents=create_dirs,
+            create_parents=create_dirs,  # only should a folder vanish after _make_dirs
             single_link=single_link,
         )
     except PermissionError as exc:
@@ -135,6 +154,93 @@ def open_state(
             f"Refusing toold state file {path}: {exc}; toold never follows a symlink in its "
             "state (.toold, .tasks.json, .team.json): remove the link"
         ) from None
+
+
+def _make_dirs(folder: str) -> None:
+    """Create ``folder`` and its missing parents 0700, never through a symlink."""
+    missing: list[str] = []
+    while True:
+        try:
+            fd = open_in_workspace(_ROOT, os.path.relpath(folder, _ROOT), DIR_FLAGS)
+            break
+        except FileNotFoundError:
+            parent = os.path.dirname(folder)
+            if parent == folder:
+                raise
+            missing.append(os.path.basename(folder))
+            folder = parent
+    try:
+        for name in reversed(missing):
+            folder = os.path.join(folder, name)
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(name, PRIVATE_DIR, dir_fd=fd)
+            child = refuse_link(fd, name, folder, DIR_FLAGS)
+            os.close(fd)
+            fd = child
+    finally:
+        os.close(fd)
+
+
+_tightened: set[str] = set()
+_tightened_guard = threading.Lock()
+
+
+def _tighten_once(absolute: str) -> None:
+    """make_private the ``.toold`` folder ``absolute`` lies in, once per process."""
+    index = (absolute + "/").find(f"/{STATE_DIR}/")
+    if index < 0:
+        return
+    folder = absolute[: index + 1 + len(STATE_DIR)]
+    with _tightened_guard:
+        if folder in _tightened:
+            return
+        _tightened.add(folder)
+    try:
+        make_private(Path(folder))
+    except FileNotFoundError:
+        pass
+    except OSError as exc:  # the open that follows says what is wrong
+        log.debug("not tightening %s: %s", folder, exc)
+
+
+def make_private(folder: Path) -> None:
+    """Make the state folder ``folder`` private when it is open to others (wider than
+    0700): its folders 0700, its files 0600 (their owner's bits kept).
+
+    Never through a symlink (one in the tree is left as it is); a file with other hard
+    links is left too, its other name may lie anywhere.
+    """
+    top = open_in_workspace(_ROOT, os.path.relpath(os.path.abspath(folder), _ROOT), DIR_FLAGS)
+    try:
+        if not os.fstat(top).st_mode & 0o077:
+            return
+        for _, _, files, dir_fd in os.fwalk(".", dir_fd=top, follow_symlinks=False):
+            _chmod_private(dir_fd, PRIVATE_DIR)
+            for name in files:
+                _tighten_file(dir_fd, name)
+    finally:
+        os.close(top)
+
+
+def _tighten_file(dir_fd: int, name: str) -> None:
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+    try:
+        fd = os.open(name, flags, dir_fd=dir_fd)
+    except OSError:  # a symlink, a socket, a file its owner cannot read
+        return
+    try:
+        info = os.fstat(fd)
+        if stat.S_ISREG(info.st_mode) and info.st_nlink == 1:
+            _chmod_private(fd, PRIVATE_FILE)
+    finally:
+        os.close(fd)
+
+
+def _chmod_private(fd: int, least: int) -> None:
+    mode = stat.S_IMODE(os.fstat(fd).st_mode)
+    private = (mode & 0o700) | least
+    if private != mode:
+        os.fchmod(fd, private)
 
 
 def make_state_dir(path: Path) -> None:
@@ -193,7 +299,7 @@ def atomic_write_bytes(
     dir_fd = open_state(path.parent, DIR_FLAGS, create_dirs=create_dirs)
     try:
         refuse_symlink_at(dir_fd, path)
-        atomic_write_at(dir_fd, path.name, data, durable=durable)
+        atomic_write_at(dir_fd, path.name, data, durable=durable, private=True)
     finally:
         os.close(dir_fd)
 

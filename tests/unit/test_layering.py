@@ -73,7 +73,8 @@ STORE_DEPENDENCIES: dict[str, set[str]] = {
     "permissions": {"config", "hooks", "storage", "tools"},  # hooks: what pre hooks said
     "planning": {"storage"},
     "jobs": {"permissions", "storage"},  # permissions.redaction for job output
-    "tools": {"checkpoints", "config", "search", "storage"},  # checkpoints: one diff format
+    # checkpoints: one diff format; permissions.redaction: spill files are redacted
+    "tools": {"checkpoints", "config", "permissions", "search", "storage"},
     # The runners, the worker and the channel run tools (tools.registry, tools.context);
     # tools reach only the primitives below them (and the runner as a type).
     "sandbox": {"config", "tools"},

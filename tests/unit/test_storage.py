@@ -22,14 +22,14 @@ def test_atomic_write_creates_file(tmp_path: Path) -> None:
 def test_atomic_write_replaces_by_rename(tmp_path: Path) -> None:
     target = tmp_path / "f.txt"
     target.write_text("old")
-    os.chmod(target, 0o640)
+    os.chmod(target, 0o750)
     inode = target.stat().st_ino
     with open(target) as reader:
         atomic_write_text(target, "néw")
         assert reader.read() == "old"
     assert target.read_bytes() == "néw".encode()
     assert target.stat().st_ino != inode
-    assert stat.S_IMODE(target.stat().st_mode) == 0o640
+    assert stat.S_IMODE(target.stat().st_mode) == 0o700  # a state file: its owner's bits
     assert os.listdir(tmp_path) == ["f.txt"]
 
 

@@ -3,7 +3,9 @@
 A job runs its command through the configured runner (the caller supplies
 ``execute``). Records and output logs live in ``.toold/jobs/`` so a restarted
 daemon still lists finished jobs, up to ``max_finished`` of them (``limits.max_finished_jobs``):
-when a job ends, the oldest finished ones beyond that go, record and log. When a job
+when a job ends, the oldest finished ones beyond that go, record and log. What they
+hold is redacted (toold.permissions.redaction: the command, the result, the log as it
+is written, a line at a time) and they are private (0600 in a 0700 folder). When a job
 ends, ``on_finished`` fires (the server pushes ``jobs/finished``) and a notification
 waits in the queue that the agent loop drains into the message history.
 
@@ -31,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from toold.errors import ForeignJob, UnknownJob
-from toold.permissions.redaction import redact_text
+from toold.permissions.redaction import StreamRedactor, redact_text
 from toold.sandbox.paths import DIR_FLAGS
 from toold.sandbox.process import CappedText
 from toold.storage import (
@@ -246,7 +248,7 @@ class BackgroundManager:
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(path.name, dir_fd=dir_fd)
                 flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-                os.close(os.open(path.name, flags, 0o644, dir_fd=dir_fd))
+                os.close(os.open(path.name, flags, 0o600, dir_fd=dir_fd))
             finally:
                 os.close(dir_fd)
 
@@ -267,7 +269,10 @@ class BackgroundManager:
             return Outcome(text=await work(), exit_code=None)
 
         record = JobRecord(
-            job_id=self._claim_id(job_id), command=label, timeout=0, owner=self.identity
+            job_id=self._claim_id(job_id),
+            command=redact_text(label),
+            timeout=0,
+            owner=self.identity,
         )
         self._start(record, run)
         return record.job_id
@@ -278,15 +283,18 @@ class BackgroundManager:
         flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT
         fd = open_state(self._log_path(record.job_id), flags, single_link=True)
         log_file = os.fdopen(fd, "a", encoding="utf-8")
+        # The log is redacted as it is written; jobs/get's live output (sink) is not.
+        redactor = StreamRedactor()
 
         def on_output(text: str) -> None:
             nonlocal written
             chunk = text + "\n"
             sink.append(chunk)
             if written < LOG_CAP_BYTES:
-                log_file.write(chunk)
+                shown = redactor.feed(chunk)
+                log_file.write(shown)
                 log_file.flush()
-                written += len(chunk)
+                written += len(shown)
 
         try:
             outcome = await work(on_output)
@@ -303,6 +311,8 @@ class BackgroundManager:
             else:
                 self._finish(record, "done", outcome.exit_code, result=outcome.text)
         finally:
+            with contextlib.suppress(OSError):
+                log_file.write(redactor.flush())
             log_file.close()
             self._tasks.pop(record.job_id, None)
 
@@ -316,7 +326,9 @@ class BackgroundManager:
         error: str | None = None,
     ) -> None:
         record.status, record.exit_code, record.finished_at = status, exit_code, now()
-        record.result, record.error = result, error
+        # What is stored and listed is redacted; the agent's notification is its output.
+        record.result = None if result is None else redact_text(result)
+        record.error = None if error is None else redact_text(error)
         # The agent loop sees BareAgent's two outcomes: done, or failed with the reason.
         note: dict[str, Any] = {
             "task_id": record.job_id,

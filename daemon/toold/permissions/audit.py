@@ -67,7 +67,7 @@ class AuditLog:
         self._failure: str | None = None
 
     def record(self, **entry: Any) -> None:
-        """Append one entry; ``arguments`` is shortened and redacted when written."""
+        """Append one entry; its strings are shortened and redacted when written."""
         entry = {"time": datetime.now(UTC).isoformat(), **entry}
         try:
             loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
@@ -142,6 +142,6 @@ class AuditLog:
 
 
 def _line(entry: dict[str, Any]) -> bytes:
-    if "arguments" in entry:
-        entry["arguments"] = redact(shorten(entry["arguments"]))
+    # Every field, not only the arguments: a verdict's reason may quote the command.
+    entry = redact(shorten(entry))
     return (json.dumps(entry, ensure_ascii=False, default=str) + "\n").encode("utf-8")

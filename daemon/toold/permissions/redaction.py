@@ -1,4 +1,4 @@
-"""Secrets out of what toold writes down: the audit log and background job records.
+"""Secrets out of what toold writes down: the audit log, job records and logs, spill files.
 
 Two layers. detect-secrets' regex plugins (AWS, GitHub, GitLab, Slack, Stripe, JWT,
 OpenAI, npm, PyPI, SendGrid, Twilio, private keys, ...) are a maintained catalogue of
@@ -8,6 +8,10 @@ after secret-looking names (``DB_PASS=``, ``"apiKey": ...``, ``export TOKEN=``),
 Authorization headers of any scheme, URL userinfo, ``--password``-style arguments,
 ``-pX`` for mysql-like programs, ``curl -u user:pass``, whole private-key blocks, and
 token prefixes the catalogue lacks (``github_pat_``, ``AIza``, ``hf_``, ``sk-ant-``...).
+Flags are found at any word boundary and in any quoting (``"--token" "x"``,
+``["--password", "x"]``, ``\\"--secret=x\\"``). The values of the daemon's own secret
+variables (ANTHROPIC_API_KEY...) are redacted wherever they appear literally.
+StreamRedactor does the same for text written in pieces (a job's log, a spill file).
 
 Left readable on purpose: names that only resemble secrets (``max_tokens``,
 ``keyboard``), file paths, 40-hex git hashes and UUIDs (no entropy detector runs: it
@@ -17,6 +21,7 @@ cannot tell a hash from a key, and hashes are what logs are for).
 from __future__ import annotations
 
 import functools
+import os
 import re
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -67,16 +72,47 @@ _USERINFO = re.compile(
 _TOKEN_USERINFO = re.compile(
     r"(?i)\b(?P<head>[a-z][a-z0-9+.-]{0,63}://)(?P<value>[^\s/:@\"']{16,})(?=@)"
 )
-_FLAG = re.compile(
-    r"(?i)(?P<head>(?:^|\s)--?(?:[a-z0-9-]*-)?(?:password|passwd|pass|token|secret|api-?key"
-    r"|access-key|secret-key|client-secret|auth-token|access-token|private-key)(?:=|\s+))"
-    r"(?P<value>" + _VALUE + ")"
+# Where a command-line argument can start: a shell word's boundary, or a list item
+# (``["--password", "x"]`` in a script). An argument may sit inside quotes, escaped
+# ones too (a command in a JSON string).
+_ARG_START = r"""(?:^|(?<=[\s;&|(){}\[\],`'"]))(?:\\?["'])?"""
+_ARG_END = r"""(?:\\?["'])?"""
+# A shell word: bare characters, quoted parts and escapes glued together, so
+# ``--password ab"cd ef"`` loses all of ``abcd ef``; the branches start on different
+# characters, so the match never backtracks across them.
+_WORD = (
+    r"""(?:\\"(?:[^"\\\n]|\\[^"])*\\"|\\'[^'\n]*?\\'|"(?:[^"\\\n]|\\.)*"|'[^'\n]*'"""
+    r"""|[^\s"'`;|&()<>\\]+|\\.)+"""
 )
+_FLAG_NAME = (
+    r"(?:password|passwd|pass|pwd|passphrase|passin|passout|token|secret|api[-_]?key"
+    r"|access[-_]?key|secret[-_]?key|private[-_]?key|client[-_]?secret|credentials?"
+    r"|(?:src|dest|new)?(?:store|key)pass)"
+)
+# --password X, --password=X, "--db-password" "X", -storepass X (keytool); the
+# prefix is bounded, so a long run of name characters is not rescanned from each start.
+_FLAG = re.compile(
+    r"(?i)(?P<head>"
+    + _ARG_START
+    + r"--?(?:[a-z0-9_-]{0,64}[-_])?"
+    + _FLAG_NAME
+    + r"(?:=|"
+    + _ARG_END
+    + r"(?:\s*,\s*|\s+)))(?P<value>"
+    + _WORD
+    + ")"
+)
+# One item of an argument list that makes the next item a secret.
+_BARE_FLAG = re.compile(r"(?i)--?(?:[a-z0-9_-]{0,64}[-_])?" + _FLAG_NAME)
 _USER_FLAG = re.compile(
-    r"(?P<head>(?:^|\s)(?:-u\s*|--user(?:=|\s+))[\"']?[^\s:\"']+:)(?P<value>[^\s\"']+)"
+    r"(?P<head>"
+    + _ARG_START
+    + r"(?:-u|--user)(?:=|"
+    + _ARG_END
+    + r"""(?:\s*,\s*|\s*))\\?["']?[^\s:"'\\]+:)(?P<value>[^\s"'\\]+)"""
 )
 _MYSQL_LIKE = re.compile(r"(?i)\b(?:mysql|mysqldump|mysqladmin|mariadb|mariadb-dump|mysqlsh)\b")
-_ATTACHED_P = re.compile(r"(?P<head>(?:^|\s)-p)(?P<value>[^\s\"']+|\"[^\"]*\"|'[^']*')")
+_ATTACHED_P = re.compile(r"(?P<head>" + _ARG_START + r"-p)(?P<value>" + _WORD + ")")
 _NEXT_ARG_PROGRAMS = re.compile(
     r"(?P<head>\b(?:sshpass\s+-p|redis-cli\b[^\n|;&]*?\s-a|docker\s+login\b[^\n|;&]*?\s-p"
     r"|(?:machine|login)\s+\S+\s+(?:login\s+\S+\s+)?password|smbclient\b[^\n|;&]*?\s-U\s*"
@@ -122,14 +158,39 @@ def redact(value: Any, key: str = "") -> Any:
     if isinstance(value, dict):
         return {k: redact(v, str(k)) for k, v in value.items()}
     if isinstance(value, list):
-        return [redact(v) for v in value]
+        return _redact_list(value)
     if isinstance(value, str):
         return redact_text(value)
     return value
 
 
+def _redact_list(items: list[Any]) -> list[Any]:
+    """An argument list (``["mysql", "-u", "root", "--password", "x"]``) item by item,
+    with the item after a secret flag, ``-u user:pass`` and mysql's ``-pX`` redacted."""
+    mysql = any(isinstance(v, str) and _MYSQL_LIKE.search(v) for v in items)
+    shown: list[Any] = []
+    after = ""
+    for item in items:
+        if not isinstance(item, str):
+            shown.append(redact(item))
+        elif _BARE_FLAG.fullmatch(after):
+            shown.append(REDACTED)
+        elif after in ("-u", "--user") and ":" in item:
+            user, _, password = item.partition(":")
+            shown.append(item if password.isdigit() else f"{user}:{REDACTED}")
+        elif mysql and item.startswith("-p") and len(item) > 2:
+            shown.append("-p" + REDACTED)
+        else:
+            shown.append(redact_text(item))
+        after = item if isinstance(item, str) else ""
+    return shown
+
+
 def redact_text(text: str) -> str:
     """``text`` with every secret it holds replaced by [REDACTED]."""
+    for secret in _environment_secrets():
+        if secret in text:
+            text = text.replace(secret, REDACTED)
     low = text.lower()
     if not any(hint in low for hint in _HINTS) and not _TOKEN_RUN.search(text):
         return text
@@ -148,6 +209,74 @@ def redact_text(text: str) -> str:
         for start, end in reversed(_merged(_detected(text))):
             text = text[:start] + REDACTED + text[end:]
     return text
+
+
+@functools.cache
+def _environment_secrets() -> tuple[str, ...]:
+    """Values of this process's secret variables (ANTHROPIC_API_KEY, GITHUB_TOKEN...),
+    longest first: each is redacted wherever it appears literally, whatever its shape.
+    Paths (SSH_AUTH_SOCK) and short values (``1``, ``true``) are not secrets."""
+    values = {
+        value
+        for name, value in os.environ.items()
+        if is_secret_name(name) and len(value) >= _ENV_MIN and not value.startswith(("/", "~"))
+    }
+    return tuple(sorted(values, key=len, reverse=True))
+
+
+_ENV_MIN = 8
+
+
+def reload_environment() -> None:
+    """Read the secret variables again (after the process's environment changed)."""
+    _environment_secrets.cache_clear()
+
+
+_KEY_BEGIN = re.compile(r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----")
+_KEY_END = re.compile(r"-----END[A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----")
+
+
+class StreamRedactor:
+    """Redacts text that arrives in pieces (a job's log, a spill file), whole lines at a
+    time: a secret split across two writes is redacted once its line is complete, and
+    the lines of a private key stay redacted until its END line.
+
+    A line longer than ``limit`` without a newline goes out in pieces, cut after its
+    last blank where it has one (secrets hold none), so memory stays bounded.
+    """
+
+    def __init__(self, limit: int = 65536) -> None:
+        self._limit = limit
+        self._pending = ""
+        self._in_key = False
+
+    def feed(self, text: str) -> str:
+        """The redacted text of the complete lines that ``text`` ends (maybe "")."""
+        text = self._pending + text
+        cut = text.rfind("\n") + 1
+        if cut == 0 and len(text) > self._limit:
+            cut = max(text.rfind(" "), text.rfind("\t")) + 1
+            if len(text) - cut > self._limit:
+                cut = len(text)
+        done, self._pending = text[:cut], text[cut:]
+        return self._redacted(done) if done else ""
+
+    def flush(self) -> str:
+        """The redacted rest (the last line, which had no newline)."""
+        rest, self._pending = self._pending, ""
+        return self._redacted(rest) if rest else ""
+
+    def _redacted(self, block: str) -> str:
+        head = ""
+        if self._in_key:
+            end = _KEY_END.search(block)
+            if end is None:
+                return REDACTED + "\n" if block.endswith("\n") else REDACTED
+            head, block = REDACTED, block[end.end() :]
+            self._in_key = False
+        begins = list(_KEY_BEGIN.finditer(block))
+        self._in_key = bool(begins) and _KEY_END.search(block, begins[-1].end()) is None
+        return head + redact_text(block)
 
 
 def _merged(spans: Iterator[tuple[int, int]]) -> list[tuple[int, int]]:

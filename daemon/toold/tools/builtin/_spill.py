@@ -7,7 +7,9 @@ is held in memory up to the cap, then written to a file as it arrives (a command
 and stderr in the order they came), so memory stays bounded however long it talks. The
 file is kept only when the result was cut; each file stops at ``MAX_SPILL_BYTES``, and
 only the newest ``limits.max_finished_jobs`` files are kept (the job retention). Written
-like every state file: never through a symlink.
+like every state file: never through a symlink, 0600, with secrets redacted a line at a
+time as it is written (toold.permissions.redaction.StreamRedactor); the call's result
+itself is not redacted.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import os
 import secrets
 from pathlib import Path
 
+from toold.permissions.redaction import StreamRedactor
 from toold.storage import open_state, remove_state, state_names, write_all
 
 log = logging.getLogger(__name__)
@@ -40,13 +43,14 @@ class Spill:
         self._fd: int | None = None
         self._written = 0
         self._broken = False
+        self._redactor = StreamRedactor()
         self.total = 0
         """Characters seen (all of them, also past the file's bound)."""
 
     def write(self, text: str) -> None:
         """Take one chunk of output (never raises: a spill that fails is dropped)."""
         self.total += len(text)
-        if self._broken:
+        if self._broken or self.full:
             return
         if self._fd is None:
             self._held.append(text)
@@ -59,6 +63,11 @@ class Spill:
             except OSError as exc:
                 self._fail(exc)
                 return
+        self._store(self._redactor.feed(text))
+
+    def _store(self, text: str) -> None:
+        if self._fd is None or not text:
+            return
         data = text.encode("utf-8", errors="replace")[: MAX_SPILL_BYTES - self._written]
         try:
             write_all(self._fd, data)
@@ -74,6 +83,8 @@ class Spill:
 
     def finish(self) -> str | None:
         """Close; the file's workspace-relative path when the output passed the cap."""
+        if self._fd is not None:
+            self._store(self._redactor.flush())
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
