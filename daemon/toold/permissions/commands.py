@@ -173,6 +173,11 @@ def _may_name_anything(r: Resolved, names: tuple[str, ...]) -> bool:
     return False
 
 
+_VALUED = {"nice": "n", "ionice": "cnp", "stdbuf": "ioe", "time": "fo"}
+"""Short options that take a value, per wrapper (``time -p`` takes none: rm follows)."""
+_FIND_DELETERS = frozenset({"rm", "unlink", "shred", "truncate", "rmdir"})
+
+
 def program_name(path: str) -> str:
     """The program as the tables name it: the basename, lower case, without ``.exe``.
 
@@ -198,8 +203,10 @@ def _inner(program: str, args: list[str | None]) -> list[list[str | None]] | Non
         return []  # command -v only prints where a program is
     if program in ("command", "builtin", "nohup", "coproc", "setsid", "exec"):
         return [args[skip_options(args, "a") :]]
-    if program in ("nice", "ionice", "stdbuf", "time"):
-        return [args[skip_options(args, "ncpioef", ("--adjustment", "--output", "--format")) :]]
+    if program in _VALUED:
+        return [
+            args[skip_options(args, _VALUED[program], ("--adjustment", "--output", "--format")) :]
+        ]
     if program in ("timeout", "chroot"):
         i = skip_options(args, "sk", ("--signal", "--kill-after", "--userspec", "--groups"))
         return [args[i + 1 :]]
@@ -274,6 +281,13 @@ def _resolve(cmd: SimpleCommand, loops: frozenset[str] = frozenset()) -> Resolve
 
 
 def _layer_danger(layer: Layer) -> str | None:
+    found = _program_layer_danger(layer)
+    if found is None and layer.via == "find" and layer.program in _FIND_DELETERS:
+        return f"find -exec {layer.program} deletes every file found"
+    return found
+
+
+def _program_layer_danger(layer: Layer) -> str | None:
     prog, args = layer.program, layer.args
     if layer.stdin_args and (prog in SHELLS or INTERPRETER.match(prog)):
         return f"xargs passes the arguments it reads to {prog}"
@@ -312,16 +326,23 @@ def _scan_danger(layer: Layer) -> str | None:
             prog = posixpath.basename(word)
             if prog in DANGER_PROGRAMS or prog in SHELLS or INTERPRETER.match(prog):
                 inner = Layer(prog, word, args[k + 1 :], layer.program)
-                found = _layer_danger(inner) or code_reason(prog, inner.args)
+                found = _layer_danger(inner) or code_reason(prog, inner.args) or _suffix(args[k:])
                 reason = reason or (None if (found or "").endswith("from its input") else found)
         if reason:
             return f"{reason} (run by {layer.program})"
     return None
 
 
-def _argument_danger(word: str) -> str | None:
+def _suffix(words: list[str | None]) -> str | None:
+    """The danger of the words as a command of their own (``flock f find d -exec rm {} +``)."""
+    if any(w is None for w in words):
+        return None
+    return _argument_danger(shlex.join(str(w) for w in words), whole=True)
+
+
+def _argument_danger(word: str, whole: bool = False) -> str | None:
     """The danger of a command line held in one argument (``--opt=CMD`` or ``CMD``)."""
-    text = word.split("=", 1)[1] if word.startswith("-") and "=" in word else word
+    text = word.split("=", 1)[1] if word.startswith("-") and "=" in word and not whole else word
     if not any(c.isspace() for c in text.strip()):
         return None
     reason = analyse(text).danger

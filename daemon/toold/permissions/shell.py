@@ -47,6 +47,8 @@ HARMLESS_VARIABLES = frozenset(
     | {"EUID", "BASH_VERSION", "COLUMNS", "LINES", "TZ", "VIRTUAL_ENV", "OSTYPE", "HOSTTYPE"}
 )
 """Variables that hold no secret (``LC_*``, positional and special parameters too)."""
+_ESCAPED = re.compile(r"\\.", re.DOTALL)
+_BARE_SPACE = re.compile(r"\s")
 _REDIRECTS = ("file_redirect", "herestring_redirect", "heredoc_redirect")
 _SCOPES = frozenset({"program", "list", "compound_statement", "redirected_statement"})
 
@@ -319,6 +321,11 @@ def _walk(node: Node, script: Script) -> None:
         # Inside backticks bash unescapes \` \$ \\ and parses again: `echo \`rm a\``
         # runs rm. The grammar reads one level only, so this is not known statically.
         script.problems.append(f"backslashes inside backticks {_text(node)[:40]!r}")
+    elif kind == "word" and _BARE_SPACE.search(_ESCAPED.sub("", _text(node))):
+        # bash never reads unquoted blanks into a word: tree-sitter joined two (true\n\rm).
+        script.problems.append(
+            f"a word the grammar and bash split differently {_text(node)[:40]!r}"
+        )
     elif kind == "ansi_c_string":
         script.problems.append(f"ANSI-C quoting {_text(node)[:40]!r}")
     for child in node.children:
