@@ -183,4 +183,3 @@ def harmless(words: list[str]) -> Iterator[tuple[str, str]]:
     plain = join(words)
     for context in ("{{ {}; }}", "({})", "{} | head", "true && {}", "{} | wc -l"):
         yield f"context {context}", context.format(plain)
-    yield "loop variable", f"for x in f a; do {plain} $x; done"
