@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.security.spellings import CONTEXTS, QUOTINGS, REDIRECTIONS, join
 from toold.permissions.commands import analyse
 
 SHIMS = ["rm", "mv", "cp", "touch", "ls", "cat", "head", "wc", "grep", "sort", "git", "sh"]
@@ -102,6 +103,32 @@ CORPUS = [
 ]
 
 
+ARGV_FORMS = (["rm", "-rf", "d"], ["git", "reset", "--hard"], ["ls", "-la", "x"], ["cat", "f"])
+
+
+def _generated() -> list[str]:
+    """Redirections at every gap, quoting, \\v and \\f where a blank is, nested contexts."""
+    lines: list[str] = []
+    for words in ARGV_FORMS:
+        for op in REDIRECTIONS:
+            for gap in range(len(words) + 1):
+                parts = [join(words[:gap]), op, join(words[gap:])]
+                lines.append(" ".join(p for p in parts if p))
+        for quote in QUOTINGS.values():
+            for i, word in enumerate(words):
+                lines.append(" ".join([*words[:i], quote(word), *words[i + 1 :]]))
+        for char in ("\v", "\f", "\r", "\u00a0", "\\\n"):
+            lines.append(words[0] + char + " ".join(words[1:]))
+            lines.append(" ".join(words[:-1]) + char + words[-1])
+        for context in CONTEXTS:
+            if "&" not in context.replace("&&", ""):
+                lines.append(context.format(f"{words[0]} >out.txt {join(words[1:])}"))
+    return lines
+
+
+GENERATED = _generated()
+
+
 @pytest.fixture(scope="module")
 def bash_with_shims(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     root = tmp_path_factory.mktemp("shims")
@@ -109,14 +136,25 @@ def bash_with_shims(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Pat
     bin_dir.mkdir()
     for name in SHIMS:
         shim = bin_dir / name
-        shim.write_text('#!/bin/bash\necho "${0##*/}" >> "$SHIM_LOG"\n', encoding="utf-8")
+        shim.write_text(
+            '#!/bin/bash\necho "${0##*/}" >> "$SHIM_LOG"\n'
+            'printf "%s\\x1f" "${0##*/}" "$@" >> "$SHIM_LOG.argv"; echo >> "$SHIM_LOG.argv"\n',
+            encoding="utf-8",
+        )
         shim.chmod(0o755)
+    (root / "f").write_text("f\n", encoding="utf-8")
     return root, bin_dir
 
 
 def _ran(root: Path, bin_dir: Path, command: str) -> set[str]:
+    return {argv[0] for argv in _argvs(root, bin_dir, command)}
+
+
+def _argvs(root: Path, bin_dir: Path, command: str) -> list[tuple[str, ...]]:
+    """The argv of every shim bash started for ``command``, program name first."""
     log = root / "log"
     log.write_text("", encoding="utf-8")
+    (root / "log.argv").write_text("", encoding="utf-8")
     env = {"PATH": os.fspath(bin_dir), "SHIM_LOG": os.fspath(log)}
     subprocess.run(
         ["/bin/bash", "-c", command],
@@ -127,7 +165,20 @@ def _ran(root: Path, bin_dir: Path, command: str) -> set[str]:
         timeout=10,
         check=False,
     )
-    return set(log.read_text(encoding="utf-8").split())
+    lines = (root / "log.argv").read_text(encoding="utf-8").splitlines()
+    return [tuple(line.split("\x1f")[:-1]) for line in lines if line]
+
+
+def _seen_argvs(command: str) -> list[tuple[str, ...]] | None:
+    """The argv of each shim program the analysis found (None: not statically known)."""
+    out = []
+    for r in analyse(command).commands:
+        for layer in r.layers:
+            if layer.program in SHIMS and layer.via is None:
+                if any(a is None for a in layer.args):
+                    return None
+                out.append((layer.program, *(str(a) for a in layer.args)))
+    return out
 
 
 @pytest.mark.parametrize("command", CORPUS)
@@ -145,3 +196,34 @@ def test_what_runs_unasked_is_what_the_parse_saw(
 def test_the_shims_log_what_bash_runs(bash_with_shims: tuple[Path, Path]) -> None:
     assert _ran(*bash_with_shims, "echo `echo \\`rm a\\``") == {"rm"}
     assert _ran(*bash_with_shims, "ls | head") == {"ls", "head"}
+
+
+@pytest.mark.parametrize("command", GENERATED)
+def test_generated_lines_run_only_what_the_parse_saw(
+    bash_with_shims: tuple[Path, Path], command: str
+) -> None:
+    analysis = analyse(command)
+    ran = _ran(*bash_with_shims, command)
+    seen = {layer.program for r in analysis.commands for layer in r.layers}
+    if analysis.read_only or analysis.danger is None:
+        assert ran <= seen, (ran, seen)
+
+
+def test_bash_runs_the_argv_the_parse_found(bash_with_shims: tuple[Path, Path]) -> None:
+    # Where the analysis is complete and knows every word, bash's argv is the same: the
+    # words after a redirection (rm >out -rf d) are arguments, wherever it stands.
+    compared = []
+    differ = []
+    for command in GENERATED:
+        analysis = analyse(command)
+        seen = _seen_argvs(command)
+        if not analysis.script.complete or analysis.script.problems or seen is None:
+            assert not analysis.read_only
+            continue
+        compared.append(command)
+        ran = _argvs(*bash_with_shims, command)
+        if sorted(ran) != sorted(seen):
+            differ.append((command, ran, seen))
+    print(f"\nargv compared with bash: {len(compared)} of {len(GENERATED)} lines")
+    assert len(compared) > len(GENERATED) // 2
+    assert differ == []
