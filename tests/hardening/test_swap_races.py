@@ -6,7 +6,8 @@ outside canary, while every listing, search and file tool is called over and ove
 (200 rounds per call at CI scale, 3,000 under TOOLD_FULL_HARDENING=1), in process
 through the local runner and inside bubblewrap. Outside, every file holds a secret
 token, every name carries it and every mtime is 2001-09-09: no result may show any of
-them, and nothing outside may change.
+them, nothing outside may change, and no descriptor is kept once the calls are done
+(each refused walk once kept one of the workspace root).
 """
 
 from __future__ import annotations
@@ -104,6 +105,15 @@ def snapshot(outside: Path) -> dict[str, tuple[Any, ...]]:
     return seen
 
 
+def open_descriptors() -> dict[int, str]:
+    """This process's open descriptors and what each names (``/proc/self/fd``)."""
+    held = {}
+    for name in os.listdir("/proc/self/fd"):
+        with contextlib.suppress(OSError):  # the listing's own descriptor, closed by now
+            held[int(name)] = os.readlink(f"/proc/self/fd/{name}")
+    return held
+
+
 def _toggle(name: str, real: str, target: str) -> None:
     """``name`` becomes a link to ``target``, then the real one again."""
     for step, args in (
@@ -155,6 +165,9 @@ def run_races(race: Race, runner_name: str) -> Counter[str]:
     # No folders created: a write while race/ is away must not put a real one in its place.
     settings = {"execution": {"tool_runner": runner_name}, "files": {"create_dirs": False}}
     config = TooldConfig.model_validate(settings)
+    context = multiprocessing.get_context("spawn")
+    swaps, stop = context.Value("i", 0), context.Event()
+    descriptors = open_descriptors()
     runtime = ToolRuntime(workspace=race.ws, config=config)
     toolset = ToolSet(BuiltinToolProvider(runtime).get_tools())
     runner = make_runner(config, race.ws)
@@ -162,8 +175,6 @@ def run_races(race: Race, runner_name: str) -> Counter[str]:
     missing = {name for name, _ in CALLS} - set(toolset.names())
     assert not missing, f"tools missing: {missing}"
     before = snapshot(race.outside)
-    context = multiprocessing.get_context("spawn")
-    swaps, stop = context.Value("i", 0), context.Event()
     racer = context.Process(target=_swap, args=(race.ws, race.outside, swaps, stop))
     counts: Counter[str] = Counter()
     leaks: Counter[str] = Counter()
@@ -193,6 +204,11 @@ def run_races(race: Race, runner_name: str) -> Counter[str]:
         _restore(race.ws)
     assert not leaks, f"outside content leaked ({runner_name}): {dict(leaks)}; first: {first}"
     assert racer.exitcode == 0
+    racer.close()
+    held = open_descriptors()
+    kept = {fd: target for fd, target in held.items() if target.startswith(str(race.root))}
+    assert not kept, f"descriptors kept after the races ({runner_name}): {kept}"
+    assert len(held) <= len(descriptors), (descriptors, held)
     assert swaps.value > 0
     assert snapshot(race.outside) == before, "something outside changed"
     print(f"{runner_name}: {swaps.value} swap rounds; outcomes {dict(sorted(counts.items()))}")

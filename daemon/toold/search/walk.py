@@ -136,27 +136,29 @@ class Tree:
         parent, self._name = posixpath.split(self.rel)
         pfd = open_in_workspace(workspace, parent or ".", DIR_FLAGS)
         try:
-            mode = os.stat(self._name, dir_fd=pfd, follow_symlinks=False).st_mode
-            where = os.path.join(root, self.rel)
-            if stat.S_ISLNK(mode):
-                raise PermissionError(f"Symlink detected in path chain: {where}")
-            if stat.S_ISDIR(mode):
-                fd = refuse_link(pfd, self._name, where, DIR_FLAGS)
-                folders = _Folders(fd, root)
-                try:
-                    require_inside(fd, root, self.rel)
-                except BaseException:
-                    folders.close()
-                    raise
-                self._folders, self.kind = folders, "folder"
-                return
-        except BaseException:
-            os.close(pfd)
-            raise
-        if stat.S_ISREG(mode):
+            self._open_start(pfd, root)
+        finally:
+            if self._parent is None:  # only a file start keeps its folder open
+                os.close(pfd)
+
+    def _open_start(self, pfd: int, root: str) -> None:
+        """Set ``kind`` (and the folder's or the file's descriptors) from the entry ``_name``
+        in ``pfd``; ``_parent`` is set to ``pfd`` only when the start is a regular file."""
+        mode = os.stat(self._name, dir_fd=pfd, follow_symlinks=False).st_mode
+        where = os.path.join(root, self.rel)
+        if stat.S_ISLNK(mode):
+            raise PermissionError(f"Symlink detected in path chain: {where}")
+        if stat.S_ISDIR(mode):
+            fd = refuse_link(pfd, self._name, where, DIR_FLAGS)
+            folders = _Folders(fd, root)
+            try:
+                require_inside(fd, root, self.rel)
+            except BaseException:
+                folders.close()
+                raise
+            self._folders, self.kind = folders, "folder"
+        elif stat.S_ISREG(mode):
             self._parent, self.kind = pfd, "file"
-        else:
-            os.close(pfd)
 
     @staticmethod
     def _ancestor_rules(workspace: Path, base: tuple[str, ...]) -> IgnoreRules:
