@@ -117,6 +117,7 @@ def test_the_view_binds_chosen_paths_only(tmp_path: Path) -> None:
     import sys
 
     from toold.sandbox.bwrap import sandbox_etc, view_argv
+    from toold.sandbox.toolchains import SECRET_NAMES, toolchain_paths
 
     workspace = tmp_path / "ws"
     workspace.mkdir()
@@ -128,8 +129,9 @@ def test_the_view_binds_chosen_paths_only(tmp_path: Path) -> None:
     never += ["/etc/ssl/private", "/proc", "/sys"]
     for source in sources:
         assert not any(source == n or source.startswith(n + "/") for n in never), source
-        if source.startswith("/root"):  # only the Python runtime, when it lives there
-            assert source.startswith((sys.prefix, sys.base_prefix)), source
+        if source.startswith(("/root", "/home")):  # the Python runtime and the toolchains
+            assert source.startswith((sys.prefix, sys.base_prefix, *toolchain_paths())), source
+            assert not any(f"/{name}" in source for name in SECRET_NAMES), source
     assert argv[argv.index("--bind") + 1 : argv.index("--bind") + 3] == [str(workspace)] * 2
     assert argv[argv.index("--remount-ro") + 1] == "/"
 

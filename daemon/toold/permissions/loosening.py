@@ -11,7 +11,7 @@ What counts as loosening, key by key:
 
 - ``permissions.mode`` less strict than the live mode (plan > default > auto > bypass);
 - ``permissions.allow``: a rule added; ``permissions.deny``: a rule removed;
-- ``execution.tool_runner`` weaker (docker > bwrap > subprocess > local);
+- ``execution.tool_runner`` weaker (docker > bwrap > auto > subprocess > local);
   ``execution.network`` turned on; ``execution.env_passthrough``: a name added;
 - ``http.allow_hosts`` and ``files.allowed_extensions`` (empty means any): emptied or
   an entry added; ``http.deny_hosts``: an entry removed; ``http.block_private`` off;
@@ -33,7 +33,7 @@ from typing import Any
 from toold.config import TooldConfig
 
 MODE_STRICTNESS = {"bypass": 0, "auto": 1, "default": 2, "plan": 3}
-RUNNER_STRENGTH = {"local": 0, "subprocess": 1, "bwrap": 2, "docker": 3}
+RUNNER_STRENGTH = {"local": 0, "subprocess": 1, "auto": 2, "bwrap": 3, "docker": 4}
 
 Check = Callable[[Any, Any], tuple[Any, list[str]]]
 """(current value, new value) → (value to apply now, descriptions of what is held)."""

@@ -39,6 +39,8 @@ from typing import TYPE_CHECKING
 from toold.sandbox.environment import DEFAULT_PATH, sandbox_environment
 from toold.sandbox.forkserver import ForkServerSandbox
 from toold.sandbox.pool import python_paths, under, worker_env
+from toold.sandbox.repository import git_layout, protected_binds, read_only_hint
+from toold.sandbox.toolchains import git_identity, toolchain_env, toolchain_paths
 
 if TYPE_CHECKING:
     from toold.config import ExecutionConfig, TooldConfig
@@ -71,8 +73,10 @@ passwd and group are written for the sandbox (see sandbox_etc)."""
 
 
 def sandbox_etc(folder: Path) -> Path:
-    """Write the sandbox's passwd and group into ``folder``: root, the sandbox user, nobody."""
+    """Write the sandbox's passwd and group into ``folder``: root, the sandbox user, nobody;
+    and its global gitconfig (the user's name and email only, see git_identity)."""
     folder.mkdir(parents=True, exist_ok=True)
+    git_identity(folder)
     (folder / "passwd").write_text(
         "root:x:0:0:root:/root:/usr/sbin/nologin\n"
         f"sandbox:x:{SANDBOX_UID}:{SANDBOX_GID}:toold sandbox:{SANDBOX_HOME}:/bin/bash\n"
@@ -84,9 +88,10 @@ def sandbox_etc(folder: Path) -> Path:
 
 def view_argv(workspace: Path, etc: Path) -> list[str]:
     """bwrap arguments building the sandbox's filesystem: the system read-only (/usr, the
-    root folders, chosen /etc entries, the Python runtime toold runs on), the workspace
-    read-write, a private /tmp, /dev and /proc. Nothing else of the host is visible: no
-    /home, /root, /run, /var, no socket."""
+    root folders, chosen /etc entries, the Python runtime toold runs on, the user's
+    toolchains), the workspace read-write but for .git's config, hooks and info, a
+    private /tmp, /dev and /proc. Nothing else of the host is visible: no /run, /var, no
+    socket, nothing of /home or /root but the toolchains."""
     ws = str(workspace)
     argv = ["--ro-bind", "/usr", "/usr"]
     for name in ROOT_FOLDERS:
@@ -102,13 +107,18 @@ def view_argv(workspace: Path, etc: Path) -> list[str]:
     for entry in entries:
         argv += ["--ro-bind-try", f"/etc/{entry}", f"/etc/{entry}"]
     argv += ["--dev", "/dev", "--proc", "/proc", "--perms", "1777", "--tmpfs", "/tmp"]
+    if (etc / "gitconfig").is_file():
+        argv += ["--ro-bind", str(etc / "gitconfig"), f"{SANDBOX_HOME}/.gitconfig"]
     bound = ["/usr", ws]
-    for path in python_paths():
+    for path in [*python_paths(), *toolchain_paths()]:
         if not any(under(path, kept) for kept in bound):
             argv += ["--ro-bind", path, path]
             bound.append(path)
+    argv += ["--bind", ws, ws]
+    for bind in protected_binds(workspace, etc):  # after the workspace: over it
+        argv += ["--ro-bind" if bind.read_only else "--bind", bind.source, bind.target]
     # The root bwrap builds the view on becomes read-only too (/tmp and the workspace stay).
-    return [*argv, "--bind", ws, ws, "--remount-ro", "/", "--chdir", ws]
+    return [*argv, "--remount-ro", "/", "--chdir", ws]
 
 
 @functools.cache
@@ -212,7 +222,21 @@ class BwrapSandbox(ForkServerSandbox):
         self._cgroup: PidsCgroup | None = None
         self._etc = Path(tempfile.mkdtemp(prefix="toold-bwrap-etc-"))
         weakref.finalize(self, shutil.rmtree, self._etc, ignore_errors=True)
+        self._layout: tuple[str, ...] = ()
         self.activate()
+
+    def stale(self) -> bool:
+        """.git appeared or changed shape since the view was built: the next call needs a
+        fresh sandbox, whose view protects it (see toold.sandbox.repository)."""
+        return self.problem is None and git_layout(self.workspace) != self._layout
+
+    def renewed(self) -> BwrapSandbox:
+        """A new sandbox on the same settings, for the workspace as it is now."""
+        return type(self)(self.workspace, self.config)
+
+    def explain(self, result: object) -> object:
+        """A write the sandbox refused says which setting widens it."""
+        return read_only_hint(result, self.name)
 
     def check(self) -> str | None:
         """bwrap must exist and be able to build the sandbox here."""
@@ -221,6 +245,7 @@ class BwrapSandbox(ForkServerSandbox):
             return f"bubblewrap (bwrap) is not installed: {INSTALL_HINT}"
         execution = self.config.execution
         etc = sandbox_etc(self._etc)
+        self._layout = git_layout(self.workspace)  # before the view that depends on it
         probe = bwrap_argv(exe, self.workspace, execution, ["true"], etc)
         try:
             done = subprocess.run(probe, capture_output=True, timeout=PROBE_TIMEOUT)
@@ -252,7 +277,7 @@ class BwrapSandbox(ForkServerSandbox):
         first on PATH (``python3`` is then the interpreter whose packages are bound)."""
         path = f"{os.path.dirname(sys.executable)}:{os.environ.get('PATH') or DEFAULT_PATH}"
         base = sandbox_environment(self.config, home=SANDBOX_HOME, tmpdir=SANDBOX_HOME, path=path)
-        return worker_env(base)
+        return worker_env({**toolchain_env(), **base})
 
     def release(self) -> None:
         """Stop the sandbox and remove its cgroup."""

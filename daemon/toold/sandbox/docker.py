@@ -21,15 +21,20 @@ import hashlib
 import io
 import logging
 import os
+import shutil
 import socket
 import sys
 import tarfile
+import tempfile
+import weakref
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from toold.sandbox.channel import SandboxError, WorkerLost, read_answer
 from toold.sandbox.environment import sandbox_environment
 from toold.sandbox.pool import WorkerHandle, WorkerSandbox, python_paths, under, worker_env
+from toold.sandbox.repository import git_layout, protected_binds, read_only_hint
+from toold.sandbox.toolchains import git_identity, toolchain_env, toolchain_paths
 
 if TYPE_CHECKING:
     from toold.config import TooldConfig
@@ -47,6 +52,8 @@ ENGINE_HINT = (
 PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 KILL_TIMEOUT = 10.0
 STDERR_TAIL = 2000
+GITCONFIG = "/etc/toold/gitconfig"
+"""Where a container finds the user's git identity (GIT_CONFIG_GLOBAL)."""
 
 
 def engine_socket_problem() -> str | None:
@@ -142,7 +149,7 @@ def host_runtime_mounts(workspace: Path) -> list[str]:
         for name in ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
         if os.path.isdir(f"/{name}") and not os.path.islink(f"/{name}")
     ]
-    wanted += python_paths()
+    wanted += python_paths() + toolchain_paths()
     ws = str(workspace)
     chosen: list[str] = []
     for path in sorted(set(wanted)):
@@ -254,7 +261,25 @@ class DockerSandbox(WorkerSandbox):
         super().__init__(workspace, config)
         self._client: Any = None
         self._host_runtime = False
+        self._own = Path(tempfile.mkdtemp(prefix="toold-docker-"))
+        """Stand-ins for missing .git parts and the gitconfig, mounted read-only."""
+        weakref.finalize(self, shutil.rmtree, self._own, ignore_errors=True)
+        self._identity = git_identity(self._own)
+        self._layout = git_layout(workspace)
         self.activate()
+
+    def stale(self) -> bool:
+        """.git appeared or changed shape since this sandbox began: renew it (the warm
+        container was made for the old layout)."""
+        return self.problem is None and git_layout(self.workspace) != self._layout
+
+    def renewed(self) -> DockerSandbox:
+        """A new sandbox on the same settings, for the workspace as it is now."""
+        return type(self)(self.workspace, self.config)
+
+    def explain(self, result: Any) -> Any:
+        """A write the container refused says which setting widens it."""
+        return read_only_hint(result, self.name)
 
     def check(self) -> str | None:
         """The engine must answer and the image must exist."""
@@ -295,9 +320,17 @@ class DockerSandbox(WorkerSandbox):
         env = sandbox_environment(self.config, home="/tmp", tmpdir="/tmp", path=path)
         env.setdefault("LANG", "C.UTF-8")
         mounts = [{"Type": "bind", "Source": ws, "Target": ws, "ReadOnly": False}]
+        mounts += [
+            {"Type": "bind", "Source": b.source, "Target": b.target, "ReadOnly": b.read_only}
+            for b in protected_binds(self.workspace, self._own)
+        ]
+        if self._identity is not None:
+            source = str(self._identity)
+            mounts.append({"Type": "bind", "Source": source, "Target": GITCONFIG, "ReadOnly": True})
+            env["GIT_CONFIG_GLOBAL"] = GITCONFIG
         if self._host_runtime:
             command[0] = sys.executable
-            env = worker_env(env)
+            env = worker_env({**toolchain_env(), **env})
             mounts += [
                 {"Type": "bind", "Source": p, "Target": p, "ReadOnly": True}
                 for p in host_runtime_mounts(self.workspace)
@@ -347,6 +380,7 @@ class DockerSandbox(WorkerSandbox):
         """Close the engine connection."""
         if self._client is not None:
             self._client.close()
+        shutil.rmtree(self._own, ignore_errors=True)
 
 
 def main(argv: list[str] | None = None) -> int:

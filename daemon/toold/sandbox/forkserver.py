@@ -30,6 +30,7 @@ from toold.sandbox.channel import WorkerLost
 from toold.sandbox.environment import sandbox_environment
 from toold.sandbox.pool import CANCEL_GRACE, PipeWorker, WorkerSandbox, worker_env
 from toold.sandbox.process import kill_group
+from toold.sandbox.toolchains import git_identity, toolchain_env
 from toold.sandbox.worker import COLD, KILL, PID_FORMAT, WARM
 
 if TYPE_CHECKING:
@@ -183,8 +184,11 @@ class ForkServerSandbox(WorkerSandbox):
         if self._home is None:
             self._home = tempfile.mkdtemp(prefix="toold-home-")
             weakref.finalize(self, shutil.rmtree, self._home, ignore_errors=True)
+            identity = git_identity(Path(self._home))
+            if identity is not None:
+                identity.rename(Path(self._home) / ".gitconfig")
         base = sandbox_environment(self.config, home=self._home, tmpdir=tempfile.gettempdir())
-        return worker_env(base)
+        return worker_env({**toolchain_env(), **base})
 
     def spawn(self, warm: bool) -> ForkedWorker:
         """Fork a worker (on the pool's single thread)."""

@@ -229,6 +229,8 @@ class WorkerSandbox(ABC):
         self.workspace = workspace
         self.config = config
         self.problem: str | None = None
+        self.notice: str | None = None
+        """Shown to each session once (see toold.sandbox.runners.fallback_notice)."""
         self._pool: WorkerPool | None = None
         self._lock = threading.Lock()
         self._closed = False
@@ -250,6 +252,10 @@ class WorkerSandbox(ABC):
         """Why this sandbox cannot run here, naming the fix; None when it can."""
         return None
 
+    def explain(self, result: Any) -> Any:
+        """A call's result as the caller sees it (a sandbox adds hints about its limits)."""
+        return result
+
     @abstractmethod
     def spawn(self, warm: bool) -> WorkerHandle:
         """Start one worker (blocking; on the pool's threads); ``warm``: for the pool, not
@@ -267,7 +273,7 @@ class WorkerSandbox(ABC):
         self._running += 1
         try:
             worker = await pool.acquire(refill=not self.refill_after_call)
-            return await worker.call(request)
+            return self.explain(await worker.call(request))
         finally:
             self._running -= 1
             loop = asyncio.get_running_loop()

@@ -62,6 +62,7 @@ class ToolRunner:
         self.sandbox: Sandbox = sandbox or LocalSandbox()
         self.on_event = on_event
         self._lock = threading.Lock()  # replace_sandbox may run on another thread
+        self._renewing = threading.Lock()
         self._calls: dict[Sandbox, int] = {}
         """Calls running in each sandbox."""
         self._replaced: set[Sandbox] = set()
@@ -79,6 +80,13 @@ class ToolRunner:
         """Why the sandbox cannot run calls here (naming the fix), or None when it can."""
         problem: str | None = getattr(self.sandbox, "problem", None)
         return problem
+
+    @property
+    def notice(self) -> str | None:
+        """What the user should know about where calls run (``auto`` fell back from bwrap,
+        naming why and the fix), or None."""
+        notice: str | None = getattr(self.sandbox, "notice", None)
+        return notice
 
     def replace_sandbox(self, sandbox: Sandbox) -> Sandbox:
         """Run later calls in ``sandbox`` (the execution settings changed; from any thread).
@@ -107,6 +115,23 @@ class ToolRunner:
         with self._lock:
             self.closing = [t for t in self.closing if t.is_alive()] + [thread]
         thread.start()
+
+    def _renew(self, stale: Sandbox) -> None:
+        """Replace a sandbox whose view no longer fits the workspace (blocking; once)."""
+        with self._renewing:
+            if self.sandbox is not stale:
+                return  # another call renewed it meanwhile
+            renewed: Sandbox = stale.renewed()  # type: ignore[attr-defined]
+            log.info("the workspace's .git changed: a new %s sandbox", stale.name)
+            self.replace_sandbox(renewed)
+
+    async def _current(self) -> Sandbox:
+        """The sandbox for a new call, renewed first if it went stale (see stale())."""
+        sandbox = self.sandbox
+        stale = getattr(sandbox, "stale", None)
+        if stale is not None and stale():
+            await asyncio.to_thread(self._renew, sandbox)
+        return self._enter()
 
     def _enter(self) -> Sandbox:
         """The sandbox a call runs in (the whole call, even if it is replaced meanwhile)."""
@@ -138,7 +163,7 @@ class ToolRunner:
         """Run ``tool`` through the sandbox."""
         name = getattr(tool, "name", type(tool).__name__)
         call_id = str((event_context or {}).get("callId") or f"call-{next(_call_ids)}")
-        sandbox = self._enter()
+        sandbox = await self._current()
         started = time.perf_counter()
         self._emit("execution.started", name, call_id, sandbox.name)
         try:

@@ -1,4 +1,9 @@
-"""Choosing the runner for a workspace from ``execution.tool_runner``."""
+"""Choosing the runner for a workspace from ``execution.tool_runner``.
+
+``auto`` (the default) is bwrap where bubblewrap can build its sandbox here, else the
+subprocess runner with a notice saying why and how to fix it. A runner named explicitly
+never falls back: an explicit ``bwrap`` that cannot work fails every call, naming the fix.
+"""
 
 from __future__ import annotations
 
@@ -7,10 +12,37 @@ from pathlib import Path
 from toold.config import TooldConfig
 from toold.sandbox.runner import EventListener, LocalSandbox, Sandbox, ToolRunner
 
+AUTO = "auto"
+
+
+def fallback_notice(problem: str) -> str:
+    """What a session is told when ``auto`` could not use bwrap (``problem`` names the fix)."""
+    return (
+        f"tools run in the subprocess runner, not a sandbox (a worker process with an "
+        f"allow-listed environment, but your user, files, network and sockets): the default "
+        f"runner, bwrap, cannot work here: {problem}. Set execution.tool_runner in toold.toml "
+        f'to choose a runner ("subprocess" keeps this one without this notice)'
+    )
+
+
+def _auto_sandbox(config: TooldConfig, workspace: Path) -> Sandbox:
+    from toold.sandbox.bwrap import BwrapSandbox
+    from toold.sandbox.forkserver import SubprocessSandbox
+
+    bwrap = BwrapSandbox(workspace, config)
+    if bwrap.problem is None:
+        return bwrap
+    bwrap.release()  # nothing started: only its temporary /etc
+    fallback = SubprocessSandbox(workspace, config)
+    fallback.notice = fallback_notice(bwrap.problem)
+    return fallback
+
 
 def make_sandbox(config: TooldConfig, workspace: Path) -> Sandbox:
     """The sandbox ``execution.tool_runner`` names; it starts its warm workers at once."""
     kind = config.execution.tool_runner
+    if kind == AUTO:
+        return _auto_sandbox(config, workspace)
     if kind == "subprocess":
         from toold.sandbox.forkserver import SubprocessSandbox
 
@@ -31,8 +63,8 @@ def make_runner(
 ) -> ToolRunner:
     """The ToolRunner the configuration asks for (callable from any thread).
 
-    A sandbox that cannot work here (bwrap or Docker missing) still gives a runner: its
-    calls fail with a message naming the fix, and ``runner.problem`` says it at once.
-    Nothing silently runs unsandboxed.
+    A sandbox named explicitly that cannot work here (bwrap or Docker missing) still gives
+    a runner: its calls fail with a message naming the fix, and ``runner.problem`` says it
+    at once. Nothing silently runs unsandboxed; ``auto`` says so in ``runner.notice``.
     """
     return ToolRunner(make_sandbox(config, workspace.resolve()), on_event)

@@ -1,0 +1,241 @@
+"""The default runner: bwrap where it works, else subprocess with a notice; what
+everyday work needs runs inside it; .git's code-running parts stay read-only."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e.wire import WireClient
+from tests.sandbox.conftest import Daemon
+from toold.config import TooldConfig
+from toold.sandbox.runner import ToolRunner
+from toold.sandbox.runners import make_runner
+from toold.tools.context import CallContext
+from toold.tools.registry import BuiltinToolProvider
+from toold.tools.runtime import ToolRuntime
+from toold.tools.toolset import ToolSet
+
+WARNING = 2  # window/showMessage's MessageType.Warning
+HOOK = "#!/bin/sh\ntouch {canary}\n"
+ATTACKS = [
+    "printf '[core]\\n\\tfsmonitor = \"touch {canary}\"\\n' >> .git/config",
+    "mkdir -p .git/hooks; printf '{hook}' > .git/hooks/pre-commit; chmod +x .git/hooks/pre-commit",
+    "echo '* filter=evil' > .git/info/attributes",
+    "cp .git/config evil; printf '[core]\\n\\tpager = touch {canary}\\n' >> evil; "
+    "mv evil .git/config",
+    "rm -f .git/config",
+    "rm -rf .git/hooks",
+    "mv .git moved && mkdir .git && "
+    "printf '[core]\\n\\tfsmonitor = touch {canary}\\n' > .git/config",
+    "ln -sf /dev/null .git/config",
+]
+
+
+def _git(workspace: Path, *args: str) -> str:
+    done = subprocess.run(
+        ["git", "-C", str(workspace), *args], capture_output=True, text=True, timeout=30
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def _repository(workspace: Path) -> bytes:
+    _git(workspace, "init", "-q")
+    _git(workspace, "config", "user.name", "Test")
+    _git(workspace, "config", "user.email", "test@example.invalid")
+    return (workspace / ".git" / "config").read_bytes()
+
+
+class Calls:
+    """A runner and the builtin tools on one workspace, called in process."""
+
+    def __init__(self, workspace: Path, config: TooldConfig) -> None:
+        self.workspace = workspace
+        self.runner: ToolRunner = make_runner(config, workspace)
+        self.toolset = ToolSet(BuiltinToolProvider(ToolRuntime(workspace, config)).get_tools())
+        self.loop = asyncio.new_event_loop()
+
+    def bash(self, command: str, timeout: int = 60) -> str:
+        async def run() -> Any:
+            return await self.toolset.invoke(
+                "bash",
+                {"command": command, "timeout": timeout},
+                context=CallContext(),
+                runner=self.runner,
+            )
+
+        outcome = self.loop.run_until_complete(run())
+        return str(outcome.content)
+
+    def close(self) -> None:
+        self.loop.run_until_complete(self.runner.close())
+        self.loop.close()
+
+
+@pytest.fixture
+def calls(workspace: Path) -> Any:
+    opened: list[Calls] = []
+
+    def open_(runner: str = "auto", **execution: Any) -> Calls:
+        config = TooldConfig.model_validate({"execution": {"tool_runner": runner, **execution}})
+        made = Calls(workspace, config)
+        opened.append(made)
+        return made
+
+    yield open_
+    for made in opened:
+        made.close()
+
+
+def _failing_bwrap(folder: Path) -> dict[str, str]:
+    """An environment whose PATH finds a bwrap that fails as one without user namespaces
+    does (a real executable, first on PATH; the real bwrap needs the kernel's refusal)."""
+    folder.mkdir()
+    fake = folder / "bwrap"
+    fake.write_text("#!/bin/sh\necho 'bwrap: No permissions to create new namespace' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    return {**os.environ, "PATH": f"{folder}:{os.environ['PATH']}"}
+
+
+@pytest.mark.usefixtures("bwrap_ready")
+def test_a_fresh_workspace_runs_its_commands_in_bwrap(workspace: Path) -> None:
+    client = WireClient(workspace)
+    try:
+        client.initialize(
+            rootUri=workspace.as_uri(), initializationOptions={"executionEvents": True}
+        )
+        result = client.tool("bash", command="id -u; cat /proc/1/cmdline | tr '\\0' ' '")
+        assert client.notification("execution/event")["params"]["runner"] == "bwrap"
+        lines = result["content"].splitlines()
+        assert lines[0] == "1000", result  # the sandbox user, whoever runs the daemon
+        assert "bwrap" in lines[1] or "toold.sandbox.worker" in lines[1], result
+    finally:
+        client.close()
+
+
+def test_without_bwrap_the_default_falls_back_to_subprocess_and_says_why(
+    workspace: Path, tmp_path: Path
+) -> None:
+    env = _failing_bwrap(tmp_path / "bin")
+    client = WireClient(workspace, env=env)
+    try:
+        client.initialize(
+            rootUri=workspace.as_uri(), initializationOptions={"executionEvents": True}
+        )
+        shown = client.notification("window/showMessage")["params"]
+        assert shown["type"] == WARNING
+        message = shown["message"]
+        assert (
+            "subprocess runner" in message and "No permissions to create new namespace" in message
+        )
+        assert "kernel.unprivileged_userns_clone=1" in message
+        assert "apt-get install bubblewrap" in message or "bubblewrap" in message
+        assert "execution.tool_runner" in message
+        result = client.tool("bash", command="echo $$ ran")
+        assert result["isError"] is False and result["content"].endswith(" ran"), result
+        assert client.notification("execution/event")["params"]["runner"] == "subprocess"
+    finally:
+        client.close()
+
+
+def test_an_explicit_bwrap_that_cannot_work_still_fails_closed(
+    workspace: Path, tmp_path: Path
+) -> None:
+    (workspace / "toold.toml").write_text('[execution]\ntool_runner = "bwrap"\n')
+    canary = workspace / "ran"
+    client = WireClient(workspace, env=_failing_bwrap(tmp_path / "bin"))
+    try:
+        client.initialize(rootUri=workspace.as_uri())
+        shown = client.notification("window/showMessage")["params"]
+        assert "cannot run tools here" in shown["message"], shown
+        result = client.tool("bash", command=f"touch {canary}")
+        assert result["content"].startswith("Error: SandboxUnavailable: "), result
+        assert not canary.exists()
+    finally:
+        client.close()
+
+
+def _attack_and_check(bash: Callable[[str], str], workspace: Path, original: bytes) -> None:
+    canary = workspace.parent / "pwned"
+    for attack in ATTACKS:
+        command = attack.format(canary=canary, hook=HOOK.format(canary=canary).replace("\n", "\\n"))
+        bash(command)
+        assert (workspace / ".git" / "config").read_bytes() == original, attack
+        assert not (workspace / ".git" / "hooks" / "pre-commit").exists(), attack
+        assert not (workspace / ".git" / "info" / "attributes").exists(), attack
+        assert not (workspace / "moved").exists(), attack
+    # git commit still works inside: objects, refs and the index are writable.
+    out = bash("echo x > f.txt && git add f.txt && git commit -qm inside && git log --oneline")
+    assert out.strip().endswith("inside"), out
+    assert _git(workspace, "log", "--format=%s").split() == ["inside"]
+    _git(workspace, "status", "--short")  # the user's next git command runs nothing
+    assert not canary.exists()
+
+
+@pytest.mark.usefixtures("bwrap_ready")
+def test_git_config_hooks_and_info_are_read_only_in_bwrap(calls: Any, workspace: Path) -> None:
+    original = _repository(workspace)
+    shutil.rmtree(workspace / ".git" / "hooks")  # a missing part gets a read-only stand-in
+    sandbox = calls("bwrap")
+    _attack_and_check(sandbox.bash, workspace, original)
+    refused = sandbox.bash("echo x >> .git/config")
+    assert "Read-only file system" in refused and 'tool_runner = "subprocess"' in refused
+
+
+@pytest.mark.usefixtures("docker_ready")
+def test_git_config_hooks_and_info_are_read_only_in_docker(daemon: Daemon, workspace: Path) -> None:
+    original = _repository(workspace)
+    client = daemon("docker", warm_workers=0)  # through a daemon: docker-py's sockets stay there
+    _attack_and_check(lambda c: str(client.tool("bash", command=c)["content"]), workspace, original)
+
+
+@pytest.mark.usefixtures("bwrap_ready")
+def test_a_repository_made_inside_is_protected_from_the_next_call_on(
+    calls: Any, workspace: Path
+) -> None:
+    sandbox = calls()
+    assert sandbox.runner.name == "bwrap"
+    out = sandbox.bash(
+        "git init -q && git config user.name T && git config user.email t@e && echo ok"
+    )
+    assert out.strip() == "ok", out
+    original = (workspace / ".git" / "config").read_bytes()
+    _attack_and_check(sandbox.bash, workspace, original)
+
+
+@pytest.mark.usefixtures("bwrap_ready")
+def test_everyday_work_runs_in_the_default_sandbox(calls: Any, workspace: Path) -> None:
+    (workspace / "test_tiny.py").write_text("def test_one():\n    assert 1 + 1 == 2\n")
+    (workspace / "Makefile").write_text("all:\n\techo built > built.txt\n")
+    sandbox = calls()
+    assert sandbox.runner.name == "bwrap"
+    venv = sandbox.bash(
+        f"{sys.executable} -m venv --without-pip --system-site-packages .venv && "
+        ".venv/bin/python -m pytest -q -p no:cacheprovider test_tiny.py",
+        timeout=120,
+    )
+    assert "1 passed" in venv, venv
+    assert "built" in sandbox.bash("make && cat built.txt")
+    git = sandbox.bash(
+        "git init -q && git add Makefile && git commit -qm first && git log --format=%s"
+    )
+    assert git.strip().endswith("first"), git  # the user's name and email crossed
+    if shutil.which("node") and shutil.which("npm"):
+        scripts = '"scripts": {"test": "node -e \\"process.exit(0)\\""}'
+        (workspace / "package.json").write_text(
+            f'{{"name": "tiny", "version": "1.0.0", {scripts}}}'
+        )
+        node = sandbox.bash("node -e 'console.log(6 * 7)' && npm test --silent && echo npm-ok")
+        assert "42" in node and "npm-ok" in node, node
+    for secret in (".ssh", ".aws", ".gnupg", ".config/gh", ".netrc", ".git-credentials", ".npmrc"):
+        seen = sandbox.bash(f"ls -d {Path.home() / secret} 2>&1 || true")
+        assert "No such file or directory" in seen, (secret, seen)
