@@ -221,6 +221,14 @@ def _tools(args: argparse.Namespace) -> int:
     return 0
 
 
+def _print_errors_shown(notifications: list[dict[str, Any]]) -> None:
+    """The daemon's window/showMessage errors (an invalid toold.toml, say) on stderr."""
+    for message in notifications:
+        params = message.get("params") or {}
+        if message.get("method") == "window/showMessage" and params.get("type") == 1:
+            print(params.get("message", ""), file=sys.stderr)
+
+
 def _call(args: argparse.Namespace) -> int:
     from toold.client import RpcError, connect
 
@@ -249,6 +257,8 @@ def _call(args: argparse.Namespace) -> int:
                 hint = Catalogue(tools).suggestion(args.name)
                 print(f"toold: {exc.message}; {hint}see `toold tools`", file=sys.stderr)
                 return EXIT_USAGE
+            finally:
+                _print_errors_shown(client.notifications)
     except RpcError as exc:
         print(f"toold: {exc.message}", file=sys.stderr)
         return EXIT_USAGE

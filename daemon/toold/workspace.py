@@ -7,9 +7,11 @@ Nothing here imports pygls: changes leave through the ``push`` callback.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
+import posixpath
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,19 +19,21 @@ from typing import Any
 from toold.agents.provider import AnthropicProvider
 from toold.agents.system import AgentSystem
 from toold.checkpoints import CheckpointStore
-from toold.config import ConfigError, TooldConfig, load_config
+from toold.config import CONFIG_FILE, ConfigError, TooldConfig, load_config, strictest
 from toold.gateway import ToolGateway
-from toold.hooks import Hooks
+from toold.hooks import Hooks, PreHookVerdict
 from toold.jobs.manager import BackgroundManager, Outcome
 from toold.permissions.audit import AuditLog
-from toold.permissions.guard import PermissionGuard
+from toold.permissions.guard import PermissionGuard, Verdict
 from toold.permissions.loosening import chosen_keys, hold_back
+from toold.permissions.rules import PATH_FIELDS, parse_rules
 from toold.planning.skills import SkillLoader
 from toold.planning.tasks import TASKS_FILE, TaskManager
 from toold.planning.todos import TodoManager
 from toold.sandbox.runner import Sandbox, ToolRunner
 from toold.sandbox.runners import make_runner, make_sandbox
 from toold.team.manager import TeamManager
+from toold.tools.annotations import ToolAnnotations
 from toold.tools.builtin._login_shell import LoginEnvironment
 from toold.tools.context import CallContext
 from toold.tools.registry import BuiltinToolProvider
@@ -59,6 +63,86 @@ HOW_TO_APPLY = (
     "(permissions/setMode), send the settings from the editor (didChangeConfiguration), "
     "or restart toold (it reads toold.toml as it is at start)"
 )
+
+
+REFUSED = "agent tools are refused until it is fixed"
+MENDING = (
+    "the user's own calls, and reading or editing toold.toml, still work; "
+    "toold applies the file again as soon as it is saved valid"
+)
+
+
+@dataclass
+class ConfigGate:
+    """Why the configuration toold started with is invalid; None once a valid one applied."""
+
+    problem: str | None = None
+
+
+@dataclass
+class GatedGuard(PermissionGuard):
+    """A PermissionGuard that refuses every agent's call while the configuration is invalid.
+
+    An invalid toold.toml (or editor settings) never means the defaults: the rules and
+    the sandbox it asked for are unknown. Calls of the user (``origin="user"``) and file
+    calls that only read or write toold.toml itself still go through the guard as usual,
+    so the file can be mended; a valid reload opens the gate (WorkspaceState._apply_config).
+    """
+
+    gate: ConfigGate = field(default_factory=ConfigGate)
+    """Shared with every child guard (subagents, teammates): one reload opens them all."""
+
+    async def check(
+        self,
+        tool: str,
+        args: Any,
+        origin: str = "agent",
+        annotations: ToolAnnotations | None = None,
+        steer: PreHookVerdict | None = None,
+        paths: list[str] | None = None,
+    ) -> Verdict:
+        """PermissionGuard.check, after refusing an agent's call while the gate is shut."""
+        problem = self.gate.problem
+        if problem is None or origin == "user" or mends_config(args, annotations, paths):
+            return await super().check(tool, args, origin, annotations, steer, paths)
+        message = f"Refused: {problem}; {REFUSED} (reading and editing toold.toml still work)"
+        verdict = Verdict(False, "denied", "invalid configuration", message)
+        if self.audit is not None:
+            self.audit.record(
+                event="decision",
+                tool=tool,
+                origin=origin,
+                arguments=args,
+                decision=verdict.decision,
+                reason=f"{verdict.reason}: {problem}",
+            )
+        return verdict
+
+    def child(self, *, mode: Any = None, fail_closed: bool | None = None) -> PermissionGuard:
+        """PermissionGuard.child, behind the same gate."""
+        return gated(super().child(mode=mode, fail_closed=fail_closed), self.gate)
+
+
+def gated(guard: PermissionGuard, gate: ConfigGate) -> GatedGuard:
+    """``guard`` (every field of it) behind ``gate``."""
+    kept = {f.name: getattr(guard, f.name) for f in dataclasses.fields(guard) if f.init}
+    kept.pop("gate", None)
+    return GatedGuard(**kept, gate=gate)
+
+
+def mends_config(args: Any, annotations: ToolAnnotations | None, paths: list[str] | None) -> bool:
+    """Whether a call only reads or writes toold.toml itself with a file tool (no shell, no
+    code, nothing outside): what an agent may still do to help mend an invalid file."""
+    if annotations is None or annotations.shell or annotations.runs_code:
+        return False
+    if annotations.searches_folder:
+        return False  # a folder's search reads more than the file named
+    if annotations.open_world or not (annotations.read_only or annotations.writes_path):
+        return False
+    named = list(paths or [])
+    if isinstance(args, Mapping):
+        named += [args[k] for k in PATH_FIELDS if isinstance(args.get(k), str)]
+    return bool(named) and all(posixpath.normpath(path) == CONFIG_FILE for path in named)
 
 
 @dataclass(frozen=True)
@@ -116,6 +200,8 @@ class WorkspaceState:
     """Ask the user to confirm loosening changes; None when the editor cannot ask."""
     held: Held | None = None
     """Loosening changes of the last reload, waiting for the user's answer."""
+    gate: ConfigGate = field(default_factory=ConfigGate)
+    """Shut (agents' calls refused) while the configuration toold started with is invalid."""
     _generation: int = 0
     _settling: asyncio.Task[None] | None = field(default=None, repr=False)
     _asked: Held | None = field(default=None, repr=False)
@@ -126,6 +212,12 @@ class WorkspaceState:
     def state_dir(self) -> Path:
         """toold's own folder inside the workspace."""
         return self.root / STATE_DIR
+
+    @property
+    def config_problem(self) -> str | None:
+        """What to tell each session that attaches while the configuration is invalid."""
+        problem = self.gate.problem
+        return None if problem is None else f"{problem}; {REFUSED} ({MENDING})"
 
     def reload_config(
         self, overrides: dict[str, Any] | None = None, *, from_file: bool = False
@@ -150,7 +242,7 @@ class WorkspaceState:
                 chosen = frozenset() if from_file else chosen_keys(overrides)
                 applied, changes = hold_back(self.config, self.guard.mode, config, chosen)
             except (ConfigError, ValueError) as exc:
-                return f"{exc}; keeping the previous configuration", None
+                return self._not_applied(str(exc)), None
             if changes:
                 self.held = Held(config, tuple(changes), overrides, self._generation)
                 log.warning("%s: held until the user confirms", self.held.summary)
@@ -208,6 +300,14 @@ class WorkspaceState:
         why = "no answer" if answer is None else "kept the current configuration"
         self._warn(f"{held.summary}. Not applied ({why}); {HOW_TO_APPLY}")
 
+    def _not_applied(self, problem: str) -> str:
+        """What a reload that failed says: the previous configuration stays, and while the
+        one toold started with is invalid, agents' calls stay refused (for this reason now)."""
+        if self.gate.problem is None:
+            return f"{problem}; keeping the previous configuration"
+        self.gate.problem = problem
+        return f"{problem}; {REFUSED} ({MENDING})"
+
     def _warn(self, message: str) -> None:
         if self.warn is not None:
             self.warn(message)
@@ -218,13 +318,13 @@ class WorkspaceState:
         try:
             guard = make_guard(config, self.root, self.guard.ask)
         except ValueError as exc:
-            return f"{exc}; keeping the previous configuration"
+            return self._not_applied(str(exc))
         sandbox: Sandbox | None = None
         if config.execution != self.config.execution:
             try:
                 sandbox = make_sandbox(config, self.root)
             except Exception as exc:
-                return f"execution: {exc}; keeping the previous configuration"
+                return self._not_applied(f"execution: {exc}")
         if config.permissions.mode != self.config.permissions.mode:
             self.guard.mode = guard.mode  # a live permissions/setMode survives unrelated edits
         self.guard.allow, self.guard.deny, self.guard.forbid = guard.allow, guard.deny, guard.forbid
@@ -240,6 +340,9 @@ class WorkspaceState:
             # is closed in the background once the calls running in it finish.
             self.runner.replace_sandbox(sandbox)
             self.warn_runner_problem()
+        if self.gate.problem is not None:
+            log.warning("the configuration is valid again: agents' calls are served again")
+            self.gate.problem = None
         log.info("configuration reloaded")
         return None
 
@@ -255,12 +358,9 @@ class WorkspaceState:
             self.guard.audit.close()
 
     def warn_runner_problem(self) -> None:
-        """Tell the user at once when the configured runner cannot work here, or when the
-        default runner fell back from bwrap (``runner.notice``)."""
+        """Tell the user at once when the configured runner cannot work here."""
         problem = self.runner.problem
         if problem is None:
-            if self.runner.notice is not None:
-                self._warn(self.runner.notice)
             return
         message = f"the {self.runner.name} runner (execution.tool_runner) cannot run tools here: "
         message += f"{problem}; until then every tool call fails"
@@ -289,10 +389,10 @@ class WorkspaceState:
         )
 
 
-def make_guard(config: TooldConfig, root: Path, ask: Asker | None) -> PermissionGuard:
+def make_guard(config: TooldConfig, root: Path, ask: Asker | None) -> GatedGuard:
     """The permission guard the configuration describes (ValueError names a bad rule)."""
     perms = config.permissions
-    return PermissionGuard.from_config(
+    guard = PermissionGuard.from_config(
         perms.mode,
         perms.allow,
         perms.deny,
@@ -301,6 +401,7 @@ def make_guard(config: TooldConfig, root: Path, ask: Asker | None) -> Permission
         audit=AuditLog(root / STATE_DIR / "audit.jsonl"),
         root=str(root),
     )
+    return gated(guard, ConfigGate())
 
 
 def make_checkpoints(config: TooldConfig, root: Path) -> CheckpointStore:
@@ -344,17 +445,12 @@ def bind(
 ) -> WorkspaceState:
     """Load the configuration, open the stores and bind every tool to them.
 
-    ``on_config_error`` shows why the configuration was refused; ``warn`` shows warnings
-    (a runner that cannot work here); ``confirm`` asks about loosening reloads.
+    ``on_config_error`` shows why the configuration was refused (agents' calls are then
+    refused until it is fixed: see GatedGuard); ``warn`` shows warnings (a runner that
+    cannot work here); ``confirm`` asks about loosening reloads.
     """
     root = root.resolve()
-    try:
-        config = load_config(root, overrides)
-        guard = make_guard(config, root, ask)
-    except (ConfigError, ValueError) as exc:
-        on_config_error(f"{exc}; using defaults")
-        config = TooldConfig()
-        guard = make_guard(config, root, ask)
+    config, guard = first_config(root, overrides, ask)
     state_dir = root / STATE_DIR
 
     def emit_event(event: dict[str, Any]) -> None:
@@ -413,6 +509,7 @@ def bind(
         overrides=overrides,
         warn=warn,
         confirm=confirm,
+        gate=guard.gate,
     )
     # Agents and the team run tools through the state's gateway: they come last.
     state.agents = runtime.agents = make_agents(state)
@@ -423,5 +520,50 @@ def bind(
         push=lambda message: push(names.TEAM_MESSAGE, {"message": message}),
     )
     tasks.load()
+    if state.config_problem is not None:
+        on_config_error(state.config_problem)
     state.warn_runner_problem()
     return state
+
+
+def first_config(
+    root: Path, overrides: dict[str, Any] | None, ask: Asker | None
+) -> tuple[TooldConfig, GatedGuard]:
+    """The configuration and guard to start with; the guard's gate says why it is invalid.
+
+    Invalid never means the defaults: the strictest reading applies (toold.config.strictest:
+    the sandbox and the refusing rules it names, each valid by itself) and the guard's
+    gate is shut, refusing every agent's call until a valid configuration is applied.
+    """
+    try:
+        config = load_config(root, overrides)
+    except ConfigError as exc:
+        problem, config = str(exc), strictest(exc.data)
+    else:
+        try:
+            return config, make_guard(config, root, ask)
+        except ValueError as exc:  # a rule that does not parse
+            problem = f"the configuration is invalid ({exc})"
+            config = strictest(config.model_dump())
+    guard = make_guard(_parsable_rules(config), root, ask)
+    guard.gate.problem = problem
+    return config, guard
+
+
+def _parsable_rules(config: TooldConfig) -> TooldConfig:
+    """``config`` with only the refusing rules that parse each by itself."""
+
+    def parses(rule: str) -> bool:
+        try:
+            parse_rules([rule])
+        except ValueError:
+            return False
+        return True
+
+    perms = config.permissions
+    kept = {
+        key: [rule for rule in getattr(perms, key) if parses(rule)]
+        for key in ("deny", "forbid")
+        if hasattr(perms, key)
+    }
+    return config.model_copy(update={"permissions": perms.model_copy(update=kept)})

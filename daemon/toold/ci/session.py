@@ -70,6 +70,9 @@ class DaemonSession:
         if "method" in message and "id" in message:
             self.send({"jsonrpc": "2.0", "id": message["id"], "result": None})
             return
+        shown = _error_shown(message)
+        if shown is not None:
+            print(shown, file=sys.stderr)
         with self._changed:
             if "method" in message:
                 self._notifications.append(message)
@@ -180,3 +183,11 @@ class DaemonSession:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _error_shown(message: Message) -> str | None:
+    """The text of a window/showMessage error for the user (an invalid toold.toml, say)."""
+    params = message.get("params")
+    if message.get("method") != "window/showMessage" or not isinstance(params, dict):
+        return None
+    return str(params.get("message", "")) if params.get("type") == 1 else None
