@@ -239,25 +239,26 @@ _KEY_END = re.compile(r"-----END[A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----")
 class StreamRedactor:
     """Redacts text that arrives in pieces (a job's log, a spill file), whole lines at a
     time: a secret split across two writes is redacted once its line is complete, and
-    the lines of a private key stay redacted until its END line.
+    the lines of a private key stay redacted until its END line (64 KiB at most).
 
-    A line longer than ``limit`` without a newline goes out in pieces, cut after its
-    last blank where it has one (secrets hold none), so memory stays bounded.
+    A line longer than ``limit`` without a newline goes out in pieces, cut after a blank
+    (secrets hold none) at least 512 characters before its end, so memory stays bounded.
     """
 
     def __init__(self, limit: int = 65536) -> None:
         self._limit = limit
         self._pending = ""
         self._in_key = False
+        self._key_chars = 0
 
     def feed(self, text: str) -> str:
         """The redacted text of the complete lines that ``text`` ends (maybe "")."""
         text = self._pending + text
         cut = text.rfind("\n") + 1
         if cut == 0 and len(text) > self._limit:
-            cut = max(text.rfind(" "), text.rfind("\t")) + 1
-            if len(text) - cut > self._limit:
-                cut = len(text)
+            # The last _CARRY characters wait: a flag and its value stay together.
+            keep = len(text) - _CARRY
+            cut = max(text.rfind(" ", 0, keep), text.rfind("\t", 0, keep)) + 1 or keep
         done, self._pending = text[:cut], text[cut:]
         return self._redacted(done) if done else ""
 
@@ -267,16 +268,22 @@ class StreamRedactor:
         return self._redacted(rest) if rest else ""
 
     def _redacted(self, block: str) -> str:
-        head = ""
-        if self._in_key:
+        if self._in_key:  # the BEGIN line's [REDACTED] stands for the whole key
             end = _KEY_END.search(block)
-            if end is None:
-                return REDACTED + "\n" if block.endswith("\n") else REDACTED
-            head, block = REDACTED, block[end.end() :]
+            self._key_chars += len(block) if end is None else end.end()
+            if end is None and self._key_chars <= _MAX_KEY_CHARS:
+                return ""
+            # After its END; or 64 KiB without one: no key after all, lines show again.
+            block = "" if end is None else block[end.end() :]
             self._in_key = False
         begins = list(_KEY_BEGIN.finditer(block))
         self._in_key = bool(begins) and _KEY_END.search(block, begins[-1].end()) is None
-        return head + redact_text(block)
+        self._key_chars = 0
+        return redact_text(block)
+
+
+_MAX_KEY_CHARS = 65536
+_CARRY = 512
 
 
 def _merged(spans: Iterator[tuple[int, int]]) -> list[tuple[int, int]]:
