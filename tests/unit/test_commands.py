@@ -422,3 +422,127 @@ def test_the_parser_is_loaded_on_first_use() -> None:
     code = "import toold.permissions.guard, sys; print('tree_sitter' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        # The review's findings (issue 23), each ran unasked in auto mode.
+        "rm >out -rf build",
+        "rm 2>/dev/null -r -f build",
+        "rm <in --recursive --force build",
+        "git >out reset --hard",
+        "git reset >out --hard",
+        "git 2>/dev/null reset --hard",
+        "git push >out --force",
+        "git push origin >out +main",
+        "chmod 00777 secret",
+        "chmod 1777 d",
+        "chmod u+s prog",
+        "chmod g+s d",
+        "chmod o+w f",
+        "chmod a=rwx f",
+        "chmod o=u f",
+        "chmod --reference=x f",
+        'bash --rcfile safe.rc -c "rm -rf d"',
+        "bash --init-file x script.sh",
+        "bash -i",
+        "python3 -i x.py",
+        "node -r ./hook.js app.js",
+        "perl -MEvil x.pl",
+        "ruby -rfileutils x.rb",
+        'echo "$(\\"/bin/bash\\" -c \'rm -rf d\')"',
+        "echo $ANTHROPIC_API_KEY",
+        "case $ANTHROPIC_API_KEY in sk-ant-a*) echo a;; esac",
+        "[[ $ANTHROPIC_API_KEY == sk-* ]] && echo yes",
+        "echo ${!ANTHROPIC@}",
+        "printenv ANTHROPIC_API_KEY",
+        "printenv",
+        "env",
+        "env -0",
+        "set",
+        "export -p",
+        "declare -p ANTHROPIC_API_KEY",
+        "cat /proc/self/environ",
+        "tr '\\0' '\\n' < /proc/1/environ",
+        "GIT push --force origin main",
+        "git.exe reset --hard",
+        "rm.exe --recursive build",
+        "powershell -e ZQBjAGgAbwA=",
+        "pwsh /Command 'Remove-Item -Recurse x'",
+        "Remove-Item -Recurse -Force build",
+        "time -p rm -rf d",
+        "flock f find d -exec rm {} +",
+        "find d -exec rm {} +",
+        "true\n\\rm -rf d",
+        "a" * (64 * 1024 + 1),
+    ],
+)
+def test_spellings_the_review_found_are_dangerous(command: str) -> None:
+    assert dangerous_reason(command) is not None
+
+
+def test_a_command_longer_than_64_kib_is_not_parsed() -> None:
+    analysis = analyse("echo a;" * 10_000)
+    assert analysis.danger == "the command is longer than 64 KiB"
+    assert analysis.commands == [] and not analysis.read_only
+    assert analyse("echo a;" * 9_000).danger is None  # 63 KiB is parsed
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "chmod 755 f",
+        "chmod 644 f",
+        "chmod +x f",
+        "chmod u+rwx f",
+        "chmod go-w f",
+        "chmod a+X d",
+        "echo $HOME $PWD $USER $1 $?",
+        "for f in a b; do echo $f; done",
+        "printenv HOME",
+        "env ls",
+        "set -euo pipefail",
+        "export X=1",
+        "bash script.sh",
+        "python3 -m pytest -q",
+        "node app.js",
+        "GIT_EDITOR=true git commit -m x",
+    ],
+)
+def test_neighbours_of_the_review_findings_that_stay_allowed(command: str) -> None:
+    reason = dangerous_reason(command)
+    if command.startswith(("env ", "GIT_EDITOR")):
+        assert reason is not None  # env and code variables were already asked about
+    else:
+        assert reason is None, reason
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "git\x0bstatus",
+        "git\x0cstatus",
+        "ls\x0b-malicious --write",
+        "g\\it status --short",
+        '"ls" -la',
+        "l''s",
+        "GIT status",
+        "git.exe status",
+        "case $ANTHROPIC_API_KEY in sk-ant-a*) echo a;; esac",
+        "awk 'BEGIN{ARGV[1]=\"/etc/shadow\";ARGC=2}{print}'",
+        "awk '{getline line < \"/etc/shadow\"; print line}' f",
+        "printf '/etc/shadow\\0' | sort --files0-from=-",
+        "printf '/etc/shadow\\0' | wc --files0-from=-",
+        "printf '/etc/shadow\\0' | du --files0-from=-",
+        "find -files0-from - -name x",
+        "echo /etc/shadow | file -f -",
+        "sha256sum -c sums",
+        "tree --fromfile list",
+        "echo $OPENAI_API_KEY",
+        "env",
+        "printenv",
+    ],
+)
+def test_what_the_parse_or_the_guard_cannot_see_is_not_read_only(command: str) -> None:
+    assert not is_auto_safe(command)

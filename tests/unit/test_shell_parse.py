@@ -106,3 +106,74 @@ def test_assignments_declarations_and_loop_variables_are_commands() -> None:
         ("assignment", ["e"], []),
         ("command", [], [":"]),
     ]
+
+
+@pytest.mark.parametrize(
+    ("command", "argv"),
+    [
+        ("rm >out -rf build", ["rm", "-rf", "build"]),
+        ("rm 2>/dev/null -r -f build", ["rm", "-r", "-f", "build"]),
+        ("rm <in --recursive --force build", ["rm", "--recursive", "--force", "build"]),
+        ("git >out reset --hard", ["git", "reset", "--hard"]),
+        ("git reset >out --hard", ["git", "reset", "--hard"]),
+        ("git push origin >out +main", ["git", "push", "origin", "+main"]),
+        ("rm >a -r 2>b -f x", ["rm", "-r", "-f", "x"]),
+        ("cat <<EOF >out -n\nx\nEOF\n", ["cat", "-n"]),
+    ],
+)
+def test_words_after_a_redirection_target_are_arguments(command: str, argv: list[str]) -> None:
+    # tree-sitter hangs them on the redirection as more targets; bash runs them.
+    script = parse(command)
+    assert [c.argv for c in script.commands] == [argv]
+    assert script.problems == []
+
+
+def test_words_after_a_compound_commands_redirection_are_a_problem() -> None:
+    assert parse("{ rm; } >out -rf d").problems
+
+
+@pytest.mark.parametrize("char", ["\v", "\f", "\r", "\x00", "\x1b", "\x85", "\u2028"])
+def test_control_characters_are_problems(char: str) -> None:
+    # bash does not split git\vstatus; tree-sitter reads two words.
+    assert parse(f"git{char}status").problems
+
+
+def test_a_word_the_grammar_reads_across_a_newline_is_a_problem() -> None:
+    assert parse("true\n\\rm -rf d").problems
+
+
+@pytest.mark.parametrize(
+    ("command", "secrets"),
+    [
+        ("echo $ANTHROPIC_API_KEY $HOME $1 $? ${#PATH} $LC_ALL", ["ANTHROPIC_API_KEY"]),
+        ("case $KEY in a*) echo;; esac", ["KEY"]),
+        ("[[ $KEY == sk-* ]]", ["KEY"]),
+        ("cat <<< $KEY", ["KEY"]),
+        ("cat <<EOF\n$KEY\nEOF\n", ["KEY"]),
+        ("cat <<'EOF'\n$KEY\nEOF\n", []),
+        ("echo '$KEY'", []),
+        ("for f in a b; do echo $f; done", []),
+        ("for f in a; do :; done; echo $f", ["f"]),
+        ("while read -r line; do echo $line; done < f", []),
+        ("while read -p P l; do echo $P; done", ["P"]),
+        ("X=1; echo $X", []),
+        ("X=1 echo $X", ["X"]),
+        ("(X=1); echo $X", ["X"]),
+        ("X=1; declare -n X; echo $X", ["X"]),
+        ("echo $_SECRET", ["_SECRET"]),
+    ],
+)
+def test_expansions_that_may_read_a_secret(command: str, secrets: list[str]) -> None:
+    assert parse(command).secrets == secrets
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "echo " + "$(" * 5000 + ")" * 5000,
+        "(" * 8000 + "ls" + ")" * 8000,
+        "[[ " + "( " * 5000 + "a" + " )" * 5000 + " ]]",
+    ],
+)
+def test_nesting_thousands_deep_is_incomplete_not_a_crash(command: str) -> None:
+    assert not parse(command).complete

@@ -25,6 +25,7 @@ from __future__ import annotations
 import posixpath
 import re
 import shlex
+import threading
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -333,6 +334,11 @@ def _scan_danger(layer: Layer) -> str | None:
     return None
 
 
+_NESTING = threading.local()
+_MAX_NESTED = 16
+"""``flock f flock f ... rm -rf d``: each wrapper's words are judged again, to this depth."""
+
+
 def _suffix(words: list[str | None]) -> str | None:
     """The danger of the words as a command of their own (``flock f find d -exec rm {} +``)."""
     if any(w is None for w in words):
@@ -345,7 +351,14 @@ def _argument_danger(word: str, whole: bool = False) -> str | None:
     text = word.split("=", 1)[1] if word.startswith("-") and "=" in word and not whole else word
     if not any(c.isspace() for c in text.strip()):
         return None
-    reason = analyse(text).danger
+    depth = getattr(_NESTING, "depth", 0)
+    if depth >= _MAX_NESTED:
+        return f"commands nested in arguments more than {_MAX_NESTED} deep"
+    _NESTING.depth = depth + 1
+    try:
+        reason = analyse(text).danger
+    finally:
+        _NESTING.depth = depth
     if reason is None or "cannot be resolved" in reason or "does not parse" in reason:
         return None  # text that is not a command line, or nothing it would run for sure
     return reason

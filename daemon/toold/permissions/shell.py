@@ -49,6 +49,8 @@ HARMLESS_VARIABLES = frozenset(
 """Variables that hold no secret (``LC_*``, positional and special parameters too)."""
 _ESCAPED = re.compile(r"\\.", re.DOTALL)
 _BARE_SPACE = re.compile(r"\s")
+MAX_DEPTH = 300
+"""How deep the syntax tree may nest (``$( $( ... ) )``, subshells) before it is not judged."""
 _REDIRECTS = ("file_redirect", "herestring_redirect", "heredoc_redirect")
 _SCOPES = frozenset({"program", "list", "compound_statement", "redirected_statement"})
 
@@ -126,7 +128,10 @@ def parse(text: str) -> Script:
     """The command line as simple commands, redirections and problems."""
     script = Script(text)
     tree = _parser().parse(text.encode("utf-8", "surrogatepass"))
-    _walk(tree.root_node, script)
+    try:
+        _walk(tree.root_node, script)
+    except RecursionError:  # a [[ ]] test nested thousands deep: judged, never guessed
+        return Script(text, complete=False, problems=[f"nesting deeper than {MAX_DEPTH}"])
     if _JOINED_LINES.search(text):
         # bash joins g\<newline>it into git; the grammar reads two words.
         script.problems.append("a line continuation inside a word")
@@ -255,12 +260,12 @@ def _declaration(node: Node) -> SimpleCommand:
     return cmd
 
 
-def _redirected(node: Node, script: Script) -> None:
+def _redirected(node: Node, script: Script, depth: int) -> None:
     """A statement with redirections: their stray words are its arguments (bash's argv)."""
     extra = [w for c in node.children_by_field_name("redirect") for w in _redirect_words(c)]
     start = len(script.commands)
     for child in node.children:
-        _walk(child, script)
+        _walk(child, script, depth + 1)
     if not extra:
         return
     body = node.child_by_field_name("body")
@@ -271,10 +276,16 @@ def _redirected(node: Node, script: Script) -> None:
         script.problems.append(f"words after the redirection of a compound command {shown!r}")
 
 
-def _walk(node: Node, script: Script) -> None:
+def _walk(node: Node, script: Script, depth: int = 0) -> None:
     kind = node.type
+    if depth > MAX_DEPTH:
+        # $($($(...))) thousands deep: Python's stack is not the limit of what is judged.
+        script.complete = False
+        if not any(p.startswith("nesting deeper") for p in script.problems):
+            script.problems.append(f"nesting deeper than {MAX_DEPTH}")
+        return
     if kind == "redirected_statement":
-        _redirected(node, script)
+        _redirected(node, script, depth)
         return
     if node.is_missing or kind == "ERROR":
         script.complete = False
@@ -329,7 +340,7 @@ def _walk(node: Node, script: Script) -> None:
     elif kind == "ansi_c_string":
         script.problems.append(f"ANSI-C quoting {_text(node)[:40]!r}")
     for child in node.children:
-        _walk(child, script)
+        _walk(child, script, depth + 1)
 
 
 def _expanding_heredoc_with_backticks(node: Node) -> bool:
