@@ -40,8 +40,9 @@ class _Section(BaseModel):
 
 
 class ExecutionConfig(_Section):
-    tool_runner: Literal["local", "subprocess", "bwrap", "docker"] = "local"
-    """Where tools run: in the daemon, a worker process, bubblewrap or Docker."""
+    tool_runner: Literal["auto", "local", "subprocess", "bwrap", "docker"] = "auto"
+    """Where tools run: auto (bwrap where it works, else subprocess, saying why), the
+    daemon (local), a worker process, bubblewrap or Docker; a named runner never falls back."""
     network: bool = False
     """bwrap and docker: let sandboxed tools reach the network."""
     warm_workers: int = Field(1, ge=0, le=8)

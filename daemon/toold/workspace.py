@@ -358,9 +358,12 @@ class WorkspaceState:
             self.guard.audit.close()
 
     def warn_runner_problem(self) -> None:
-        """Tell the user at once when the configured runner cannot work here."""
+        """Tell the user at once when the configured runner cannot work here, or when the
+        default runner fell back from bwrap (``runner.notice``)."""
         problem = self.runner.problem
         if problem is None:
+            if self.runner.notice is not None:
+                self._warn(self.runner.notice)
             return
         message = f"the {self.runner.name} runner (execution.tool_runner) cannot run tools here: "
         message += f"{problem}; until then every tool call fails"
