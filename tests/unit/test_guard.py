@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from toold.hooks import PreHookVerdict
 from toold.permissions.audit import AuditLog
 from toold.permissions.guard import DENIED, MODES, PermissionGuard, Verdict
 from toold.tools.registry import BuiltinToolProvider
@@ -389,3 +390,65 @@ def test_programs_that_run_project_code_or_write_are_no_longer_auto_safe(command
 )
 def test_auto_mode_runs_on_the_same_parse(command: str, reason: str) -> None:
     assert PermissionGuard(mode="auto").decide("bash", {"command": command}).reason == reason
+
+
+# Forbid rules: refused from every origin, in every mode, past every way of allowing.
+
+FORBID = ["read_file(prefix:.env*)", "bash(prefix:git push*)"]
+FORBIDDEN_CALLS = [
+    ("read_file", {"file_path": ".env"}),
+    ("bash", {"command": "cat .env"}),
+    ("background_run", {"command": "git push origin main"}),
+    ("grep", {"pattern": "TOKEN", "path": "."}),
+]
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("origin", ["agent", "user"])
+@pytest.mark.parametrize(("tool", "args"), FORBIDDEN_CALLS)
+def test_a_forbidden_call_is_refused_and_nobody_is_asked(
+    mode: str, origin: str, tool: str, args: dict[str, Any]
+) -> None:
+    asker = Asker(answers=["always"] * 3)
+    guard = PermissionGuard.from_config(mode, ["bash", "read_file", "grep"], [], FORBID, ask=asker)
+    guard.approve_always(tool, args)  # an earlier "Always allow" of this very call
+    allow = PreHookVerdict(steer="allow", reason="hook says yes")
+    verdict = asyncio.run(guard.check(tool, args, origin, steer=allow))
+    assert not verdict.allowed and asker.asked == []
+    assert verdict.reason.startswith("forbidden by rule ")
+    assert verdict.message is not None and verdict.message.startswith("Forbidden by rule ")
+
+
+def test_the_verdict_names_the_forbid_rule() -> None:
+    guard = PermissionGuard.from_config("bypass", [], [], ["read_file(prefix:secret*)"])
+    verdict = asyncio.run(guard.check("bash", {"command": "cat secret.txt"}))
+    assert verdict.reason == "forbidden by rule read_file(prefix:secret*) (it names secret)"
+    assert verdict.message == (
+        "Forbidden by rule read_file(prefix:secret*): toold never runs this call."
+    )
+
+
+def test_forbid_rules_are_parsed_and_named_when_malformed() -> None:
+    with pytest.raises(ValueError, match=r"invalid permission rule 'bash\('"):
+        PermissionGuard.from_config("default", [], [], ["bash("])
+
+
+def test_a_subagent_guard_keeps_the_forbid_rules() -> None:
+    guard = PermissionGuard.from_config("bypass", [], [], FORBID, root="/w")
+    child = guard.child(mode="plan")
+    assert (child.forbid, child.root) == (guard.forbid, "/w")
+    assert not asyncio.run(child.check("read_file", {"file_path": ".env"})).allowed
+
+
+def test_a_deny_rule_on_a_path_asks_for_every_tool_that_reaches_it() -> None:
+    asker = Asker(answers=["always"] * 10)
+    guard = PermissionGuard.from_config("auto", ["bash"], ["read_file(prefix:.env*)"], ask=asker)
+    for tool, args in FORBIDDEN_CALLS[:2] + FORBIDDEN_CALLS[3:]:
+        assert asyncio.run(guard.check(tool, args)).allowed  # the user said "Always allow"
+    assert [(t, r.split(" (")[0]) for t, _, r in asker.asked] == [
+        ("read_file", "deny rule read_file(prefix:.env*)"),
+        ("bash", "deny rule read_file(prefix:.env*)"),
+        ("grep", "deny rule read_file(prefix:.env*)"),
+    ]
+    asyncio.run(guard.check("bash", {"command": "cat .env"}))
+    assert len(asker.asked) == 4  # "Always allow" never answers a deny rule's ask

@@ -6,7 +6,16 @@ from typing import Any
 
 import pytest
 
-from toold.permissions.rules import Rule, allow_rule, deny_rule, match_value, parse_rules
+from toold.permissions.commands import analyse
+from toold.permissions.rules import (
+    Rule,
+    allow_rule,
+    deny_rule,
+    match_value,
+    parse_rules,
+    path_rule,
+    shell_reaches,
+)
 
 
 @pytest.mark.parametrize(
@@ -209,3 +218,93 @@ def test_a_deny_rule_leaves_other_commands_alone(command: str) -> None:
 def test_an_allow_rule_covers_every_program_that_runs(command: str, allowed: bool) -> None:
     rules = parse_rules(["bash(prefix:make test*)"])
     assert (allow_rule(rules, "bash", {"command": command}) is not None) is allowed
+
+
+# How a rule on a path reaches a shell line (rules.shell_reaches), with the root /w.
+
+REACHES = {
+    "cat .env": True,
+    "cat ./.env": True,
+    "cat .env.local": True,  # the prefix rule covers it
+    "cat x.env": False,
+    "cat src/main.py": False,
+    "cat < .env": True,
+    "echo hi > /dev/null": False,
+    "cat .e''nv": True,
+    "cat .e*": True,
+    "cat src/*.py": False,
+    "cat *": True,
+    "cat $F": True,
+    "cat $(cat list)": True,
+    "ls | xargs cat": True,
+    "grep -r KEY": True,
+    "grep -r KEY src": False,
+    "grep KEY src/main.py": False,
+    "rg KEY": True,
+    "git grep KEY": True,
+    "git status": False,
+    "find src -name x": False,
+    "find -name x": True,
+    "cd src && cat ../.env": True,
+    "cd src && cat main.py": False,
+    "cd $D && cat x": True,
+    "cd && cat w/.env": True,
+    "tar -C d -cf - ../.env": True,
+    "cat /w/.env": True,
+    "cat /w/src/../.env": True,
+    "cat /etc/hosts": False,
+    "grep -r KEY /": True,
+    "cat ../w/.env": True,
+    "cat /proc/self/cwd/.env": True,
+    "cat --file=.env": True,
+    "python -c 'open(\".env\")'": True,
+    "python -c 'print(1)'": True,  # code the parse cannot read may open anything
+    "sh -c 'cat .env'": True,
+}
+
+
+@pytest.mark.parametrize(("line", "reaches"), REACHES.items())
+def test_how_a_path_rule_reaches_a_shell_line(line: str, reaches: bool) -> None:
+    rule = Rule.parse("read_file(prefix:.env*)")
+    how = shell_reaches(rule, analyse(line), "/w")
+    assert (how is not None) == reaches, how
+
+
+@pytest.mark.parametrize(
+    ("line", "reaches"),
+    [
+        ("cat secrets/key.txt", True),
+        ("cat secrets/other.txt", False),
+        ("cat secrets/*", True),
+        ("cat s*/key.txt", True),
+        ("cat s*/other.txt", False),
+        ("cd secrets && cat key.txt", True),
+        ("ls secrets", True),
+        ("tar cf x.tar secrets", True),
+    ],
+)
+def test_an_exact_path_rule_reaches_its_file_and_folders_holding_it(
+    line: str, reaches: bool
+) -> None:
+    rule = Rule.parse("write_file(secrets/key.txt)")
+    assert (shell_reaches(rule, analyse(line), "/w") is not None) == reaches
+
+
+def test_without_the_root_an_absolute_word_may_name_anything() -> None:
+    rule = Rule.parse("read_file(prefix:.env*)")
+    assert shell_reaches(rule, analyse("cat /etc/hosts"), None) is not None
+    assert shell_reaches(rule, analyse("cat /etc/hosts"), "/w") is None
+
+
+def test_rules_without_a_pattern_or_for_shells_are_not_path_rules() -> None:
+    assert path_rule(Rule.parse("read_file(prefix:.env*)"))
+    assert path_rule(Rule.parse("list_dir(secrets)"))
+    assert not path_rule(Rule.parse("read_file"))
+    assert not path_rule(Rule.parse("bash(prefix:cat .env*)"))
+    assert not path_rule(Rule.parse("my_tool(.env)"))
+
+
+def test_a_shell_rule_holds_for_every_shell_tool() -> None:
+    rules = parse_rules(["bash(prefix:git push*)"])
+    assert deny_rule(rules, "background_run", {"command": "git push origin"}) is not None
+    assert deny_rule(rules, "background_run", {"command": "git status"}) is None

@@ -613,8 +613,8 @@ def _reads_current_folder(layer: Any) -> bool:
             for a in layer.args
         )
         return recursive and len(given) <= 1
-    if layer.program == "find":
-        return not given
+    if layer.program == "find":  # its folders come before the first expression
+        return not layer.args or (layer.args[0] or "").startswith(("-", "(", "!"))
     if layer.program == "git":
         sub = [a for a in git_arguments(layer.args) if a is None or not a.startswith("-")]
         return bool(sub) and (sub[0] is None or sub[0] in _GIT_TREE)
