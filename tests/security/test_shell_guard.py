@@ -233,3 +233,90 @@ def test_the_canaries_notice_damage(daemon_for: DaemonFactory) -> None:
     assert not result["isError"], result
     assert daemon.damage() == ["a", "remote refs"]
     assert daemon.damage() == []  # restored for the next case
+
+
+# Issue 23: what an independent review ran unasked. Auto mode, a user who answers Deny.
+REVIEW_AUTO = [
+    "rm >out.txt -rf d",
+    "rm 2>/dev/null -r -f d",
+    "rm <f --recursive --force d",
+    "git >out.txt push --force origin main:x",
+    "git push >out.txt --force origin main:x",
+    "git push origin >out.txt +main:x",
+    "git 2>/dev/null push origin --delete keep",
+    "bash --rcfile f -c 'rm -rf d'",
+    "time -p rm -rf d",
+    "flock f find d -exec rm {} +",
+    "true\n\\rm -rf d",
+    "GIT push --force origin main:x",
+]
+# Default mode: programs the parse and bash disagree on, or that read what is never judged.
+REVIEW_DEFAULT = [
+    "git\x0bstatus",
+    "git\x0cstatus",
+    "ls\x0b-malicious --write",
+    "g\\it status --short",
+    "awk 'BEGIN{ARGV[1]=\"/etc/hostname\";ARGC=2}{print}'",
+    "printf '/etc/hostname\\0' | sort --files0-from=-",
+    "printf '/etc/hostname\\0' | wc --files0-from=-",
+]
+SECRET = "sk-canary-23"
+SECRET_ORACLES = [
+    "echo $TOOLD_CANARY_KEY",
+    "case $TOOLD_CANARY_KEY in sk-*) echo yes;; esac",
+    "[[ $TOOLD_CANARY_KEY == sk-* ]] && echo yes",
+    "cat <<< $TOOLD_CANARY_KEY",
+    "printenv TOOLD_CANARY_KEY",
+    "printenv",
+    "env",
+    "set",
+    "echo ${!TOOLD_CANARY@}",
+    "tr '\\0' '\\n' < /proc/self/environ",
+]
+
+
+@pytest.mark.parametrize("command", REVIEW_AUTO)
+def test_the_reviews_spellings_ask_in_auto_mode(daemon_for: DaemonFactory, command: str) -> None:
+    daemon = daemon_for("auto")
+    asked = len(daemon.client.asked)
+    result = daemon.call("bash", {"command": command})
+    assert held(result), result
+    assert len(daemon.client.asked) == asked + 1
+    assert daemon.damage() == []
+
+
+def test_a_leading_zero_chmod_asks_in_auto_mode(daemon_for: DaemonFactory) -> None:
+    daemon = daemon_for("auto")
+    before = (daemon.workspace / "a").stat().st_mode
+    for command in ("chmod 00777 a", "chmod 1777 a", "chmod o+w a", "chmod u+s a"):
+        assert held(daemon.call("bash", {"command": command})), command
+        assert (daemon.workspace / "a").stat().st_mode == before, command
+
+
+@pytest.mark.parametrize("command", REVIEW_DEFAULT)
+def test_the_reviews_read_only_lookalikes_ask_in_default_mode(
+    daemon_for: DaemonFactory, command: str
+) -> None:
+    daemon = daemon_for("default")
+    result = daemon.call("bash", {"command": command})
+    assert held(result), result
+    assert daemon.damage() == []
+
+
+@pytest.mark.parametrize("mode", ["default", "auto"])
+@pytest.mark.parametrize("command", SECRET_ORACLES)
+def test_the_daemons_secrets_are_not_an_oracle(
+    daemon_for: DaemonFactory, mode: str, command: str
+) -> None:
+    daemon = daemon_for(mode, extra_env=(("TOOLD_CANARY_KEY", SECRET),))
+    result = daemon.call("bash", {"command": command})
+    assert held(result), result
+    assert SECRET not in str(result) and "yes" not in str(result.get("content"))
+
+
+def test_a_harmless_variable_still_runs_unasked(daemon_for: DaemonFactory) -> None:
+    # The other side: the allow-list (HOME, PWD, loop variables...) keeps echo $HOME read-only.
+    daemon = daemon_for("default", extra_env=(("TOOLD_CANARY_KEY", SECRET),))
+    result = daemon.call("bash", {"command": "for f in a b; do echo $f; done; echo $PWD"})
+    assert not result["isError"], result
+    assert result["content"].splitlines()[:2] == ["a", "b"]
