@@ -275,3 +275,43 @@ def test_bad_settings_are_blamed_not_the_file(tmp_path: Path) -> None:
         load_config(tmp_path, {"permissions": {"mode": "yolo"}})
     assert caught.value.source != "toold.toml"
     assert str(caught.value).startswith("the editor's settings")
+
+
+def test_fixing_the_file_does_not_slip_loosening_past_the_user(tmp_path: Path) -> None:
+    """The strictest reading is what a fix is compared with: bypass waits for an answer."""
+    ws = _workspace(tmp_path / "ws", TYPO)
+    state, _ = _bound(ws)
+
+    async def scenario() -> None:
+        try:
+            _save(ws / "toold.toml", '[permissions]\nmode = "bypass"\n')
+            assert await state.reload(state.overrides, from_file=True) is None
+            assert state.held is not None and "bypass" in state.held.summary
+            assert state.guard.mode == "default"
+            outcome = await _agent(state, "read_file", file_path="secret.txt")
+            assert outcome.is_error and SECRET not in str(outcome.content)  # the deny rule
+            assert not (await _agent(state, "read_file", file_path="notes.txt")).is_error
+        finally:
+            await state.aclose()
+
+    asyncio.run(scenario())
+
+
+def test_a_rule_that_does_not_parse_refuses_agents_and_keeps_the_others(tmp_path: Path) -> None:
+    toml = '[permissions]\ndeny = ["read_file(prefix:secret*)", "bash(oops"]\n'
+    ws = _workspace(tmp_path / "ws", toml)
+    state, told = _bound(ws)
+
+    async def scenario() -> None:
+        try:
+            outcome = await _agent(state, "read_file", file_path="notes.txt")
+            assert outcome.is_error and "bash(oops" in str(outcome.content)
+            mine = await state.gateway.call(
+                "read_file", {"file_path": "secret.txt"}, CallContext(origin="user")
+            )
+            assert mine.is_error and SECRET not in str(mine.content)
+        finally:
+            await state.aclose()
+
+    asyncio.run(scenario())
+    assert len(told) == 1 and "bash(oops" in told[0]
