@@ -431,7 +431,10 @@ def _read_scopes(loop: Node) -> list[tuple[str, int, int]]:
 
 
 def _top_level(node: Node) -> bool:
+    """Whether an assignment runs in the shell itself: not a prefix, subshell or function."""
     parent = node.parent
+    if parent is not None and parent.type == "declaration_command":
+        parent = parent.parent  # export X=1 sets X as X=1 does (declare -n: see namerefs)
     if parent is None:
         return False
     while parent is not None:
