@@ -62,14 +62,29 @@ def shared(shared_workspace: Path) -> Iterator[WireClient]:
     c.close()
 
 
+LOCAL = {"execution": {"tool_runner": "local"}}
+"""python_repl keeps its names only in the daemon (the local runner): a sandboxed runner,
+the default one too, runs each snippet in a fresh interpreter (see the README)."""
+
+
 @pytest.fixture
 def repl_client(workspace: Path) -> Iterator[WireClient]:
-    """A daemon whose python_repl gives up after one second (set through initialize)."""
+    """A local-runner daemon whose python_repl gives up after one second (set through
+    initialize)."""
     c = WireClient(workspace)
     c.initialize(
         rootUri=workspace.as_uri(),
-        initializationOptions={"config": {"python_repl": {"timeout": 1.0}}},
+        initializationOptions={"config": {"python_repl": {"timeout": 1.0}, **LOCAL}},
     )
+    yield c
+    c.close()
+
+
+@pytest.fixture
+def local_client(workspace: Path) -> Iterator[WireClient]:
+    """A daemon on the local runner, where python_repl's interpreter lives on."""
+    c = WireClient(workspace)
+    c.initialize(rootUri=workspace.as_uri(), initializationOptions={"config": LOCAL})
     yield c
     c.close()
 
@@ -110,9 +125,12 @@ def test_calculator_on_the_wire(shared: WireClient) -> None:
     }
 
 
-def test_python_eval_alias_keeps_names(shared: WireClient) -> None:
-    assert _call(shared, "python_eval", {"code": "x = 21"})["content"] == "(No output)"
-    assert _call(shared, "python_repl", {"code": "x * 2"}) == {"content": "42", "isError": False}
+def test_python_eval_alias_keeps_names(local_client: WireClient) -> None:
+    assert _call(local_client, "python_eval", {"code": "x = 21"})["content"] == "(No output)"
+    assert _call(local_client, "python_repl", {"code": "x * 2"}) == {
+        "content": "42",
+        "isError": False,
+    }
 
 
 def test_python_repl_timeout_then_fresh_interpreter(repl_client: WireClient) -> None:
@@ -127,7 +145,8 @@ def test_python_repl_timeout_then_fresh_interpreter(repl_client: WireClient) -> 
     assert "NameError" in after
 
 
-def test_python_repl_cancel_kills_the_worker(client: WireClient, workspace: Path) -> None:
+def test_python_repl_cancel_kills_the_worker(local_client: WireClient, workspace: Path) -> None:
+    client = local_client
     pid = int(_call(client, "python_repl", {"code": "import os; print(os.getpid())"})["content"])
     code = "open('started', 'w').close()\nimport time\nwhile True: time.sleep(0.01)"
     msg_id = client.request("tools/call", _params("python_repl", {"code": code}))

@@ -239,3 +239,41 @@ def test_everyday_work_runs_in_the_default_sandbox(calls: Any, workspace: Path) 
     for secret in (".ssh", ".aws", ".gnupg", ".config/gh", ".netrc", ".git-credentials", ".npmrc"):
         seen = sandbox.bash(f"ls -d {Path.home() / secret} 2>&1 || true")
         assert "No such file or directory" in seen, (secret, seen)
+
+
+@pytest.mark.usefixtures("bwrap_ready")
+def test_toolchains_cross_read_only_and_their_secrets_do_not(
+    calls: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = tmp_path / "home"
+    tool = home / ".cargo" / "bin" / "hello-tool"
+    tool.parent.mkdir(parents=True)
+    tool.write_text("#!/bin/sh\necho tool-ran\n")
+    tool.chmod(0o755)
+    (home / ".rustup" / "toolchains").mkdir(parents=True)
+    secrets = {
+        ".cargo/credentials.toml": "token-cargo-5b1",
+        ".ssh/id_ed25519": "key-ssh-77c",
+        ".config/gh/hosts.yml": "token-gh-90a",
+        ".aws/credentials": "key-aws-3d2",
+        ".npmrc": "token-npm-41e",
+        ".git-credentials": "token-git-e02",
+    }
+    for name, value in secrets.items():
+        (home / name).parent.mkdir(parents=True, exist_ok=True)
+        (home / name).write_text(value)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("PATH", f"{tool.parent}:{os.environ['PATH']}")
+    monkeypatch.delenv("RUSTUP_HOME", raising=False)
+    sandbox = calls()
+    assert sandbox.runner.name == "bwrap"
+    out = sandbox.bash(f"hello-tool; echo rustup=$RUSTUP_HOME; touch {tool.parent}/new; true")
+    assert "tool-ran" in out and f"rustup={home / '.rustup'}" in out, out
+    assert "Read-only file system" in out and not (tool.parent / "new").exists(), out
+    names = " ".join(str(home / name) for name in secrets)
+    seen = sandbox.bash(f"cat {names} 2>&1")
+    for value in secrets.values():
+        assert value not in seen, seen
+    listed = sandbox.bash(f"ls -a {home} {home / '.cargo'}").split()
+    assert {".ssh", ".aws", ".config", ".npmrc", "credentials.toml"}.isdisjoint(listed), listed
+    assert {".cargo", ".rustup", "bin"} <= set(listed), listed

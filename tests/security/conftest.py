@@ -90,10 +90,13 @@ def _toml_list(values: tuple[str, ...]) -> str:
 
 
 def config_text(mode: str, allow: tuple[str, ...], deny: tuple[str, ...]) -> str:
-    """toold.toml's text for one [permissions] section."""
+    """toold.toml's text for one [permissions] section, on the local runner: these tests
+    judge the guard alone, whose failures show as damage outside the workspace (the
+    remote, the canaries), which a sandbox would hide."""
     return (
         f'[permissions]\nmode = "{mode}"\nallow = {_toml_list(allow)}\n'
         f"deny = {_toml_list(deny)}\nask_timeout = 20\n"
+        '[execution]\ntool_runner = "local"\n'
     )
 
 

@@ -34,7 +34,7 @@ import tempfile
 import time
 import weakref
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from toold.sandbox.environment import DEFAULT_PATH, sandbox_environment
 from toold.sandbox.forkserver import ForkServerSandbox
@@ -44,6 +44,7 @@ from toold.sandbox.toolchains import git_identity, toolchain_env, toolchain_path
 
 if TYPE_CHECKING:
     from toold.config import ExecutionConfig, TooldConfig
+    from toold.tools.base import Tool
 
 log = logging.getLogger(__name__)
 
@@ -285,3 +286,23 @@ class BwrapSandbox(ForkServerSandbox):
         if self._cgroup is not None:
             self._cgroup.remove()
         shutil.rmtree(self._etc, ignore_errors=True)
+
+
+def reaches_the_web(tool: Tool) -> bool:
+    """A web tool (http_request, a web search): the network is its whole job, its own
+    [http] policy judges each address, and it runs no code of the model's."""
+    marks = getattr(tool, "annotations", None)
+    return bool(marks and marks.open_world and not marks.shell and not marks.runs_code)
+
+
+class DefaultSandbox(BwrapSandbox):
+    """``execution.tool_runner = "auto"`` where bwrap works: every call in the bwrap
+    sandbox (no network unless ``execution.network``) but the web tools, which run in
+    the daemon under the [http] policy, so they work by default. An explicit "bwrap"
+    runs them in the sandbox too."""
+
+    async def run_tool(self, tool: Tool, args: Any) -> Any:
+        """The web tools in the daemon unless the network is on; the rest sandboxed."""
+        if not self.config.execution.network and reaches_the_web(tool):
+            return await tool.call(args)
+        return await super().run_tool(tool, args)

@@ -1,8 +1,9 @@
 """Choosing the runner for a workspace from ``execution.tool_runner``.
 
-``auto`` (the default) is bwrap where bubblewrap can build its sandbox here, else the
-subprocess runner with a notice saying why and how to fix it. A runner named explicitly
-never falls back: an explicit ``bwrap`` that cannot work fails every call, naming the fix.
+``auto`` (the default) is bwrap where bubblewrap can build its sandbox here (the web
+tools excepted: see toold.sandbox.bwrap.DefaultSandbox), else the subprocess runner with
+a notice saying why and how to fix it. A runner named explicitly never falls back: an
+explicit ``bwrap`` that cannot work fails every call, naming the fix.
 """
 
 from __future__ import annotations
@@ -26,10 +27,10 @@ def fallback_notice(problem: str) -> str:
 
 
 def _auto_sandbox(config: TooldConfig, workspace: Path) -> Sandbox:
-    from toold.sandbox.bwrap import BwrapSandbox
+    from toold.sandbox.bwrap import DefaultSandbox
     from toold.sandbox.forkserver import SubprocessSandbox
 
-    bwrap = BwrapSandbox(workspace, config)
+    bwrap = DefaultSandbox(workspace, config)
     if bwrap.problem is None:
         return bwrap
     bwrap.release()  # nothing started: only its temporary /etc
