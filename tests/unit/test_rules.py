@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -308,3 +309,15 @@ def test_a_shell_rule_holds_for_every_shell_tool() -> None:
     rules = parse_rules(["bash(prefix:git push*)"])
     assert deny_rule(rules, "background_run", {"command": "git push origin"}) is not None
     assert deny_rule(rules, "background_run", {"command": "git status"}) is None
+
+
+def test_a_word_is_followed_through_the_links_that_exist(tmp_path: Path) -> None:
+    root = tmp_path.resolve() / "ws"
+    root.mkdir()
+    (root / ".env").write_text("secret\n", encoding="utf-8")
+    (root / "innocent").symlink_to(".env")
+    (tmp_path / "door").symlink_to(root)
+    rule = Rule.parse("read_file(prefix:.env*)")
+    for line in ["cat innocent", f"cat {tmp_path}/door/.env", f"grep -r x {tmp_path}/door"]:
+        assert shell_reaches(rule, analyse(line), str(root)) is not None, line
+    assert shell_reaches(rule, analyse("cat other"), str(root)) is None

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import os
 import posixpath
 import re
 from dataclasses import dataclass
@@ -476,17 +477,30 @@ def _relative(value: str, bases: list[str] | None, root: str | None) -> list[str
         if value.startswith("~"):
             return [None]
     if value.startswith("/"):
-        return [_from_root(value, root)]
+        return _places(value, root)
     if bases is None:
         return [None]
     out: list[str | None] = []
     for base in bases:
         joined = posixpath.normpath(posixpath.join(base, value))
         if root is not None:
-            out.append(_from_root(joined, root))
+            out += _places(joined, root)
         else:
             out.append(None if _climbs(joined) else joined)
     return out
+
+
+def _places(path: str, root: str | None) -> list[str | None]:
+    """Where an absolute path points: as written, and through the symbolic links that
+    exist now (a link to .env, or to the workspace from outside it)."""
+    lexical = _from_root(path, root)
+    if root is None or lexical is None:
+        return [lexical]
+    try:
+        real = os.path.realpath(path)
+    except (OSError, ValueError):
+        return [None]
+    return [lexical] if real == posixpath.normpath(path) else [lexical, _from_root(real, root)]
 
 
 def _from_root(path: str, root: str | None) -> str | None:
