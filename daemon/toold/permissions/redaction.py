@@ -20,7 +20,9 @@ cannot tell a hash from a key, and hashes are what logs are for).
 
 from __future__ import annotations
 
+import bisect
 import functools
+import itertools
 import os
 import re
 from collections.abc import Callable, Iterator
@@ -139,6 +141,18 @@ _HINTS = (
     "xox", "eyj", "aiza", "akia", "asia", "hf_", "ya29", "sg.", "%",
 )  # fmt: skip
 _TOKEN_RUN = re.compile(r"[A-Za-z0-9_+/=.-]{16,}")
+# What each rule needs to match at all (lower-cased): every secret name (is_secret_name)
+# and flag (_FLAG_NAME) holds one of _NAME_HINTS.
+_NAME_HINTS = (
+    "key", "token", "secret", "pass", "pwd", "cred", "auth", "cookie", "session", "dsn", "sig",
+)  # fmt: skip
+_HEADED_RULES = (
+    (_AUTH_HEADER, ("authorization",)),
+    (_SCHEME_CREDENTIALS, ("bearer", "basic", "token", "digest")),
+    (_USERINFO, ("://",)),
+    (_TOKEN_USERINFO, ("://",)),
+)
+_NEXT_ARG_HINTS = ("sshpass", "redis-cli", "docker", "password", "smbclient")
 # detect-secrets' plugins that cannot tell a secret from a hash or an address.
 _SKIPPED_PLUGINS = frozenset({"Base64 High Entropy String", "Hex High Entropy String"})
 _SKIPPED_PLUGINS |= {"Public IP (ipv4)"}
@@ -194,14 +208,23 @@ def redact_text(text: str) -> str:
     low = text.lower()
     if not any(hint in low for hint in _HINTS) and not _TOKEN_RUN.search(text):
         return text
-    text = _PRIVATE_KEY.sub(REDACTED, text)
-    for pattern in (_AUTH_HEADER, _SCHEME_CREDENTIALS, _USERINFO, _TOKEN_USERINFO, _FLAG):
-        text = pattern.sub(_keep_head, text)
-    text = _USER_FLAG.sub(_user_password, text)
-    text = _NEXT_ARG_PROGRAMS.sub(_keep_head, text)
+    # Each rule runs only where the words it needs occur (a job's log is mostly without).
+    named = any(word in low for word in _NAME_HINTS)
+    if "private key" in low:
+        text = _PRIVATE_KEY.sub(REDACTED, text)
+    for pattern, needs in _HEADED_RULES:
+        if any(word in low for word in needs):
+            text = pattern.sub(_keep_head, text)
+    if named:
+        text = _FLAG.sub(_keep_head, text)
+    if "-u" in low:
+        text = _USER_FLAG.sub(_user_password, text)
+    if any(word in low for word in _NEXT_ARG_HINTS):
+        text = _NEXT_ARG_PROGRAMS.sub(_keep_head, text)
     if _MYSQL_LIKE.search(text):
         text = _ATTACHED_P.sub(_keep_head, text)
-    text = _redact_assignments(text)
+    if named:
+        text = _redact_assignments(text)
     text = _TOKEN_SHAPES.sub(REDACTED, text)
     if any(any(c.isdigit() for c in run) for run in _TOKEN_RUN.findall(text)):
         # The catalogue's shapes are long random runs; a random run of 16+ characters
@@ -342,28 +365,66 @@ def _secret_value(found: re.Match[str]) -> bool:
     return not found.string.startswith(" " + REDACTED, found.end("value"))
 
 
+Finder = Callable[[str], Iterator[tuple[int, int]]]
+# Plugins that match only after a keyword (password=, cloudant_key:, ...): the slow ones
+# (the keyword detector alone took 100 ms of 64 KiB of log lines), run on the lines that
+# hold one of _KEYWORD_HINTS only.
+_KEYWORD_PLUGINS = frozenset({"Secret Keyword", "Cloudant Credentials", "IBM Cloud IAM Key"})
+_KEYWORD_PLUGINS |= {"IBM COS HMAC Credentials", "SoftLayer Credentials"}
+_KEYWORD = re.compile(r"(?i)key|pw|pass|token|secret|contrase|://")
+
+
 def _detected(text: str) -> Iterator[tuple[int, int]]:
     """Spans detect-secrets' plugins find in ``text`` (not already redacted)."""
-    for finder in _plugins():
+    shapes, keyworded = _plugins()
+    for finder in shapes:
         yield from finder(text)
+    lines = _keyword_lines(text)
+    if not lines:
+        return
+    # The lines joined, each after a newline as in ``text``; spans are mapped back.
+    joined = "\n".join(text[start:end] for start, end in lines)
+    starts = list(itertools.accumulate((end - start + 1 for start, end in lines), initial=0))
+
+    def where(offset: int) -> int:
+        index = bisect.bisect_right(starts, offset) - 1
+        return lines[index][0] + offset - starts[index]
+
+    for finder in keyworded:
+        for start, end in finder(joined):
+            yield where(start), where(end - 1) + 1
+
+
+def _keyword_lines(text: str) -> list[tuple[int, int]]:
+    """The spans of the lines of ``text`` that hold a keyword, in order."""
+    lines: list[tuple[int, int]] = []
+    for found in _KEYWORD.finditer(text):
+        if lines and found.start() < lines[-1][1]:
+            continue  # on the line already taken
+        end = text.find("\n", found.end())
+        lines.append((text.rfind("\n", 0, found.start()) + 1, len(text) if end < 0 else end))
+    return lines
 
 
 @functools.cache
-def _plugins() -> tuple[Callable[[str], Iterator[tuple[int, int]]], ...]:
+def _plugins() -> tuple[tuple[Finder, ...], tuple[Finder, ...]]:
+    """detect-secrets' plugins: those that match a token's shape, those after a keyword."""
     from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
     from detect_secrets.plugins.base import RegexBasedDetector
 
-    finders: list[Callable[[str], Iterator[tuple[int, int]]]] = []
+    shapes: list[Finder] = []
+    keyworded: list[Finder] = []
     plugins: dict[str, Any] = dict(get_mapping_from_secret_type_to_class())
     for secret_type, plugin in plugins.items():
         if secret_type in _SKIPPED_PLUGINS:
             continue
         instance = plugin()
+        kind = keyworded if secret_type in _KEYWORD_PLUGINS else shapes
         if isinstance(instance, RegexBasedDetector):
-            finders.append(functools.partial(_regex_spans, tuple(instance.denylist)))
+            kind.append(functools.partial(_regex_spans, tuple(instance.denylist)))
         else:
-            finders.append(functools.partial(_value_spans, instance.analyze_string))
-    return tuple(finders)
+            kind.append(functools.partial(_value_spans, instance.analyze_string))
+    return tuple(shapes), tuple(keyworded)
 
 
 def _regex_spans(patterns: tuple[re.Pattern[str], ...], text: str) -> Iterator[tuple[int, int]]:
