@@ -52,7 +52,6 @@ from toold.storage import (
     state_names,
     write_all,
 )
-from toold.user_state import UserStateError, secret_key
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +60,7 @@ MAX_INDEX_BYTES = 8 * 1024 * 1024
 """A larger index is refused unread; the bound keeps toold's own below it."""
 _READ = os.O_RDONLY | os.O_NONBLOCK
 KEY_NAME = "checkpoints.key"
-"""The user's key signing index entries, in the state folder (toold.user_state)."""
+"""The user's key signing index entries, in the user's state folder (toold.user_state)."""
 NEVER_RESTORED = frozenset({".git", ".toold"})
 """Folders a restore never writes into, at any depth: git runs code configured in
 ``.git/`` (core.fsmonitor, hooks), and ``.toold/`` is toold's own state."""
@@ -147,7 +146,7 @@ class CheckpointStore:
         folder: Path,
         max_bytes: int,
         max_file_size: int,
-        key: bytes | None = None,
+        key: bytes | Callable[[], bytes] | None = None,
     ) -> None:
         self.workspace = workspace
         self.folder = folder
@@ -156,7 +155,9 @@ class CheckpointStore:
         self.enabled = True
         """Whether calls are recorded (``checkpoints.enabled``); restoring works either way."""
         self._key = key
-        """The signing key; None: the user's (toold.user_state), read when first needed."""
+        """The key signing index entries, or where to get it when first needed (the
+        user's, kept outside the workspace: toold.user_state); None: a key of this
+        store's own, so only this object restores what it recorded."""
         self._sizes: dict[str, int] = {}
         """Bytes of each stored object and of each checkpoint's index entry, by digest or
         id, as ``_bound`` last measured them (both are written once and never change, but
@@ -173,17 +174,21 @@ class CheckpointStore:
     def _mac(self, checkpoint: Checkpoint) -> str:
         """The entry's HMAC: its fields but the MAC itself, bound to this workspace's path
         (an entry copied from another workspace does not verify here)."""
-        if self._key is None:
+        key = self._key
+        if key is None:
+            key = secrets.token_bytes(32)
+        elif callable(key):
             try:
-                self._key = secret_key(KEY_NAME)
-            except (UserStateError, OSError) as exc:
+                key = key()
+            except OSError as exc:
                 raise CheckpointStoreError(
                     f"cannot read toold's checkpoint key: {exc}; nothing was recorded or restored"
                 ) from None
+        self._key = key
         fields = {k: v for k, v in asdict(checkpoint).items() if k != "mac"}
         body = json.dumps(fields, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
         message = b"toold checkpoint 1\0" + os.fsencode(self.workspace) + b"\0" + body.encode()
-        return hmac.new(self._key, message, hashlib.sha256).hexdigest()
+        return hmac.new(key, message, hashlib.sha256).hexdigest()
 
     def _sign(self, checkpoint: Checkpoint) -> Checkpoint:
         checkpoint.mac = self._mac(checkpoint)

@@ -18,7 +18,7 @@ from typing import Any
 
 from toold.agents.provider import AnthropicProvider
 from toold.agents.system import AgentSystem
-from toold.checkpoints import CheckpointStore
+from toold.checkpoints import KEY_NAME, CheckpointStore
 from toold.config import CONFIG_FILE, ConfigError, TooldConfig, load_config, strictest
 from toold.gateway import ToolGateway
 from toold.hooks import Hooks, PreHookVerdict
@@ -30,6 +30,7 @@ from toold.permissions.rules import PATH_FIELDS, parse_rules
 from toold.planning.skills import SkillLoader
 from toold.planning.tasks import TASKS_FILE, TaskManager
 from toold.planning.todos import TodoManager
+from toold.refusals import forget_refusal, hold_refused, remember_refusal
 from toold.sandbox.runner import Sandbox, ToolRunner
 from toold.sandbox.runners import make_runner, make_sandbox
 from toold.team.manager import TeamManager
@@ -39,6 +40,7 @@ from toold.tools.context import CallContext
 from toold.tools.registry import BuiltinToolProvider
 from toold.tools.runtime import ToolRuntime
 from toold.tools.toolset import ToolSet
+from toold.user_state import secret_key
 from toold_protocol import names
 
 log = logging.getLogger(__name__)
@@ -59,9 +61,9 @@ Confirm = Callable[[str, list[str], float], Awaitable[str | None]]
 
 APPLY, KEEP = "Apply", "Keep current"
 HOW_TO_APPLY = (
-    "to apply them, answer Apply when asked, switch the mode from the editor "
-    "(permissions/setMode), send the settings from the editor (didChangeConfiguration), "
-    "or restart toold (it reads toold.toml as it is at start)"
+    "to apply them, save toold.toml again and answer Apply, switch the mode from the editor "
+    "(permissions/setMode), or send the settings from the editor (didChangeConfiguration); "
+    "a restart keeps them out too (toold remembers what you refused)"
 )
 
 
@@ -287,7 +289,9 @@ class WorkspaceState:
         if self.confirm is None:
             self._warn(
                 f"{held.summary}. Not applied: this editor cannot ask to confirm "
-                f"changes that loosen toold's protections; {HOW_TO_APPLY}"
+                "changes that loosen toold's protections; to apply them, switch the mode "
+                "(permissions/setMode), send the settings (didChangeConfiguration), or "
+                "restart toold (it reads toold.toml as it is at start)"
             )
             return
         timeout = self.config.permissions.ask_timeout
@@ -295,8 +299,11 @@ class WorkspaceState:
         held = self._asked or held  # a reload asking the same question may have come since
         if answer == APPLY:
             problem = await asyncio.to_thread(self.apply_held, held)
+            if problem is None:
+                await asyncio.to_thread(forget_refusal, self.root)
             self._warn(problem or f"{held.summary}. Applied, as you confirmed")
             return
+        await asyncio.to_thread(remember_refusal, self.root, self.config)
         why = "no answer" if answer is None else "kept the current configuration"
         self._warn(f"{held.summary}. Not applied ({why}); {HOW_TO_APPLY}")
 
@@ -409,7 +416,9 @@ def make_guard(config: TooldConfig, root: Path, ask: Asker | None) -> GatedGuard
 
 def make_checkpoints(config: TooldConfig, root: Path) -> CheckpointStore:
     """The workspace's checkpoint store, in ``.toold/checkpoints``."""
-    store = CheckpointStore(root, root / STATE_DIR / "checkpoints", 0, 0)
+    store = CheckpointStore(
+        root, root / STATE_DIR / "checkpoints", 0, 0, key=lambda: secret_key(KEY_NAME)
+    )
     store.configure(config.checkpoints, config.limits.max_file_size)
     return store
 
@@ -454,6 +463,9 @@ def bind(
     """
     root = root.resolve()
     config, guard = first_config(root, overrides, ask)
+    config, refused = hold_refused(root, config, overrides)
+    if refused is not None and guard.gate.problem is None:  # its loosening stays held
+        guard = make_guard(config, root, ask)
     state_dir = root / STATE_DIR
 
     def emit_event(event: dict[str, Any]) -> None:
@@ -525,6 +537,8 @@ def bind(
     tasks.load()
     if state.config_problem is not None:
         on_config_error(state.config_problem)
+    if refused is not None:
+        state._warn(refused)
     state.warn_runner_problem()
     return state
 

@@ -2,14 +2,27 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
+import shlex
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.e2e.wire import WireClient
 
 CONFLICT, NOT_FOUND = -33003, -33002
+
+
+@pytest.fixture(autouse=True)
+def user_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The user's state folder (the key signing checkpoints): this test's own; every
+    toold command started here inherits it."""
+    folder = tmp_path / "user-state"
+    monkeypatch.setenv("TOOLD_STATE_DIR", str(folder))
+    return folder
 
 
 def error_of(client: WireClient, method: str, params: dict[str, object]) -> dict[str, object]:
@@ -154,3 +167,47 @@ def test_the_command_line_never_prints_a_control_character(workspace: Path) -> N
     undone = toold(workspace, "undo")
     assert undone.returncode == 0 and "restored a\\x1b[2J\\r.txt" in undone.stdout
     assert not any(c in listed.stdout + undone.stdout for c in "\x1b\r")
+
+
+EVIL = b"[core]\n\tfsmonitor = touch pwned\n"
+FORGE = """
+import hashlib, json, pathlib
+store = pathlib.Path('.toold/checkpoints')
+evil = {evil!r}
+digest = hashlib.sha256(evil).hexdigest()
+(store / 'objects' / digest).write_bytes(evil)
+index = json.loads((store / 'index.json').read_text())
+index.append({{'id': 'evil', 'tool': 'write_file', 'origin': 'agent', 'time': 't',
+    'files': [{{'path': '.git/config', 'before': digest, 'after': None}}],
+    'mac': index[-1]['mac']}})
+(store / 'index.json').write_text(json.dumps(index))
+"""
+
+
+def test_a_checkpoint_forged_by_a_command_is_refused_by_toold_undo(
+    workspace: Path, user_state: Path
+) -> None:
+    """A command (here a bash tool call) writes an entry naming .git/config and its object
+    into the store, with a genuine entry's MAC copied: the user's ``toold undo`` refuses
+    it by name and git's configuration is untouched."""
+    git_config = workspace / ".git" / "config"
+    git_config.parent.mkdir()
+    git_config.write_bytes(b"[core]\n\tbare = false\n")
+    (workspace / "a.txt").write_text("one\n")
+    assert (
+        toold(workspace, "call", "write_file", '{"file_path": "a.txt", "content": "2"}').returncode
+        == 0
+    )
+    forge = json.dumps({"command": f"{sys.executable} -c {shlex.quote(FORGE.format(evil=EVIL))}"})
+    ran = toold(workspace, "call", "bash", forge)
+    assert ran.returncode == 0, ran.stderr
+    digest = hashlib.sha256(EVIL).hexdigest()
+    assert (workspace / ".toold" / "checkpoints" / "objects" / digest).read_bytes() == EVIL
+    refused = toold(workspace, "undo", "--force")
+    assert refused.returncode == 1
+    assert "checkpoint evil was not written by toold (bad signature)" in refused.stderr
+    assert git_config.read_bytes() == b"[core]\n\tbare = false\n"
+    assert (workspace / "a.txt").read_text() == "2"
+    assert not (workspace / "pwned").exists()
+    assert not any(workspace.rglob("checkpoints.key"))  # the key is not in the workspace
+    assert (user_state / "checkpoints.key").stat().st_mode & 0o777 == 0o600

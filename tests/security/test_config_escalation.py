@@ -29,6 +29,14 @@ WARNING = 2
 Start = Callable[..., WireClient]
 
 
+@pytest.fixture(autouse=True)
+def user_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The user's state folder (refused contents are remembered there): this test's own."""
+    folder = tmp_path / "user-state"
+    monkeypatch.setenv("TOOLD_STATE_DIR", str(folder))
+    return folder
+
+
 @pytest.fixture
 def workspace(tmp_path: Path) -> Path:
     ws = tmp_path / "ws"
@@ -105,8 +113,63 @@ def test_an_edit_to_bypass_is_held_when_the_user_keeps_the_current_configuration
     answer(client, question, "Keep current")
     said = warning(client)
     assert "Not applied (kept the current configuration)" in said
-    assert "permissions/setMode" in said and "restart toold" in said
+    assert "permissions/setMode" in said and "a restart keeps them out too" in said
     agent_touch_is_asked(client, workspace, "canary")
+
+
+def restarted(workspace: Path) -> WireClient:
+    """A new daemon on ``workspace`` as it is (toold.toml untouched), one that can ask."""
+    client = WireClient(workspace)
+    client.initialize(rootUri=workspace.as_uri(), capabilities=CAN_ASK)
+    client.call("skills/list", {})
+    return client
+
+
+def test_a_refused_loosening_stays_refused_after_a_restart(
+    start: Start, workspace: Path, user_state: Path
+) -> None:
+    """Keep current outlives the daemon: the next start finds the same toold.toml (the
+    same bytes) and holds its loosening again, against the configuration the user kept;
+    saving it again asks again, and Apply then lets the next start apply it."""
+    client = start('[permissions]\nmode = "default"\ndeny = ["bash(prefix:touch denied*)"]\n')
+    loose = '[permissions]\nmode = "bypass"\nallow = ["bash(prefix:touch *)"]\n'
+    (workspace / "toold.toml").write_text(loose, encoding="utf-8")
+    question = config_question(client)
+    assert "permissions.mode default → bypass" in question["params"]["message"]
+    answer(client, question, "Keep current")
+    assert "Not applied" in warning(client)
+    client.close()
+    assert sorted(p.name for p in (user_state / "refused-config").glob("*.json"))
+    assert not any(workspace.rglob("*refused*"))  # remembered outside the workspace
+
+    client = restarted(workspace)
+    try:
+        said = client.next_message(
+            lambda m: m.get("method") == SHOW and "you refused" in m["params"]["message"]
+        )["params"]["message"]
+        assert said.startswith("toold: toold.toml holds changes you refused (Keep current)")
+        assert "permissions.mode default → bypass" in said and "deny rule bash(prefix:touch" in said
+        msg_id = client.request(
+            "tools/call",
+            {"name": "bash", "arguments": {"command": "touch denied1"}, "origin": "agent"},
+        )
+        asked = client.next_message(lambda m: m.get("method") == ASK)
+        assert "deny rule bash(prefix:touch denied*)" in asked["params"]["message"], asked
+        answer(client, asked, "Deny")
+        assert client.response(msg_id)["result"]["isError"] is True
+        assert not (workspace / "denied1").exists()
+        agent_touch_is_asked(client, workspace, "canary")  # mode and allow rule held too
+        (workspace / "toold.toml").write_text(loose, encoding="utf-8")  # saved again
+        answer(client, config_question(client), "Apply")
+        assert warning(client).endswith("Applied, as you confirmed")
+    finally:
+        client.close()
+    client = restarted(workspace)
+    try:
+        made = client.tool("bash", origin="agent", command="touch denied2")
+        assert made["isError"] is False and (workspace / "denied2").exists()
+    finally:
+        client.close()
 
 
 def test_without_an_answer_nothing_loosens(start: Start, workspace: Path) -> None:
@@ -221,7 +284,7 @@ LOOSENINGS = [
     ({"permissions": {"mode": "auto"}}, {"permissions": {"mode": "bypass"}}, "auto → bypass"),
     ({}, {"permissions": {"allow": ["bash"]}}, "new allow rule bash"),
     ({"permissions": {"deny": ["bash(rm*)"]}}, {}, "deny rule bash(rm*) removed"),
-    ({"execution": {"tool_runner": "docker"}}, {}, "execution.tool_runner docker → local"),
+    ({"execution": {"tool_runner": "docker"}}, {}, "execution.tool_runner docker → auto"),
     (
         {"execution": {"tool_runner": "bwrap"}},
         {"execution": {"tool_runner": "subprocess"}},
