@@ -185,7 +185,7 @@ def _serve(args: argparse.Namespace) -> int:
         workspace,
         max_message_bytes=args.max_message_bytes,
         client_process_id=args.client_process_id,
-        from_tool=inside,  # started by a tool call (``toold call --no-daemon`` there)
+        from_tool=inside is not None,  # started by a tool call (``call --no-daemon`` there)
     )
     return run(server)
 

@@ -14,12 +14,14 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 
 from tests.e2e.wire import WireClient
-from tests.engine.support import Engines
+from tests.engine.support import Engines, live_engines, stop_engines
+from toold.engine.hardening import runs_tools
 
 PROMPT = "injected-prompt-5d1e"
 """The system prompt the attack tries to register (must land in no file)."""
@@ -67,8 +69,8 @@ ATTACK = """\
 ./t undo > cli.out 2>&1
 ./t daemon stop >> cli.out 2>&1
 ./t call bash '{{"command": "rm -rf victim"}}' >> cli.out 2>&1
-./t call --no-daemon bash '{{"command": "rm -rf victim"}}' >> cli.out 2>&1
-./t undo --no-daemon >> cli.out 2>&1
+env -u TOOLD_TOOL_CALL ./t call --no-daemon bash '{{"command": "rm -rf victim"}}' >> cli.out 2>&1
+env -u TOOLD_TOOL_CALL ./t undo --no-daemon >> cli.out 2>&1
 echo finished > done.txt
 """
 
@@ -167,3 +169,47 @@ def test_the_user_keeps_every_control(
     assert not (workspace / "kept.txt").exists()
     assert engines.toold("daemon", "stop", cwd=workspace).returncode == 0
     assert os.path.isdir(workspace / "victim")
+
+
+SECOND = """\
+env -u TOOLD_TOOL_CALL TOOLD_RUNTIME_DIR={other} ./t call write_file \
+    '{{"file_path": "pwned.txt", "content": "x"}}' > second.out 2>&1
+env -u TOOLD_TOOL_CALL TOOLD_RUNTIME_DIR={other} ./t daemon stop >> second.out 2>&1
+echo finished > done.txt
+"""
+
+
+def test_an_engine_a_tool_call_starts_elsewhere_knows_the_agent(
+    engines: Engines, editor: WireClient, workspace: Path
+) -> None:
+    """A runtime folder the tool call cannot see (a sandboxed runner carries no
+    TOOLD_RUNTIME_DIR) makes its ``toold`` start a second engine for the workspace, its
+    marker removed: that engine runs below the first and judges by it too."""
+    other = Path(tempfile.mkdtemp(prefix="toold-o-", dir="/tmp"))
+    try:
+        (workspace / "second.sh").write_text(SECOND.format(other=other))
+        command = "setsid -f sh second.sh" + WAIT.replace("raw.out cli.out", "second.out")
+        ran = editor.call("tools/call", {"name": "bash", "arguments": {"command": command}})
+        assert live_engines(other), ran  # the second engine was started, and still runs
+        assert not (workspace / "pwned.txt").exists(), ran
+    finally:
+        stop_engines(other, engines.env)
+        shutil.rmtree(other, ignore_errors=True)
+
+
+@pytest.mark.parametrize(
+    ("argv", "runner"),
+    [
+        (["/usr/bin/python3", "-P", "-m", "toold.engine", "--workspace", "/w"], True),
+        (["python", "-m", "toold", "serve", "--no-daemon"], True),
+        (["/home/u/.local/bin/toold", "serve", "--stdio", "--no-daemon"], True),
+        (["/usr/bin/toold", "mcp", "--workspace", "/w"], True),
+        (["python3", "/venv/bin/toold", "acp"], True),
+        (["/usr/bin/toold", "serve", "--stdio"], False),  # the relay runs no tool
+        (["python", "-m", "toold", "call", "bash", "{}"], False),
+        (["bash", "-c", "toold mcp"], False),
+        (["vim", "toold", "mcp"], False),
+    ],
+)
+def test_which_command_lines_run_tools(argv: list[str], runner: bool) -> None:
+    assert runs_tools(argv) is runner

@@ -48,8 +48,11 @@ LOG_LIMIT = 10 * 1024 * 1024
 class Engine:
     """The engine of one workspace."""
 
-    def __init__(self, paths: EnginePaths) -> None:
+    def __init__(self, paths: EnginePaths, started_by: int | None = None) -> None:
         self.paths = paths
+        self.started_by = started_by
+        """The toold process whose tool call started this engine (-1: one out of sight),
+        None when the user did: an agent's command below it is the agent here too."""
         self.sessions = Sessions()
         self.state: WorkspaceState | None = None
         self.bound: asyncio.Future[None] | None = None
@@ -237,7 +240,7 @@ class Engine:
             await _send_line(conn, self.status())
             return
         if kind == "stop":
-            if inside_tool_call(pid, os.getpid()):
+            if self.inside_tool_call(pid):
                 raise PeerRefused("a tool call cannot stop the engine it runs in")
             running = self.status()["jobs"]
             reply = {"ok": True, "pid": os.getpid(), "cancelled": [j["jobId"] for j in running]}
@@ -251,8 +254,15 @@ class Engine:
         from toold.engine.serving import serve_session
 
         stdio = (fds.pop(0), fds.pop(0)) if kind == "stdio" else None
-        inside = inside_tool_call(pid, os.getpid())
-        await serve_session(self, conn, stdio, pid, hello, inside)
+        await serve_session(self, conn, stdio, pid, hello, self.inside_tool_call(pid))
+
+    def inside_tool_call(self, pid: int) -> bool:
+        """Whether peer ``pid`` is an agent's command: it runs below this engine, or
+        below the toold process whose tool call started this engine."""
+        if inside_tool_call(pid, os.getpid()):
+            return True
+        outer = self.started_by
+        return outer is not None and (outer < 0 or inside_tool_call(pid, outer))
 
 
 def _identity(path: Path) -> tuple[int, int, int] | None:
@@ -352,7 +362,7 @@ def main(workspace: Path, ready_fd: int | None, env_fd: int | None = None) -> in
 
     if env_fd is not None:
         receive_environment(env_fd)
-    harden(runs_tools=True)  # non-dumpable, a subreaper, secrets out of the C environment
+    started_by = harden(runs_tools=True)  # non-dumpable, subreaper, secrets out of C env
     logging.basicConfig(
         level=os.environ.get("TOOLD_ENGINE_LOG_LEVEL", "INFO").upper(),
         format="%(asctime)s %(process)d %(levelname)s %(name)s: %(message)s",
@@ -371,7 +381,7 @@ def main(workspace: Path, ready_fd: int | None, env_fd: int | None = None) -> in
         log.info("another engine serves %s; exiting", paths.workspace)
         ready("exists")
         return 0
-    engine = Engine(paths)
+    engine = Engine(paths, started_by)
     engine.listen()
     ready("ready")
     try:

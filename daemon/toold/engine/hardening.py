@@ -86,17 +86,66 @@ def hide_secrets(keep: tuple[str, ...] = ()) -> list[str]:
     return hidden
 
 
-def inside_tool_call_marker() -> bool:
-    """Whether this process was started by one of toold's tool calls (its marker)."""
-    return bool(os.environ.get(TOOL_CALL_ENV))
+def runs_tools(argv: list[str]) -> bool:
+    """Whether a command line is one of toold's processes that run tools: the engine,
+    ``toold serve --no-daemon``, ``toold mcp`` or ``toold acp`` (not the relay)."""
+    program = os.path.basename(argv[0]) if argv else ""
+    rest = argv[1:]
+    if program.startswith("python"):
+        while rest and rest[0].startswith("-") and rest[0] not in ("-m", "-c"):
+            rest = rest[1:]  # the interpreter's own options (-P, -u, -X dev...)
+        if rest[:2] == ["-m", "toold.engine"]:
+            return True
+        if rest[:2] == ["-m", "toold"]:
+            rest = rest[2:]
+        elif rest and os.path.basename(rest[0]) == "toold":
+            rest = rest[1:]  # the console script, run by its interpreter
+        else:
+            return False
+    elif program != "toold":
+        return False
+    command = rest[0] if rest else ""
+    return command in ("mcp", "acp") or (command == "serve" and "--no-daemon" in rest)
 
 
-def harden(*, runs_tools: bool) -> bool:
-    """Harden this long-running process; True when it was started inside a tool call.
+def tool_runner_above(limit: int = 256) -> int | None:
+    """The nearest ancestor of this process that runs toold's tools, None when none is.
+
+    An agent's command cannot leave that ancestry (the tool runner is a subreaper) nor
+    change the runner's command line, as it can remove a marker from its environment."""
+    pid = os.getppid()
+    for _ in range(limit):
+        if pid <= 1:
+            return None
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+                argv = [os.fsdecode(word) for word in cmdline.read().split(b"\0")]
+            with open(f"/proc/{pid}/stat", "rb") as stat_file:
+                parent = int(stat_file.read().rpartition(b")")[2].split()[1])
+        except (OSError, IndexError, ValueError):
+            return None
+        if runs_tools(argv):
+            return pid
+        pid = parent
+    return None
+
+
+def started_by_tool_call() -> int | None:
+    """The pid of the toold process whose tool call started this one; -1 when only the
+    ``TOOLD_TOOL_CALL`` marker says so (the runner is out of sight: another pid
+    namespace); None when this process is the user's."""
+    above = tool_runner_above()
+    if above is not None:
+        return above
+    return -1 if os.environ.get(TOOL_CALL_ENV) else None
+
+
+def harden(*, runs_tools: bool) -> int | None:
+    """Harden this long-running process; what ``started_by_tool_call`` says of it.
 
     With ``runs_tools`` it also becomes a subreaper (reaping its orphans) and marks the
     environment its commands inherit."""
-    inside = inside_tool_call_marker()
+    inside = started_by_tool_call()
     make_undumpable()
     if runs_tools:
         if become_subreaper():

@@ -17,8 +17,9 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from toold.config import TooldConfig
 
-CARRIED = ("PATH", "LANG", "TERM")
-"""Names always carried over from the daemon when it has them."""
+CARRIED = ("PATH", "LANG", "TERM", "TOOLD_TOOL_CALL")
+"""Names always carried over from the daemon when it has them (TOOLD_TOOL_CALL: a toold
+started inside a sandbox, where the engine is out of sight, knows it serves the agent)."""
 LOCALE = re.compile(r"LC_[A-Z_]+")
 """Locale categories (LC_ALL, LC_CTYPE, ...), carried over too."""
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
