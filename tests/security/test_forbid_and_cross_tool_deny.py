@@ -13,6 +13,7 @@ the secret is in no result, no job was started, and (forbid) nobody was asked.
 from __future__ import annotations
 
 import asyncio
+import os
 import shutil
 import subprocess
 from collections.abc import Iterator
@@ -22,6 +23,7 @@ from typing import Any
 
 import pytest
 
+from tests.security.conftest import DenyingClient
 from toold.tools.context import CallContext
 from toold.workspace import WorkspaceState, bind
 
@@ -306,3 +308,35 @@ def test_a_forbidden_call_runs_in_bypass_mode_and_past_allow_rules_never(tmp_pat
 
 def test_the_generated_class_is_large(lines: list[tuple[str, str]]) -> None:
     assert len(lines) > 300
+
+
+def test_toold_toml_forbid_holds_over_the_wire(tmp_path: Path) -> None:
+    """[permissions] forbid in toold.toml, through the real daemon over stdio: refused
+    unasked even in bypass mode, the rule named, the secret unread; what it does not
+    cover runs."""
+    workspace = tmp_path.resolve()
+    plant(workspace)
+    (workspace / "toold.toml").write_text(
+        '[permissions]\nmode = "bypass"\nforbid = ["read_file(prefix:.env*)"]\n'
+        '[execution]\ntool_runner = "local"\n',
+        encoding="utf-8",
+    )
+    client = DenyingClient(workspace, env=dict(os.environ))
+    try:
+        client.initialize(
+            rootUri=workspace.as_uri(),
+            capabilities={"window": {"showMessage": {"messageActionItem": {}}}},
+        )
+
+        def call(command: str) -> dict[str, Any]:
+            params = {"name": "bash", "arguments": {"command": command}, "origin": "agent"}
+            return client.response(client.request("tools/call", params))["result"]
+
+        refused = call("grep -r canary .")
+        ran = call("cat src/main.py")
+    finally:
+        client.close()
+    assert not secrets_in(str(refused)) and refused["isError"], refused
+    assert "Forbidden by rule read_file(prefix:.env*)" in str(refused["content"])
+    assert "hello-plain" in str(ran["content"])
+    assert client.asked == []
