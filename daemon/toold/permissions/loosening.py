@@ -7,6 +7,10 @@ held back (its current value kept), everything else — tightening and unrelated
 changes — goes through. The daemon applies the result at once and asks the user about
 the held changes (see WorkspaceState.reload_config).
 
+The user's answer outlives the daemon: a toold.toml whose loosening the user kept out
+(Keep current, or no answer) is held back the same way at the next start, against the
+configuration the user kept (see toold.refusals).
+
 What counts as loosening, key by key:
 
 - ``permissions.mode`` less strict than the live mode (plan > default > auto > bypass);
