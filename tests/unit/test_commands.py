@@ -546,3 +546,13 @@ def test_neighbours_of_the_review_findings_that_stay_allowed(command: str) -> No
 )
 def test_what_the_parse_or_the_guard_cannot_see_is_not_read_only(command: str) -> None:
     assert not is_auto_safe(command)
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["flock f " + "find " * 8000, "foo " + "git " * 8000, "flock f " + "rm " * 8000],
+)
+def test_an_unknown_program_naming_many_programs_is_dangerous_not_slow(command: str) -> None:
+    # Each program named is judged on every later word: past 16 the command asks (it took
+    # 65 s for 2,000 before the bound).
+    assert "programs to judge" in (dangerous_reason(command) or "")

@@ -319,6 +319,8 @@ def _scan_danger(layer: Layer) -> str | None:
     is_git_runner = layer.program == "git" and any(a in _GIT_RUNNERS for a in args)
     if (layer.program in PROGRAMS and not is_git_runner) or layer.program in _WRAPPERS:
         return None  # known, or a wrapper whose programs are layers of their own
+    suffixed = False
+    candidates = 0
     for k, word in enumerate(args):
         if word is None:
             continue
@@ -326,14 +328,24 @@ def _scan_danger(layer: Layer) -> str | None:
         if not word.startswith("-"):
             prog = posixpath.basename(word)
             if prog in DANGER_PROGRAMS or prog in SHELLS or INTERPRETER.match(prog):
+                candidates += 1
+                if candidates > _MAX_CANDIDATES:  # each is judged on all later words
+                    return f"{layer.program} names more than {_MAX_CANDIDATES} programs to judge"
                 inner = Layer(prog, word, args[k + 1 :], layer.program)
-                found = _layer_danger(inner) or code_reason(prog, inner.args) or _suffix(args[k:])
+                found = _layer_danger(inner) or code_reason(prog, inner.args)
+                if not found and not suffixed and prog in _WRAPPERS:
+                    # find -exec runs a body of its own: parse its words once as a command
+                    # line (every later one again would be quadratic in the words).
+                    suffixed = True
+                    found = _suffix(args[k:])
                 reason = reason or (None if (found or "").endswith("from its input") else found)
         if reason:
             return f"{reason} (run by {layer.program})"
     return None
 
 
+_MAX_CANDIDATES = 16
+"""Program names among an unknown program's words judged one by one (a bound on the work)."""
 _NESTING = threading.local()
 _MAX_NESTED = 16
 """``flock f flock f ... rm -rf d``: each wrapper's words are judged again, to this depth."""
