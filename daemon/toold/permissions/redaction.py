@@ -49,9 +49,10 @@ _VALUE = (
 )
 # NAME=value, NAME: value, "NAME": "value", export NAME=value, --name=value. The value
 # is only looked at (a lookahead): a name that is no secret consumes nothing after its
-# separator, so "url=https://x?token=..." still reaches the token.
+# separator, so "url=https://x?token=..." still reaches the token. A name starts where
+# a word does (or after a dash): not again at each of its characters.
 _ASSIGNMENT = re.compile(
-    r"""(?P<name>[A-Za-z_][A-Za-z0-9_.-]{0,127})(?P<q>\\?["']?)(?P<sep>\s*[:=]\s*)(?!//)(?=(?P<value>"""
+    r"""(?<![A-Za-z0-9_.])(?P<name>[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})(?P<q>\\?["']?)(?P<sep>\s*[:=]\s*)(?!//)(?=(?P<value>"""
     + _VALUE
     + "))"
 )
@@ -133,6 +134,13 @@ _TOKEN_SHAPES = re.compile(
     r"|pypi-[A-Za-z0-9_-]{30,}|SG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}"
     r"|eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*)"
 )
+# One of these is in every match of _TOKEN_SHAPES.
+_SHAPE_LITERALS = (
+    "github_pat_", "AIza", "sk-", "xox", "glpat-", "ya29.", "AKIA", "ASIA", "ABIA", "ACCA",
+    "_live_", "_test_", "hooks.slack.com", "discord", "ghp_", "gho_", "ghu_", "ghs_", "ghr_",
+    "hf_", "shp", "dop_v1_", "npm_", "pypi-", "SG.", "eyJ",
+)  # fmt: skip
+_DIGIT = re.compile(r"\d")
 # Every string any rule or plugin could match contains one of these (lower-cased), or a
 # run of 16+ token characters: anything else is returned as it is, at once.
 _HINTS = (
@@ -225,8 +233,9 @@ def redact_text(text: str) -> str:
         text = _ATTACHED_P.sub(_keep_head, text)
     if named:
         text = _redact_assignments(text)
-    text = _TOKEN_SHAPES.sub(REDACTED, text)
-    if any(any(c.isdigit() for c in run) for run in _TOKEN_RUN.findall(text)):
+    if any(literal in text for literal in _SHAPE_LITERALS):
+        text = _TOKEN_SHAPES.sub(REDACTED, text)
+    if any(_DIGIT.search(run.group()) for run in _TOKEN_RUN.finditer(text)):
         # The catalogue's shapes are long random runs; a random run of 16+ characters
         # without a digit is rare, and paths and words (no digit) skip ~25 plugins.
         for start, end in reversed(_merged(_detected(text))):
@@ -371,7 +380,15 @@ Finder = Callable[[str], Iterator[tuple[int, int]]]
 # hold one of _KEYWORD_HINTS only.
 _KEYWORD_PLUGINS = frozenset({"Secret Keyword", "Cloudant Credentials", "IBM Cloud IAM Key"})
 _KEYWORD_PLUGINS |= {"IBM COS HMAC Credentials", "SoftLayer Credentials"}
-_KEYWORD = re.compile(r"(?i)key|pw|pass|token|secret|contrase|://")
+_KEYWORDS = ("key", "pw", "pass", "token", "secret", "contrase", "://")
+_KEYWORD = re.compile("(?i)" + "|".join(_KEYWORDS))
+# What the slowest of the other plugins need to match at all (their patterns are
+# case-sensitive): without it, their scan is skipped.
+_PLUGIN_NEEDS = {
+    "Mailchimp Access Key": ("-us",),
+    "Artifactory Credentials": ("AKC", "AP"),
+    "Telegram Bot Token": (":",),
+}
 
 
 def _detected(text: str) -> Iterator[tuple[int, int]]:
@@ -398,6 +415,9 @@ def _detected(text: str) -> Iterator[tuple[int, int]]:
 def _keyword_lines(text: str) -> list[tuple[int, int]]:
     """The spans of the lines of ``text`` that hold a keyword, in order."""
     lines: list[tuple[int, int]] = []
+    low = text.lower()
+    if not any(word in low for word in _KEYWORDS):
+        return lines
     for found in _KEYWORD.finditer(text):
         if lines and found.start() < lines[-1][1]:
             continue  # on the line already taken
@@ -420,11 +440,20 @@ def _plugins() -> tuple[tuple[Finder, ...], tuple[Finder, ...]]:
             continue
         instance = plugin()
         kind = keyworded if secret_type in _KEYWORD_PLUGINS else shapes
+        finder: Finder
         if isinstance(instance, RegexBasedDetector):
-            kind.append(functools.partial(_regex_spans, tuple(instance.denylist)))
+            finder = functools.partial(_regex_spans, tuple(instance.denylist))
         else:
-            kind.append(functools.partial(_value_spans, instance.analyze_string))
+            finder = functools.partial(_value_spans, instance.analyze_string)
+        if secret_type in _PLUGIN_NEEDS:
+            finder = functools.partial(_gated, _PLUGIN_NEEDS[secret_type], finder)
+        kind.append(finder)
     return tuple(shapes), tuple(keyworded)
+
+
+def _gated(needs: tuple[str, ...], finder: Finder, text: str) -> Iterator[tuple[int, int]]:
+    if any(need in text for need in needs):
+        yield from finder(text)
 
 
 def _regex_spans(patterns: tuple[re.Pattern[str], ...], text: str) -> Iterator[tuple[int, int]]:
