@@ -401,11 +401,14 @@ def _secrets(root: Node) -> list[str]:
                 for c in node.children
             )
         stack.extend(reversed(node.children))
+    ranges: dict[str, list[tuple[int, int]]] = {}
+    for name, start, end in scopes:
+        ranges.setdefault(name, []).append((start, end))
     out: list[str] = []
     for expanded, at in expansions:
         if harmless(expanded) or expanded in out:
             continue
-        if namerefs or not any(n == expanded and a <= at < b for n, a, b in scopes):
+        if namerefs or not any(a <= at < b for a, b in ranges.get(expanded, ())):
             out.append(expanded)
     return out
 
