@@ -402,8 +402,8 @@ def _secrets(root: Node) -> list[str]:
             )
         stack.extend(reversed(node.children))
     ranges: dict[str, list[tuple[int, int]]] = {}
-    for name, start, end in scopes:
-        ranges.setdefault(name, []).append((start, end))
+    for scoped, start, end in scopes:
+        ranges.setdefault(scoped, []).append((start, end))
     out: list[str] = []
     for expanded, at in expansions:
         if harmless(expanded) or expanded in out:
