@@ -34,7 +34,7 @@ import json
 import os
 import posixpath
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
@@ -406,9 +406,15 @@ def reaching_rule(
     own = deny_rule(rules, subject)
     if own is not None:
         return Reach(own)
-    for rule in rules:
-        if not path_rule(rule):
-            continue
+    found = [rule for rule in rules if path_rule(rule)]
+    if not found:
+        return None
+    if subject.shell_line:
+        if subject.shell is None:
+            return None  # nothing runs: the guard asks about an empty command
+        line = LineReach.of(subject.shell, root)
+        return next((Reach(r, how) for r in found if (how := line.reaches(r))), None)
+    for rule in found:
         how = _reaches(rule, subject, annotations, paths, root)
         if how is not None:
             return Reach(rule, how)
@@ -422,8 +428,6 @@ def _reaches(
     paths: list[str] | None,
     root: str | None,
 ) -> str | None:
-    if subject.shell_line:
-        return shell_reaches(rule, subject.shell, root) if subject.shell is not None else None
     start = [root or "."]
     if subject.folder and _path_reaches(rule, subject.value or ".", start, root):
         return f"it searches {subject.value or '.'}, which holds what the rule names"
@@ -521,27 +525,6 @@ def _path_reaches(rule: Rule, value: str, bases: list[str] | None, root: str | N
     return False
 
 
-def _glob_reaches(rule: Rule, text: str, bases: list[str] | None, root: str | None) -> bool:
-    """Whether a glob (no expansion in it) may match a file the rule covers: judged by
-    where it looks when it climbs or is absolute, else by matching the rule's path."""
-    glob = _QUOTE_CHARS.sub("", text)
-    literal = _GLOB_CHARS.split(glob, 1)[0]
-    if bases is None:
-        return True
-    if glob.startswith(("/", "~")) or ".." in glob.split("/"):
-        return _path_reaches(rule, posixpath.dirname(literal) or ".", bases, root)
-    for base in bases:
-        rel = _from_root(base, root) if root is not None else base
-        if rel is None:
-            return True
-        if rel == "/dev/null":
-            continue
-        prefix = "" if rel == "." else rel + "/"
-        if _glob_may_match(rule, prefix + glob, prefix + literal):
-            return True
-    return False
-
-
 def _glob_may_match(rule: Rule, glob: str, literal: str) -> bool:
     pattern = _pattern(rule)
     if rule.prefix:
@@ -549,6 +532,80 @@ def _glob_may_match(rule: Rule, glob: str, literal: str) -> bool:
     parts = pattern.split("/")
     held = ["/".join(parts[: i + 1]) for i in range(len(parts))]
     return any(fnmatch.fnmatchcase(p, glob) for p in held)
+
+
+@dataclass
+class LineReach:
+    """What a shell line may reach, worked out once for every rule (``shell_reaches``)."""
+
+    text: str
+    places: dict[str, str] = field(default_factory=dict)
+    """Each workspace-relative place a word may name ("." for the whole workspace), and
+    the word."""
+    globs: list[tuple[str, str, str]] = field(default_factory=list)
+    """Each workspace-relative glob: (glob, its literal start, the word)."""
+    anywhere: str | None = None
+    """Why the line may reach any file (None: only what ``places`` and ``globs`` say)."""
+
+    @classmethod
+    def of(cls, analysis: Analysis, root: str | None = None) -> LineReach:
+        """Resolve every word of the line that may name a file, once."""
+        reach = cls(analysis.text)
+        if analysis.unresolved:
+            reach.anywhere = f"part of it is only known at run time ({analysis.unresolved[0]})"
+            return reach
+        if any(layer.stdin_args for r in analysis.commands for layer in r.layers):
+            reach.anywhere = "its arguments are read at run time (xargs)"
+            return reach
+        bases = _working_folders(analysis, root)
+        for value, text in dict.fromkeys(_file_words(analysis)):
+            if value is None and (_RUNTIME_CHARS.search(text) or not _GLOB_CHARS.search(text)):
+                reach.anywhere = f"{text!r} is only known at run time"
+            elif value is None:
+                reach._glob(text, bases, root)
+            else:
+                reach._word(value, value, bases, root)
+            if reach.anywhere:
+                return reach
+        return reach
+
+    def _word(self, value: str, word: str, bases: list[str] | None, root: str | None) -> None:
+        for rel in _relative(value, bases, root):
+            if rel is None:
+                self.anywhere = f"{word!r} may name any file"
+                return
+            if rel != "/dev/null":
+                self.places.setdefault(rel, word)
+
+    def _glob(self, text: str, bases: list[str] | None, root: str | None) -> None:
+        glob = _QUOTE_CHARS.sub("", text)
+        literal = _GLOB_CHARS.split(glob, 1)[0]
+        if bases is None or glob.startswith(("/", "~")) or ".." in glob.split("/"):
+            # Judged by where it looks: the folder it starts from holds what it matches.
+            self._word(posixpath.dirname(literal) or ".", text, bases, root)
+            return
+        for base in bases:
+            rel = _from_root(base, root) if root is not None else base
+            if rel is None:
+                self.anywhere = f"the glob {text!r} may match any file"
+                return
+            if rel != "/dev/null":
+                prefix = "" if rel == "." else rel + "/"
+                self.globs.append((prefix + glob, prefix + literal, text))
+
+    def reaches(self, rule: Rule) -> str | None:
+        """How the line may reach what ``rule`` covers; None when it cannot."""
+        if _mentions(rule, self.text):
+            return f"it names {_pattern(rule) or 'every path'}"
+        if self.anywhere:
+            return self.anywhere
+        for rel, word in self.places.items():
+            if _covers_path(rule, rel):
+                return f"{word!r} may reach it"
+        for glob, literal, word in self.globs:
+            if _glob_may_match(rule, glob, literal):
+                return f"the glob {word!r} may match it"
+        return None
 
 
 def shell_reaches(rule: Rule, analysis: Analysis, root: str | None = None) -> str | None:
@@ -559,28 +616,14 @@ def shell_reaches(rule: Rule, analysis: Analysis, root: str | None = None) -> st
     word or redirection target of any command (wrappers' programs included) names a
     covered file or a folder holding one, resolved against every folder a ``cd``,
     ``pushd`` or ``-C DIR`` may have moved to (``..`` and absolute words through the
-    workspace root: ``/`` holds everything); when a glob may match one; when anything is
-    only known at run time (an expansion, a substitution, xargs, a program name, code
-    the parse cannot read); and when a recursive search gets no folder (``grep -r KEY``,
-    ``rg KEY``, ``git grep``: the current folder). What a program opens by itself
-    (a build, a script) is not seen: the sandbox, not the guard, bounds that.
+    workspace root: ``/`` holds everything) and through the symbolic links that exist;
+    when a glob may match one; when anything is only known at run time (an expansion, a
+    substitution, xargs, a program name, code the parse cannot read); and when a
+    recursive search gets no folder (``grep -r KEY``, ``rg KEY``, ``git grep``: the
+    current folder). What a program opens by itself (a build, a script) is not seen: the
+    sandbox, not the guard, bounds that.
     """
-    if _mentions(rule, analysis.text):
-        return f"it names {_pattern(rule) or 'every path'}"
-    if analysis.unresolved:
-        return f"part of it is only known at run time ({analysis.unresolved[0]})"
-    bases = _working_folders(analysis, root)
-    for value, text in _file_words(analysis):
-        if value is not None:
-            if _path_reaches(rule, value, bases, root):
-                return f"{value!r} may reach it"
-        elif _RUNTIME_CHARS.search(text) or not _GLOB_CHARS.search(text):
-            return f"{text!r} is only known at run time"
-        elif _glob_reaches(rule, text, bases, root):
-            return f"the glob {text!r} may match it"
-    if any(layer.stdin_args for r in analysis.commands for layer in r.layers):
-        return "its arguments are read at run time (xargs)"
-    return None
+    return LineReach.of(analysis, root).reaches(rule)
 
 
 def _file_words(analysis: Analysis) -> list[tuple[str | None, str]]:
