@@ -13,6 +13,7 @@ them. The canary is made up and assembled at run time (secret scanners skip this
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import json
 import os
@@ -243,7 +244,7 @@ def test_a_toold_folder_open_to_others_is_tightened_on_bind(tmp_path: Path) -> N
         path.chmod(0o644)
     (state / "deep" / "er" / "tool.sh").chmod(0o755)
 
-    bind(workspace, None, lambda method, params: None, pytest.fail)
+    asyncio.run(bind(workspace, None, lambda method, params: None, pytest.fail).aclose())
 
     modes = _modes(state)
     expected = {
