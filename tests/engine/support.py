@@ -24,6 +24,13 @@ from tests.e2e.wire import WireClient
 from tests.processes import wait_gone
 
 
+def local_runner(workspace: Path) -> None:
+    """Run the workspace's tools with the local runner: a test that reads a pid its
+    command wrote, or has the command reach the engine's socket, needs the engine's own
+    pid namespace and runtime folder (the default runner sandboxes both away)."""
+    (workspace / "toold.toml").write_text('[execution]\ntool_runner = "local"\n')
+
+
 def live_engines(runtime: Path) -> list[int]:
     """Pids of the engines alive under ``runtime`` (each holds a lock on its pid file)."""
     pids = []

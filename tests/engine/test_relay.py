@@ -8,7 +8,7 @@ import signal
 from pathlib import Path
 
 from tests.e2e.wire import WireClient
-from tests.engine.support import Engines
+from tests.engine.support import Engines, local_runner
 from tests.processes import process_alive, wait_gone
 from tests.waiting import wait_until
 
@@ -41,6 +41,7 @@ def test_the_workspace_comes_from_initialize_without_a_flag(
 def test_a_killed_toold_serve_ends_its_session_and_cancels_its_calls(
     engines: Engines, workspace: Path
 ) -> None:
+    local_runner(workspace)  # the shell's pid, as the test sees it
     editor = engines.editor(workspace)
     command = "echo $$ > slow.pid; exec sleep 60"
     editor.request(

@@ -15,7 +15,7 @@ import sys
 import threading
 from pathlib import Path
 
-from tests.engine.support import Engines, live_engines
+from tests.engine.support import Engines, live_engines, local_runner
 from tests.processes import process_alive, wait_gone
 from tests.waiting import wait_until
 
@@ -98,6 +98,7 @@ def test_a_session_without_prompts_is_denied_not_another_asked(
 
 
 def test_killing_one_editor_cancels_its_calls_only(engines: Engines, workspace: Path) -> None:
+    local_runner(workspace)  # the shells' pids, as the test sees them
     stand_in = subprocess.Popen(["sleep", "600"])  # the editor whose processId dies
     try:
         doomed = engines.editor(workspace, processId=stand_in.pid)
@@ -159,6 +160,7 @@ def test_sigkill_of_the_engine_loses_no_acknowledged_todo_or_task(
 
 
 def test_a_crash_during_a_call_names_the_log(engines: Engines, workspace: Path) -> None:
+    local_runner(workspace)  # the shell's pid, as the test sees it
     engines.toold("daemon", "start", cwd=workspace)
     pid = engines.status(workspace)["pid"]
     call = subprocess.Popen(
@@ -342,6 +344,7 @@ def test_a_client_inside_a_tool_call_is_the_agent(engines: Engines, workspace: P
     """A command a tool call runs (an agent's bash) that attaches to the engine is the
     agent's, whatever origin it claims: its calls are judged as the agent's, it cannot
     switch the mode, change the settings or stop the engine."""
+    local_runner(workspace)  # a command that reaches the engine's socket
     editor = engines.editor(workspace)
     pid = engines.status(workspace)["pid"]
     toold = f"{sys.executable} -m toold"

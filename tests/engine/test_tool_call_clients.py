@@ -10,7 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.engine.support import Engines
+from tests.engine.support import Engines, local_runner
+
+
+@pytest.fixture(autouse=True)
+def _reaching_the_engine(workspace: Path) -> None:
+    """The local runner: these commands reach the engine's socket (a sandboxed runner
+    shows them neither the runtime folder nor the engine's pids)."""
+    local_runner(workspace)
 
 
 def _toold() -> str:
