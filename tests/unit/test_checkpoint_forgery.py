@@ -15,9 +15,10 @@ import pytest
 
 from tests.bound import call, run_bound
 from toold.checkpoints import _INDEX, CheckpointStore
+from toold.config import TooldConfig
 from toold.errors import CheckpointConflict, CheckpointStoreError
 from toold.permissions.guard import protected
-from toold.workspace import WorkspaceState
+from toold.workspace import WorkspaceState, make_checkpoints
 
 
 @pytest.fixture(autouse=True)
@@ -387,8 +388,11 @@ def test_objects_keep_their_files_mode_and_the_store_is_private(
 
 
 def test_the_key_lives_outside_the_workspace_once_and_private(
-    store: CheckpointStore, state_dir: Path
+    workspace: Path, state_dir: Path
 ) -> None:
+    """The workspace's store (as bind makes it) signs with the user's key, made once:
+    another store of the workspace (another toold process) restores what it recorded."""
+    store = make_checkpoints(TooldConfig(), workspace.resolve())
     (store.workspace / "a.txt").write_text("one\n")
     pending = store.snapshot(["a.txt"])
     (store.workspace / "a.txt").write_text("two\n")
@@ -397,6 +401,6 @@ def test_the_key_lives_outside_the_workspace_once_and_private(
     assert key.stat().st_mode & 0o777 == 0o600 and len(key.read_bytes()) == 32
     assert state_dir.stat().st_mode & 0o777 == 0o700
     first = key.read_bytes()
-    again = CheckpointStore(store.workspace, store.folder, 1 << 20, 1 << 20)
+    again = make_checkpoints(TooldConfig(), workspace.resolve())
     assert again.restore(again.last_undoable() or "", "user").tool == "restore"
     assert key.read_bytes() == first
