@@ -12,7 +12,7 @@ import pytest
 
 from toold.hooks import PreHookVerdict
 from toold.permissions.audit import AuditLog
-from toold.permissions.guard import DENIED, MODES, PermissionGuard, Verdict
+from toold.permissions.guard import DENIED, MODES, SELF_ESCALATION, PermissionGuard, Verdict
 from toold.tools.registry import BuiltinToolProvider
 
 SAFE_TOOLS = [n for n, c in BuiltinToolProvider.tool_classes().items() if c.annotations.safe]
@@ -452,3 +452,22 @@ def test_a_deny_rule_on_a_path_asks_for_every_tool_that_reaches_it() -> None:
     ]
     asyncio.run(guard.check("bash", {"command": "cat .env"}))
     assert len(asker.asked) == 4  # "Always allow" never answers a deny rule's ask
+
+
+@pytest.mark.parametrize(
+    ("tool", "args"),
+    [
+        ("bash", {"command": "echo 'forbid = []' > toold.toml"}),
+        ("write_file", {"file_path": "toold.toml", "content": "[permissions]\n"}),
+    ],
+)
+def test_with_forbid_rules_bypass_asks_before_an_edit_of_the_configuration(
+    tool: str, args: dict[str, Any]
+) -> None:
+    asker = Asker(answers=["always", "deny"])
+    guard = PermissionGuard.from_config("bypass", [], [], ["read_file(.env)"], ask=asker)
+    assert asyncio.run(guard.check(tool, args)).allowed  # the user said "Always allow"
+    assert not asyncio.run(guard.check(tool, args)).allowed  # ...which is not remembered
+    why = f"{SELF_ESCALATION}, which holds forbid rules"
+    assert [reason for _, _, reason in asker.asked] == [why, why]
+    assert asyncio.run(PermissionGuard(mode="bypass").check(tool, args)).allowed

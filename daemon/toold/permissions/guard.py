@@ -5,7 +5,8 @@
    normalised the way the file tools resolve it.
 2. Rules and decision (REFERENCE.md §3, hardened):
    A forbid rule → refused, from every origin, in every mode (bypass too): it is never
-   asked about, and no allow rule, hook or "Always allow" lets it run.
+   asked about, and no allow rule, hook or "Always allow" lets it run. With forbid
+   rules, bypass mode still asks before a call that could change toold's configuration.
    bypass → allow. A deny rule → ask. An empty or ambiguous command → ask. A call that
    could loosen the guard (a write to toold.toml or .toold/) → ask, in every mode but
    bypass. Always-confirm tools → ask. Plan mode → ask unless the tool is safe.
@@ -163,10 +164,21 @@ class PermissionGuard:
         (``Tool.named_paths``: every file of a patch); deny rules and the self-escalation
         check judge each of them.
         """
-        if self.mode == "bypass":
+        if self.mode == "bypass" and not self.forbid:
             return Decision("allow", "bypass mode")
         subject = Subject.of(tool, args, annotations)  # parse and classify, once
-        return self._decide(subject, annotations or annotations_of(subject.tool), paths)
+        return self._agent_decision(subject, annotations or annotations_of(subject.tool), paths)
+
+    def _agent_decision(
+        self, subject: Subject, annotations: ToolAnnotations, paths: list[str] | None
+    ) -> Decision:
+        if self.mode != "bypass":
+            return self._decide(subject, annotations, paths)
+        if self.forbid and loosens_guard(subject, annotations, paths):
+            # Bypass lets an agent edit toold.toml; with forbid rules there, the edit
+            # could remove them, so the user is asked.
+            return Decision("ask", f"{SELF_ESCALATION}, which holds forbid rules", False)
+        return Decision("allow", "bypass mode")
 
     def _decide(
         self, subject: Subject, annotations: ToolAnnotations, paths: list[str] | None = None
@@ -339,9 +351,7 @@ class PermissionGuard:
             if denied:
                 return Verdict(False, "denied", f"deny rule {denied.describe()}", DENIED)
             return Verdict(True, "allowed", "the user asked for it")
-        if self.mode == "bypass":
-            return Decision("allow", "bypass mode"), subject
-        return self._decide(subject, own, paths), subject
+        return self._agent_decision(subject, own, paths), subject
 
     def reach(
         self,
