@@ -15,8 +15,16 @@ it can be restored in turn (redo).
 The store is a workspace folder, so the agent or a cloned repository may have written it:
 the index is parsed (every path a plain workspace path, every digest a SHA-256, at most
 MAX_INDEX_BYTES), each object is checked against its digest, and every object a restore
-needs is read before any file is written. A damaged store is a CheckpointStoreError naming
-the fix; it is never overwritten, and the file tools go on without recording.
+needs is read before any file is written. Each index entry carries an HMAC-SHA256 under a
+key kept outside the workspace (the user's: toold.user_state), bound to the workspace's
+path; a restore or diff refuses an entry that does not verify, even forced, and objects
+are authenticated by the signed digests naming them. An entry is signed once when
+recorded and again when undone, so signing costs nothing per checkpoint kept. A restore
+never writes into ``.git/`` or ``.toold/`` (any case, trailing dots or blanks, any depth)
+nor through a symlink; toold.toml only when forced (the file watcher's reload then holds
+any loosening in it and asks). Objects keep their file's mode, never wider (0600 when
+unknown), in 0700 folders. A damaged store is a CheckpointStoreError naming the fix; it
+is never overwritten, and the file tools go on without recording.
 """
 
 from __future__ import annotations
@@ -353,9 +361,15 @@ class CheckpointStore:
         return self._load()
 
     def diff(self, checkpoint_id: str) -> str:
-        """Unified diff from before ``checkpoint_id`` (and every later call) to now."""
+        """Unified diff from before ``checkpoint_id`` (and every later call) to now; an
+        entry toold did not sign is refused, as by ``restore`` (its diff would pass for
+        what an undo would do)."""
         index = self._load()
-        targets = self._targets(index, self._position(index, checkpoint_id))
+        start = self._position(index, checkpoint_id)
+        for checkpoint in index[start:]:
+            if not checkpoint.undone:
+                self._require_signed(checkpoint)
+        targets = self._targets(index, start)
         parts = []
         for path, (before, _) in targets.items():
             try:

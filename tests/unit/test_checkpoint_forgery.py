@@ -274,6 +274,8 @@ def test_a_forged_entry_is_refused_and_named(
     for force in (False, True):
         with pytest.raises(CheckpointStoreError, match=r"checkpoint c1 was not written by toold"):
             store.restore("c1", "user", force=force, guarded=protected)
+    with pytest.raises(CheckpointStoreError, match=r"checkpoint c1 was not written by toold"):
+        store.diff("c1")
     assert git_config.read_bytes() == b"[core]\n\tbare = false\n"
     assert not store.entries()[0].undone
 
