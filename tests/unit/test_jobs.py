@@ -375,3 +375,58 @@ def test_max_finished_jobs_is_validated() -> None:
         ConfigError, match=r"limits\.max_finished_jobs: Input should be greater than or equal to 1"
     ):
         load_config(Path("/nonexistent"), {"limits": {"max_finished_jobs": 0}})
+
+
+SECRET = "Jb4" + "qW8hunter2Zx"
+
+
+def test_a_jobs_record_and_log_hold_no_secret_and_are_private(workspace: Path) -> None:
+    """What the command prints reaches the agent as it is; what is stored is redacted."""
+    folder = workspace / ".toold" / "jobs"
+
+    async def scenario(b: Bound) -> None:
+        command = (
+            f"printf -- '--password {SECRET[:5]}'; printf '{SECRET[5:]}\\n'; "
+            f"echo 'curl -H \"Authorization: Bearer {SECRET}\"'"
+        )
+        job_id = await b.submit(command)
+        finished = await b.next_finished()
+        assert SECRET not in json.dumps(finished)  # jobs/finished shows the stored record
+        [note] = b.jobs.drain_notifications()
+        assert SECRET in note["result"]  # the agent's own notification: its output
+        record, log = folder / f"{job_id}.json", folder / f"{job_id}.log"
+        stored = json.loads(record.read_text())
+        assert stored["status"] == "done" and "[REDACTED]" in stored["result"]
+        assert SECRET not in record.read_text() and SECRET not in log.read_text()
+        assert "--password [REDACTED]" in log.read_text()
+        for path in (record, log, folder):
+            assert path.stat().st_mode & 0o077 == 0, (path, oct(path.stat().st_mode))
+
+    run(workspace, scenario)
+
+
+def test_an_older_record_in_clear_is_redacted_when_loaded(workspace: Path) -> None:
+    folder = workspace / ".toold" / "jobs"
+    folder.mkdir(parents=True)
+    record = folder / "old1.json"
+    record.write_text(
+        json.dumps(
+            {
+                "job_id": "old1",
+                "command": f"deploy --token {SECRET}",
+                "timeout": 30,
+                "status": "done",
+                "exit_code": 0,
+                "finished_at": "2026-01-01T00:00:00+00:00",
+                "result": f"export API_TOKEN={SECRET}",
+            }
+        )
+    )
+
+    async def never(*_: Any) -> Outcome:
+        raise AssertionError
+
+    [listed] = BackgroundManager(folder, execute=never).list()
+    assert listed["command"] == "deploy --token [REDACTED]"
+    assert listed["result"] == "export API_TOKEN=[REDACTED]"
+    assert SECRET not in record.read_text()

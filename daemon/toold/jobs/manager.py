@@ -96,6 +96,15 @@ class JobRecord:
         return data
 
 
+def _redacted(record: JobRecord) -> bool:
+    """Redact the record's command, result and error in place; whether that changed it."""
+    before = (record.command, record.result, record.error)
+    record.command = redact_text(record.command)
+    record.result = None if record.result is None else redact_text(record.result)
+    record.error = None if record.error is None else redact_text(record.error)
+    return (record.command, record.result, record.error) != before
+
+
 def process_identity(pid: int) -> str | None:
     """``pid:start-time`` (clock ticks since boot): tells a process from a later one with
     the same pid; None when no such process runs (or /proc is unavailable)."""
@@ -178,6 +187,8 @@ class BackgroundManager:
                     continue
                 record.status, record.finished_at = "failed", now()
                 record.error = "toold stopped while the job was running"
+                self._save(record)
+            elif _redacted(record):  # written by a toold that did not redact it all
                 self._save(record)
             self._records[record.job_id] = record
             finished.append(record)
@@ -326,9 +337,9 @@ class BackgroundManager:
         error: str | None = None,
     ) -> None:
         record.status, record.exit_code, record.finished_at = status, exit_code, now()
+        record.result, record.error = result, error
         # What is stored and listed is redacted; the agent's notification is its output.
-        record.result = None if result is None else redact_text(result)
-        record.error = None if error is None else redact_text(error)
+        _redacted(record)
         # The agent loop sees BareAgent's two outcomes: done, or failed with the reason.
         note: dict[str, Any] = {
             "task_id": record.job_id,
