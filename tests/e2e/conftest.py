@@ -17,6 +17,20 @@ def client(workspace: Path) -> Iterator[WireClient]:
 
 
 @pytest.fixture
+def local_client(workspace: Path) -> Iterator[WireClient]:
+    """A daemon on the local runner, for tests that read the host pids of what a command
+    starts ($$, $!): inside the default bwrap sandbox's PID namespace they are not the
+    host's (tests/sandbox check the cancel and the sweep inside bwrap)."""
+    c = WireClient(workspace)
+    c.initialize(
+        rootUri=workspace.as_uri(),
+        initializationOptions={"config": {"execution": {"tool_runner": "local"}}},
+    )
+    yield c
+    c.close()
+
+
+@pytest.fixture
 def raw_client(workspace: Path) -> Iterator[WireClient]:
     """A daemon that has not been initialized yet."""
     c = WireClient(workspace)

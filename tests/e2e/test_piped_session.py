@@ -97,7 +97,11 @@ def workspace(tmp_path: Path) -> Path:
 
 
 def grace(workspace: Path, seconds: float) -> None:
-    (workspace / "toold.toml").write_text(f"[limits]\nshutdown_grace = {seconds}\n")
+    """The shutdown grace, on the local runner: the sleeper's pid file holds its host pid
+    only outside a sandbox's PID namespace."""
+    (workspace / "toold.toml").write_text(
+        f'[limits]\nshutdown_grace = {seconds}\n[execution]\ntool_runner = "local"\n'
+    )
 
 
 @pytest.mark.parametrize("stdin", ["file", "pipe"])

@@ -124,7 +124,8 @@ def test_jobs_finished_wire_shape(client: WireClient) -> None:
     assert [j["jobId"] for j in jobs] == [ok, bad]
 
 
-def test_jobs_get_output_so_far_and_cancel_kills_the_group(client: WireClient) -> None:
+def test_jobs_get_output_so_far_and_cancel_kills_the_group(local_client: WireClient) -> None:
+    client = local_client  # the child's pid ($!) is the host's outside a PID namespace
     job = job_id_of(client.tool("background_run", command="sleep 300 & echo child=$!; wait"))
 
     def output() -> str:
