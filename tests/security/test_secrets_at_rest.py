@@ -339,3 +339,20 @@ def test_no_spelling_reaches_toold_in_clear_and_its_files_are_private(
     assert CANARY in json.dumps(spilled["content"])  # the call's own result is not redacted
     assert len(stored["audit.jsonl"].splitlines()) >= 2 * calls
     assert _wide(workspace / ".toold") == {}
+
+
+def test_a_secret_across_two_reads_of_a_spilled_output_is_redacted(tmp_path: Path) -> None:
+    """The bash tool reads output 64 KiB at a time: the secret is printed across the
+    first boundary, with no newline near it, and must not reach the spill file whole."""
+    from toold.tools import get_handlers
+
+    workspace = (tmp_path / "ws").resolve()
+    workspace.mkdir()
+    filler = 65536 - len("x --password ") - 5
+    script = f"import sys; sys.stdout.write('y' * {filler} + ' --password {CANARY} done\\n')"
+    result = asyncio.run(get_handlers(workspace)["bash"](command=f"python3 -c {script!r}"))
+    assert ".toold/outputs/" in str(result)
+    [spill] = (workspace / ".toold" / "outputs").glob("*.txt")
+    text = spill.read_text()
+    assert CANARY not in text and text.endswith(f"--password {REDACTED} done\n")
+    assert stat.S_IMODE(spill.stat().st_mode) == 0o600
