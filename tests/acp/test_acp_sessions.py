@@ -31,6 +31,8 @@ def alive(pid: int) -> bool:
 def test_cancel_during_a_slow_command_kills_it_and_answers_cancelled(
     model: ModelServer, workspace: Path, recorder: Recorder
 ) -> None:
+    # The local runner: $! is the host's pid only outside a sandbox's PID namespace.
+    (workspace / "toold.toml").write_text('[execution]\ntool_runner = "local"\n')
     pid_file = workspace / "sleep.pid"
     command = f"sleep 60 & echo $! > {pid_file.name}; echo started; wait"
     model.tool_use(("bash", {"command": command}))
