@@ -253,7 +253,7 @@ class CheckpointStore:
         if data is None:
             return None
         digest = hashlib.sha256(data).hexdigest()
-        wanted = UNKNOWN_MODE if mode is None else mode & 0o666
+        wanted = UNKNOWN_MODE if mode is None else mode & 0o777
         objects = self._dir("objects")
         try:
             try:

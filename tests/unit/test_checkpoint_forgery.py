@@ -387,6 +387,14 @@ def test_objects_keep_their_files_mode_and_the_store_is_private(
     store.restore(checkpoint.id, "user", force=True)
     assert (ws / ".env").read_bytes() == b"API_KEY=secret\n"
     assert (ws / ".env").stat().st_mode & 0o777 == 0o600
+    (ws / "run.sh").write_bytes(b"#!/bin/sh\n")
+    (ws / "run.sh").chmod(0o750)
+    pending = store.snapshot(["run.sh"])
+    (ws / "run.sh").unlink()
+    deleted = store.record(pending, "delete_file", "agent")
+    assert deleted is not None
+    store.restore(deleted.id, "user")
+    assert (ws / "run.sh").stat().st_mode & 0o777 == 0o750  # still runs after the undo
 
 
 def test_the_key_lives_outside_the_workspace_once_and_private(
