@@ -110,7 +110,7 @@ def _generated() -> list[str]:
     """Redirections at every gap, quoting, \\v and \\f where a blank is, nested contexts."""
     lines: list[str] = []
     for words in ARGV_FORMS:
-        for op in REDIRECTIONS:
+        for op in (*REDIRECTIONS, "0<f", "{fd}>out.txt", "3>&-", "2>>out.txt"):
             for gap in range(len(words) + 1):
                 parts = [join(words[:gap]), op, join(words[gap:])]
                 lines.append(" ".join(p for p in parts if p))

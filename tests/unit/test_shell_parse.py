@@ -119,6 +119,8 @@ def test_assignments_declarations_and_loop_variables_are_commands() -> None:
         ("git push origin >out +main", ["git", "push", "origin", "+main"]),
         ("rm >a -r 2>b -f x", ["rm", "-r", "-f", "x"]),
         ("cat <<EOF >out -n\nx\nEOF\n", ["cat", "-n"]),
+        ("rm -rf 3>&- d", ["rm", "-rf", "d"]),
+        ("cat <&- f", ["cat", "f"]),
     ],
 )
 def test_words_after_a_redirection_target_are_arguments(command: str, argv: list[str]) -> None:
@@ -180,3 +182,9 @@ def test_expansions_that_may_read_a_secret(command: str, secrets: list[str]) -> 
 )
 def test_nesting_thousands_deep_is_incomplete_not_a_crash(command: str) -> None:
     assert not parse(command).complete
+
+
+@pytest.mark.parametrize("command", ["rm 0<f -rf d", "cat 0<f", "echo {fd}>o x"])
+def test_a_descriptor_the_grammar_reads_as_a_word_is_a_problem(command: str) -> None:
+    # bash opens f on fd 0 (or allocates {fd}); tree-sitter passes 0 as an argument.
+    assert parse(command).problems

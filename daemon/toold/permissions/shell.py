@@ -47,6 +47,8 @@ HARMLESS_VARIABLES = frozenset(
     | {"EUID", "BASH_VERSION", "COLUMNS", "LINES", "TZ", "VIRTUAL_ENV", "OSTYPE", "HOSTTYPE"}
 )
 """Variables that hold no secret (``LC_*``, positional and special parameters too)."""
+_CLOSES = frozenset({">&-", "<&-"})
+_DESCRIPTOR_WORD = re.compile(r"^(?:[0-9]+|\{[A-Za-z_][A-Za-z0-9_]*\})$")
 _ESCAPED = re.compile(r"\\.", re.DOTALL)
 _BARE_SPACE = re.compile(r"\s")
 MAX_DEPTH = 300
@@ -202,6 +204,8 @@ def _redirect(node: Node) -> Redirect:
         body = next((c for c in node.named_children if c.type == "heredoc_body"), None)
         return Redirect(op or "<<", fd, None, "" if body is None else _text(body))
     target = node.child_by_field_name("destination")
+    if op in _CLOSES:
+        return Redirect(op, fd, None)
     return Redirect(op, fd, None if target is None else _word(target))
 
 
@@ -212,7 +216,9 @@ def _redirect_words(node: Node) -> list[Node]:
     ``out`` and runs ``rm -rf d``. A here-document's words (``cat <<EOF -n``) likewise.
     """
     if node.type == "file_redirect":
-        return node.children_by_field_name("destination")[1:]
+        # 3>&- closes fd 3 and has no target: tree-sitter takes the next word as one.
+        closes = any(_text(c) in _CLOSES for c in node.children if not c.is_named)
+        return node.children_by_field_name("destination")[0 if closes else 1 :]
     if node.type == "heredoc_redirect":
         words = list(node.children_by_field_name("argument"))
         for inner in node.children_by_field_name("redirect"):
@@ -320,6 +326,9 @@ def _walk(node: Node, script: Script, depth: int = 0) -> None:
             script.problems.append(f"arithmetic evaluation {_text(node)[:40]!r}")
         script.commands.append(SimpleCommand(_text(node), words=words, kind="test"))
     elif kind in _REDIRECTS:
+        if _descriptor_read_as_word(node):
+            # bash reads 0<f and {fd}>f as redirections; tree-sitter makes 0 an argument.
+            script.problems.append(f"a descriptor read as a word before {_text(node)[:40]!r}")
         script.redirects.append(_redirect(node))
         if kind == "heredoc_redirect" and _expanding_heredoc_with_backticks(node):
             # bash runs `...` in an unquoted here-document; the grammar reads it as text.
@@ -341,6 +350,18 @@ def _walk(node: Node, script: Script, depth: int = 0) -> None:
         script.problems.append(f"ANSI-C quoting {_text(node)[:40]!r}")
     for child in node.children:
         _walk(child, script, depth + 1)
+
+
+def _descriptor_read_as_word(redirect: Node) -> bool:
+    """Whether the word right before a redirection (no blank between) is an fd to bash."""
+    prev = redirect.prev_sibling
+    while prev is not None and prev.type in ("command", "redirected_statement") and prev.children:
+        prev = prev.children[-1]
+    return (
+        prev is not None
+        and prev.end_byte == redirect.start_byte
+        and bool(_DESCRIPTOR_WORD.match(_text(prev)))
+    )
 
 
 def _expanding_heredoc_with_backticks(node: Node) -> bool:
