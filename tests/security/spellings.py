@@ -15,7 +15,7 @@ from collections.abc import Iterator
 
 REDIRECTIONS = (
     ">out.txt", ">>out.txt", "1>out.txt", "2>&1", "2>/dev/null", "&>out.txt", "<f",
-    "<>out.txt", ">|out.txt",
+    "<>out.txt", ">|out.txt", "0<f", "3>&-", "<<<x",
 )  # fmt: skip
 """Every redirection operator; targets the canary workspace has (``f``) or tolerates."""
 QUOTINGS = {
