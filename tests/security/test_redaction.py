@@ -94,6 +94,8 @@ SECRETS: list[tuple[str, str]] = [
     (f"mongosh mongodb+srv://app:mg{R[:10]}@cluster0.example/db", f"mg{R[:10]}"),
     (f"curl 'https://api.example/me?access_token=at{R[:18]}&v=2'", f"at{R[:18]}"),
     (f"TF_VAR_db_password=tf{R[:10]} terraform apply", f"tf{R[:10]}"),
+    (f'{{".git-credentials": "gc{R[:10]}"}}', f"gc{R[:10]}"),
+    (f"tool --auth=au{R[:10]} -v", f"au{R[:10]}"),
 ]
 
 READABLE = [

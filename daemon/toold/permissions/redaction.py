@@ -50,9 +50,10 @@ _VALUE = (
 # NAME=value, NAME: value, "NAME": "value", export NAME=value, --name=value. The value
 # is only looked at (a lookahead): a name that is no secret consumes nothing after its
 # separator, so "url=https://x?token=..." still reaches the token. A name starts where
-# a word does (or after a dash): not again at each of its characters.
+# a word or a flag (--name=) does: not again at each of its characters.
 _ASSIGNMENT = re.compile(
-    r"""(?<![A-Za-z0-9_.])(?P<name>[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})(?P<q>\\?["']?)(?P<sep>\s*[:=]\s*)(?!//)(?=(?P<value>"""
+    r"""(?:(?<![\w.-])|(?<=(?<![\w.-])-)|(?<=(?<![\w.-])--))"""
+    r"""(?P<name>[A-Za-z0-9_.][A-Za-z0-9_.-]{0,127})(?P<q>\\?["']?)(?P<sep>\s*[:=]\s*)(?!//)(?=(?P<value>"""
     + _VALUE
     + "))"
 )
