@@ -28,11 +28,16 @@ def engine_runtime() -> Iterator[Path]:
     any engine a test left running there is stopped at the end."""
     runtime = Path(tempfile.mkdtemp(prefix="toold-run-", dir="/tmp"))
     os.environ["TOOLD_RUNTIME_DIR"] = os.fspath(runtime)
+    # The per-user state (checkpoint key, refused loosenings) of this run's own, never the
+    # real ~/.local/state/toold; tests that need another set theirs.
+    state = Path(tempfile.mkdtemp(prefix="toold-state-", dir="/tmp"))
+    os.environ.setdefault("TOOLD_STATE_DIR", os.fspath(state))
     try:
         yield runtime
     finally:
         stop_engines(runtime, dict(os.environ))
         shutil.rmtree(runtime, ignore_errors=True)
+        shutil.rmtree(state, ignore_errors=True)
 
 
 @pytest.fixture
