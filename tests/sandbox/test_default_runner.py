@@ -4,10 +4,12 @@ everyday work needs runs inside it; .git's code-running parts stay read-only."""
 from __future__ import annotations
 
 import asyncio
+import http.server
 import os
 import shutil
 import subprocess
 import sys
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -285,3 +287,44 @@ def test_toolchains_cross_read_only_and_their_secrets_do_not(
     listed = sandbox.bash(f"ls -a {home} {home / '.cargo'}").split()
     assert {".ssh", ".aws", ".config", ".npmrc", "credentials.toml"}.isdisjoint(listed), listed
     assert {".cargo", ".rustup", "bin"} <= set(listed), listed
+
+
+@pytest.mark.usefixtures("bwrap_ready")
+def test_the_web_tools_reach_the_network_and_commands_do_not(
+    workspace: Path, tcp_server: Any
+) -> None:
+    """auto's bwrap: bash has no network; http_request runs in the daemon under [http]."""
+
+    class Hello(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Length", "5")
+            self.end_headers()
+            self.wfile.write(b"hello")
+
+        def log_message(self, *_: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Hello)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    config = TooldConfig.model_validate({"http": {"allow_hosts": ["127.0.0.1"]}})
+    calls = Calls(workspace, config)
+    try:
+        assert calls.runner.name == "bwrap"
+        url = f"http://127.0.0.1:{server.server_address[1]}/"
+
+        async def fetch() -> Any:
+            return await calls.toolset.invoke(
+                "http_request", {"url": url}, context=CallContext(), runner=calls.runner
+            )
+
+        assert "hello" in str(calls.loop.run_until_complete(fetch()).content)
+        port = tcp_server.getsockname()[1]
+        shell = calls.bash(f"exec 3<>/dev/tcp/127.0.0.1/{port} && echo connected")
+        assert "connected" not in shell and "Connection refused" in shell, shell
+    finally:
+        calls.close()
+        server.shutdown()
+        server.server_close()
+        thread.join()
