@@ -66,9 +66,13 @@ def run(
         try:
             await scenario(bound)
         finally:
-            await bound.jobs.close()
+            await bound.state.aclose()  # the jobs, and the runner's sandboxes
 
     asyncio.run(main())
+
+
+# The child's pid ($!) is the host's only outside a PID namespace (the bwrap runner's).
+LOCAL = {"execution": {"tool_runner": "local"}}
 
 
 async def wait_gone(pid: int) -> None:
@@ -152,7 +156,7 @@ def test_cancel_kills_the_process_group(workspace: Path) -> None:
         # Cancelling a finished job returns it unchanged.
         assert await b.jobs.cancel(job_id) == b.jobs.list()[0]
 
-    run(workspace, scenario)
+    run(workspace, scenario, LOCAL)
 
 
 def test_cancel_right_after_submit(workspace: Path) -> None:
@@ -277,7 +281,7 @@ def test_close_cancels_running_jobs(workspace: Path) -> None:
         assert b.jobs.get(job_id)["status"] == "cancelled"
         await wait_gone(child)
 
-    run(workspace, scenario)
+    run(workspace, scenario, LOCAL)
 
 
 def test_unbound_tool_says_unavailable(workspace: Path) -> None:
