@@ -284,6 +284,7 @@ LOOSENINGS = [
     ({"permissions": {"mode": "auto"}}, {"permissions": {"mode": "bypass"}}, "auto → bypass"),
     ({}, {"permissions": {"allow": ["bash"]}}, "new allow rule bash"),
     ({"permissions": {"deny": ["bash(rm*)"]}}, {}, "deny rule bash(rm*) removed"),
+    ({"permissions": {"forbid": ["read_file(prefix:.env*)"]}}, {}, "forbid rule read_file"),
     ({"execution": {"tool_runner": "docker"}}, {}, "execution.tool_runner docker → auto"),
     (
         {"execution": {"tool_runner": "bwrap"}},

@@ -14,7 +14,8 @@ configuration the user kept (see toold.refusals).
 What counts as loosening, key by key:
 
 - ``permissions.mode`` less strict than the live mode (plan > default > auto > bypass);
-- ``permissions.allow``: a rule added; ``permissions.deny``: a rule removed;
+- ``permissions.allow``: a rule added; ``permissions.deny`` and ``permissions.forbid``: a rule
+  removed;
 - ``execution.tool_runner`` weaker (docker > bwrap > auto > subprocess > local);
   ``execution.network`` turned on; ``execution.env_passthrough``: a name added;
 - ``http.allow_hosts`` and ``files.allowed_extensions`` (empty means any): emptied or
@@ -63,9 +64,12 @@ def _added_rules(old: list[str], new: list[str]) -> tuple[list[str], list[str]]:
     return [rule for rule in new if rule in old], [f"new allow rule {rule}" for rule in added]
 
 
-def _removed_rules(old: list[str], new: list[str]) -> tuple[list[str], list[str]]:
-    removed = [rule for rule in old if rule not in new]
-    return [*new, *removed], [f"deny rule {rule} removed" for rule in removed]
+def _removed_rules(kind: str) -> Check:
+    def check(old: list[str], new: list[str]) -> tuple[list[str], list[str]]:
+        removed = [rule for rule in old if rule not in new]
+        return [*new, *removed], [f"{kind} rule {rule} removed" for rule in removed]
+
+    return check
 
 
 def _added(old: list[str], new: list[str]) -> tuple[list[str], list[str]]:
@@ -122,7 +126,8 @@ def _changed(old: Any, new: Any) -> tuple[Any, list[str]]:
 
 LOOSENING: dict[str, Check] = {
     "permissions.allow": _added_rules,
-    "permissions.deny": _removed_rules,
+    "permissions.deny": _removed_rules("deny"),
+    "permissions.forbid": _removed_rules("forbid"),
     "execution.tool_runner": _ranked(RUNNER_STRENGTH),
     "execution.network": _turned_on,
     "execution.env_passthrough": _added,
