@@ -27,6 +27,10 @@ def test_orphans_are_reaped_and_exit_statuses_are_kept(engines: Engines, workspa
     spawn = "; ".join(
         f"setsid -f sh -c 'echo $$ > orphan{n}.pid; read _ < go'" for n in range(ORPHANS)
     )
+    # The call waits until each has left its process group (the call's end kills it).
+    spawn += (
+        f"; until [ $(cat orphan*.pid 2>/dev/null | wc -l) -ge {ORPHANS} ]; do sleep 0.02; done"
+    )
     os.mkfifo(workspace / "go")
     assert editor.tool("bash", command=spawn)["exitCode"] == 0
     files = [workspace / f"orphan{n}.pid" for n in range(ORPHANS)]

@@ -227,7 +227,7 @@ def starting_environment(environ: dict[str, str]) -> dict[str, str]:
         name: value
         for name, value in environ.items()
         if (name in STARTING_ENVIRONMENT or name.startswith(prefixes) or name == "VIRTUAL_ENV")
-        and not is_secret(name)
+        and not is_secret(name, value)
     }
 
 

@@ -4,23 +4,25 @@ Every process that lives on (the engine, ``toold serve``, ``mcp``, ``acp``) beco
 non-dumpable (``PR_SET_DUMPABLE`` 0): a process of the same user, such as an agent's
 command, can then neither read its ``/proc/PID/environ`` or ``mem`` nor open its
 ``/proc/PID/fd/N`` (an editor's stdin pipe written through there passed for the
-editor's own requests). Root is not stopped by it. Commands it starts are dumpable
-again: the flag resets on exec.
+editor's own requests). Root (CAP_SYS_PTRACE) is not stopped by it. Commands it starts
+are dumpable again: the flag resets on exec.
 
 A process that runs tools also becomes a child subreaper, so whatever a tool call
 starts stays below it after ``setsid``, a double fork or a dead parent (orphans go to
 the nearest subreaper, not init): "runs below the engine" cannot be shed. It reaps
-those orphans itself (``Reaper``), and marks its environment with ``TOOLD_TOOL_CALL``,
-so a ``toold`` started by one of its commands without the engine (``--no-daemon``)
-knows it serves the agent, not the user (a marker in the environment can be removed:
-under the local runner an agent's command can do all its user can).
+those orphans itself (``Reaper``). A ``toold`` that one of its commands starts (a
+private ``serve --no-daemon``, an engine in a runtime folder the command sees instead)
+knows it serves the agent from that ancestry (``tool_runner_above``), or, where the
+runner is out of sight (a sandbox's pid namespace), from ``TOOLD_TOOL_CALL`` in its
+environment, a marker the command can remove.
 
-Secrets (``*_API_KEY``, ``*_TOKEN``, ``*_SECRET``, ``*_PASSWORD``, ``*_ACCESS_KEY``) stay
-in ``os.environ``, where toold reads them, but leave the process's C environment, which
-commands started without an explicit environment inherit. ``/proc/PID/environ`` shows
-the environment a process was started with, whatever it changes later: the engine is
-therefore started with none of them (``attach`` hands its environment over a pipe); a
-process the user started with secrets keeps them there, behind the dumpable flag only.
+Secrets (``ANTHROPIC_API_KEY``, ``*_TOKEN``, ``*_PASSWORD``: the names redaction knows)
+stay in ``os.environ``, where toold reads them, but leave the process's C environment,
+which commands started without an explicit environment inherit. ``/proc/PID/environ``
+shows the environment a process was started with, whatever it changes later: the
+engine is therefore started with none of them (``attach`` hands its environment over a
+pipe); a process the user started with secrets (``toold serve --no-daemon``, ``mcp``,
+``acp``, the relay) keeps them there, behind the dumpable flag only.
 """
 
 from __future__ import annotations
@@ -29,7 +31,6 @@ import contextlib
 import ctypes
 import logging
 import os
-import re
 import sys
 import threading
 import time
@@ -40,8 +41,6 @@ PR_SET_DUMPABLE = 4
 PR_SET_CHILD_SUBREAPER = 36
 TOOL_CALL_ENV = "TOOLD_TOOL_CALL"
 """Set in the environment of every process toold runs tools in (the pid of that process)."""
-SECRET_NAME = re.compile(r"(?:.*_)?(?:API_KEY|TOKEN|SECRET|SECRET_KEY|PASSWORD|ACCESS_KEY)")
-"""Names of environment variables kept from the commands toold starts."""
 REAP_EVERY = 1.0
 """Seconds between two looks for orphans to reap."""
 ZOMBIE_GRACE = 3.0
@@ -72,15 +71,19 @@ def become_subreaper() -> bool:
     return _prctl(PR_SET_CHILD_SUBREAPER, 1)
 
 
-def is_secret(name: str) -> bool:
-    """Whether an environment variable's name says it holds a secret."""
-    return SECRET_NAME.fullmatch(name.upper()) is not None
+def is_secret(name: str, value: str) -> bool:
+    """Whether an environment variable holds a secret: a name redaction calls a secret's
+    (ANTHROPIC_API_KEY, GITHUB_TOKEN, DB_PASSWORD...) and a value that is not a path
+    (SSH_AUTH_SOCK names a socket, which ssh and git need)."""
+    from toold.permissions.redaction import is_secret_name
+
+    return is_secret_name(name) and not value.startswith(("/", "~"))
 
 
-def hide_secrets(keep: tuple[str, ...] = ()) -> list[str]:
+def hide_secrets() -> list[str]:
     """Remove secrets from the C environment (children inherit it), not from os.environ
-    (toold reads them there); names in ``keep`` (execution.env_passthrough) stay."""
-    hidden = [name for name in os.environ if is_secret(name) and name not in keep]
+    (toold reads them there: the model's key, execution.env_passthrough); their names."""
+    hidden = [name for name, value in os.environ.items() if is_secret(name, value)]
     for name in hidden:
         os.unsetenv(name)
     return hidden
