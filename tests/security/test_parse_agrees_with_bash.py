@@ -10,7 +10,9 @@ from tree-sitter (escaped backticks, here-document bodies...) fails here.
 
 from __future__ import annotations
 
+import fcntl
 import os
+import select
 import subprocess
 from pathlib import Path
 
@@ -156,15 +158,31 @@ def _argvs(root: Path, bin_dir: Path, command: str) -> list[tuple[str, ...]]:
     log.write_text("", encoding="utf-8")
     (root / "log.argv").write_text("", encoding="utf-8")
     env = {"PATH": os.fspath(bin_dir), "SHIM_LOG": os.fspath(log)}
-    subprocess.run(
-        ["/bin/bash", "-c", command],
-        env=env,
-        cwd=root,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        timeout=10,
-        check=False,
-    )
+    # Every process bash starts inherits this pipe's write end, even one whose stdout and
+    # stderr go to files (cat <(rm &>out -rf d)) and that outlives bash: its EOF says
+    # that the last of them has exited and logged.
+    done, low = os.pipe()
+    alive = fcntl.fcntl(low, fcntl.F_DUPFD, 20)  # above the descriptors the lines use (3>&-)
+    os.close(low)
+    try:
+        subprocess.run(
+            ["/bin/bash", "-c", command],
+            env=env,
+            cwd=root,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=10,
+            check=False,
+            pass_fds=(alive,),
+        )
+        os.close(alive)
+        alive = -1
+        ready, _, _ = select.select([done], [], [], 10)
+        assert ready and os.read(done, 1) == b"", f"a process of {command!r} outlived 10 s"
+    finally:
+        os.close(done)
+        if alive >= 0:
+            os.close(alive)
     lines = (root / "log.argv").read_text(encoding="utf-8").splitlines()
     return [tuple(line.split("\x1f")[:-1]) for line in lines if line]
 
