@@ -45,6 +45,7 @@ HARMLESS_VARIABLES = frozenset(
     {"HOME", "PWD", "OLDPWD", "USER", "LOGNAME", "SHELL", "PATH", "TERM", "LANG", "LANGUAGE"}
     | {"TMPDIR", "HOSTNAME", "IFS", "RANDOM", "LINENO", "SECONDS", "BASHPID", "PPID", "UID"}
     | {"EUID", "BASH_VERSION", "COLUMNS", "LINES", "TZ", "VIRTUAL_ENV", "OSTYPE", "HOSTTYPE"}
+    | {"CI", "GOPATH", "GOROOT", "JAVA_HOME", "CONDA_PREFIX", "CONDA_DEFAULT_ENV", "NODE_ENV"}
 )
 """Variables that hold no secret (``LC_*``, positional and special parameters too)."""
 _CLOSES = frozenset({">&-", "<&-"})
