@@ -328,3 +328,32 @@ def test_the_web_tools_reach_the_network_and_commands_do_not(
         server.shutdown()
         server.server_close()
         thread.join()
+
+
+@pytest.mark.usefixtures("bwrap_ready")
+@pytest.mark.parametrize(
+    "made",
+    [
+        "git init -q && printf '[core]\\n\\tfsmonitor = \"touch {canary}\"\\n' >> .git/config",
+        "git init -q && printf '#!/bin/sh\\ntouch {canary}\\n' > .git/hooks/pre-commit"
+        " && chmod +x .git/hooks/pre-commit",
+        "mkdir -p evil/hooks && git init -q --bare evil && ln -s evil .git"
+        " && printf '[core]\\n\\tfsmonitor = \"touch {canary}\"\\n' >> evil/config",
+    ],
+)
+def test_a_repository_a_command_makes_runs_nothing_on_the_host(
+    calls: Any, workspace: Path, made: str
+) -> None:
+    """The call that makes .git ran where the view could not protect one yet: a repository
+    it leaves that would run commands is moved aside before the user's git sees it."""
+    canary = workspace.parent / "pwned"
+    sandbox = calls()
+    assert sandbox.runner.name == "bwrap"
+    out = sandbox.bash(made.format(canary=canary) + " && echo made")
+    assert "made" in out and "moved to .git-quarantined-by-toold-" in out, out
+    assert not os.path.lexists(workspace / ".git")
+    subprocess.run(["git", "status"], cwd=workspace, capture_output=True, timeout=30)
+    (workspace / "f").write_text("x")
+    subprocess.run(["git", "add", "f"], cwd=workspace, capture_output=True, timeout=30)
+    assert not canary.exists()
+    assert list(workspace.glob(".git-quarantined-by-toold-*"))  # kept for the user to see

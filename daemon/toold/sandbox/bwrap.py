@@ -39,7 +39,12 @@ from typing import TYPE_CHECKING, Any
 from toold.sandbox.environment import DEFAULT_PATH, sandbox_environment
 from toold.sandbox.forkserver import ForkServerSandbox
 from toold.sandbox.pool import python_paths, under, worker_env
-from toold.sandbox.repository import git_layout, protected_binds, read_only_hint
+from toold.sandbox.repository import (
+    git_layout,
+    protected_binds,
+    read_only_hint,
+    vetting,
+)
 from toold.sandbox.toolchains import git_identity, toolchain_env, toolchain_paths
 
 if TYPE_CHECKING:
@@ -234,6 +239,10 @@ class BwrapSandbox(ForkServerSandbox):
     def renewed(self) -> BwrapSandbox:
         """A new sandbox on the same settings, for the workspace as it is now."""
         return type(self)(self.workspace, self.config)
+
+    async def run_tool(self, tool: Tool, args: Any) -> Any:
+        """One call; a repository it makes where the view could not protect one is vetted."""
+        return await vetting(self.workspace, self._layout, super().run_tool(tool, args))
 
     def explain(self, result: object) -> object:
         """A write the sandbox refused says which setting widens it."""

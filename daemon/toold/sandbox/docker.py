@@ -33,11 +33,17 @@ from typing import TYPE_CHECKING, Any
 from toold.sandbox.channel import SandboxError, WorkerLost, read_answer
 from toold.sandbox.environment import sandbox_environment
 from toold.sandbox.pool import WorkerHandle, WorkerSandbox, python_paths, under, worker_env
-from toold.sandbox.repository import git_layout, protected_binds, read_only_hint
+from toold.sandbox.repository import (
+    git_layout,
+    protected_binds,
+    read_only_hint,
+    vetting,
+)
 from toold.sandbox.toolchains import git_identity, toolchain_env, toolchain_paths
 
 if TYPE_CHECKING:
     from toold.config import TooldConfig
+    from toold.tools.base import Tool
 
 log = logging.getLogger(__name__)
 
@@ -276,6 +282,10 @@ class DockerSandbox(WorkerSandbox):
     def renewed(self) -> DockerSandbox:
         """A new sandbox on the same settings, for the workspace as it is now."""
         return type(self)(self.workspace, self.config)
+
+    async def run_tool(self, tool: Tool, args: Any) -> Any:
+        """One call; a repository it makes where the mounts could not protect one is vetted."""
+        return await vetting(self.workspace, self._layout, super().run_tool(tool, args))
 
     def explain(self, result: Any) -> Any:
         """A write the container refused says which setting widens it."""

@@ -12,17 +12,25 @@ empty read-only stand-in (an empty file or folder appears on the host), so a com
 cannot create it either.
 
 The layout is read when the sandbox is built; a workspace whose ``.git`` appears or
-changes shape later gets a fresh sandbox before its next call (see ``GitLayout``). The
-call that ran ``git init`` itself could still write the new repository's config.
+changes shape later gets a fresh sandbox before its next call (``git_layout``); the call
+that made it (``git init``), unprotected meanwhile, is vetted when it ends: a new
+repository that would run commands is moved aside (``vet_new_repository``).
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import stat
+import subprocess
+import time
+from collections.abc import Awaitable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
 
 PROTECTED_FILES = ("config",)
 PROTECTED_DIRS = ("hooks", "info")
@@ -129,3 +137,78 @@ def read_only_hint(result: object, runner: str) -> object:
             'set execution.tool_runner = "subprocess" in toold.toml to run tools unsandboxed]'
         )
     return f"{result}\n{hint}"
+
+
+SAFE_KEYS = re.compile(
+    r"(core\.(repositoryformatversion|filemode|bare|logallrefupdates|ignorecase|"
+    r"precomposeunicode|symlinks)|user\.(name|email)|init\.defaultbranch|"
+    r"extensions\.objectformat|remote\.[^\n]*\.(url|pushurl|fetch)|"
+    r"branch\.[^\n]*\.(remote|merge|rebase))"
+)
+"""What a repository made inside a sandbox may configure: data git init, clone and
+``git config user.*`` write; nothing that names a command, a hook folder or a helper."""
+
+
+def _unsafe_config(config: str) -> list[str]:
+    try:
+        done = subprocess.run(
+            ["git", "config", "--file", config, "--null", "--list"],  # parses, runs nothing
+            capture_output=True,
+            timeout=10,
+            stdin=subprocess.DEVNULL,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return ["(unreadable)"]
+    if done.returncode != 0:
+        return ["(unreadable)"] if os.path.exists(config) else []
+    entries = [e.decode(errors="replace") for e in done.stdout.split(b"\0") if e]
+    keys = [entry.partition("\n")[0] for entry in entries]
+    return [key for key in keys if not SAFE_KEYS.fullmatch(key.lower())]
+
+
+def vet_new_repository(workspace: Path, result: object) -> object:
+    """A ``.git`` made by a call whose sandbox could not protect it yet (none existed when
+    the sandbox was built): if its config names anything that runs commands, or its hooks
+    hold anything but git's samples, it is moved aside before git on the host can run it;
+    ``result`` then says so. Nothing of the user's is lost: the repository is the call's."""
+    gitdir = os.path.join(workspace, ".git")
+    kind = _kind(gitdir)
+    if kind == "missing":
+        return result
+    if kind != "dir":  # a pointer to a git folder the command chose: never vetted enough
+        found = [f".git is a {kind}"]
+    else:
+        found = [f"config: {key}" for key in _unsafe_config(os.path.join(gitdir, "config"))]
+        try:
+            hooks = os.listdir(os.path.join(gitdir, "hooks"))
+        except OSError:
+            hooks = []
+        found += [f"hook: {name}" for name in sorted(hooks) if not name.endswith(".sample")]
+    if not found:
+        return result
+    aside = f"{gitdir}-quarantined-by-toold-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}"
+    try:
+        os.rename(gitdir, aside)
+    except OSError as exc:
+        log.error("a new repository runs commands (%s) and could not be moved: %s", found, exc)
+        note = f"[toold: {gitdir} runs commands ({', '.join(found)}); moving it aside failed]"
+    else:
+        log.warning("a new repository runs commands (%s): moved to %s", found, aside)
+        note = (
+            f"[toold: the repository this command created would run commands in git on "
+            f"your machine ({', '.join(found[:5])}); it was moved to {os.path.basename(aside)}]"
+        )
+    return f"{result}\n{note}" if isinstance(result, str) else result
+
+
+async def vetting(workspace: Path, layout: tuple[str, ...], call: Awaitable[Any]) -> Any:
+    """Await ``call``; when the sandbox's view had no ``.git`` (``layout``) and none existed
+    as the call began, vet the ``.git`` it leaves, even if it fails or is cancelled."""
+    if layout[:1] != ("missing",) or os.path.lexists(os.path.join(workspace, ".git")):
+        return await call
+    try:
+        result = await call
+    except BaseException:
+        vet_new_repository(workspace, None)
+        raise
+    return vet_new_repository(workspace, result)
