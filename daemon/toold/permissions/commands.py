@@ -72,7 +72,8 @@ MAX_COMMAND = 64 * 1024
 """Longer command lines are not parsed (the parse time grows with the text): they ask."""
 _NAME_QUOTED = re.compile(r"[\'\"\\]")
 _NOT_A_NAME = re.compile(r"[\s\'\"\\]")
-_ENVIRON = re.compile(r"/proc/[^/]*/+(?:task/[^/]*/+)?environ")
+_ENVIRON = re.compile(r"/proc\b.*env", re.DOTALL)
+"""/proc/self/environ, /proc/*/env*, cd /proc/1; cat environ: a process's environment."""
 _LISTS_VARIABLES = frozenset({"set", "declare", "typeset", "export", "readonly", "local"})
 
 
@@ -395,6 +396,8 @@ def _environment_danger(script: Script, resolved: list[Resolved]) -> str | None:
         for layer in r.layers:
             if layer.program == "printenv" and not _names_harmless(operands(layer.args)):
                 return "printenv prints the environment"
+            if layer.program == "ps" and not is_read_only("ps", layer.args):
+                return "ps e prints the environment of processes (the daemon's too)"
             if layer.program == "env" and not any(_inner("env", layer.args) or [[]]):
                 return "env alone prints the environment"
             declared = cmd.kind == "declaration"
