@@ -53,8 +53,12 @@ def _sourced(home: Path) -> int:
     return len(log.read_text().splitlines()) if log.exists() else 0
 
 
+LOCAL = {"tool_runner": "local"}
+"""The login environment is the local runner's: sandboxed runners never get it."""
+
+
 def test_the_profile_is_captured_once_and_prints_nothing(start: Start, home: Path) -> None:
-    client = start({})
+    client = start({"execution": LOCAL})
     for _ in range(3):
         assert client.tool("bash", command=ECHO) == {
             "content": "from-profile",
@@ -65,7 +69,7 @@ def test_the_profile_is_captured_once_and_prints_nothing(start: Start, home: Pat
 
 
 def test_login_shell_true_sources_the_profile_every_call(start: Start, home: Path) -> None:
-    client = start({"execution": {"login_shell": True}})
+    client = start({"execution": {**LOCAL, "login_shell": True}})
     for _ in range(3):
         result = client.tool("bash", command=ECHO)
         assert result["content"] == (
