@@ -213,3 +213,28 @@ def test_an_engine_a_tool_call_starts_elsewhere_knows_the_agent(
 )
 def test_which_command_lines_run_tools(argv: list[str], runner: bool) -> None:
     assert runs_tools(argv) is runner
+
+
+OTHER = """\
+./t call --workspace {other} bash '{{"command": "rm -rf victim"}}' > other.out 2>&1
+./t daemon stop --workspace {other} >> other.out 2>&1
+echo finished > done.txt
+"""
+
+
+def test_another_workspaces_engine_knows_this_agent(
+    engines: Engines, editor: WireClient, workspace: Path, tmp_path: Path
+) -> None:
+    """The engine the user runs for another folder serves this agent's command as the
+    agent too: it runs below a toold that runs tools, if not below that engine."""
+    other = tmp_path / "other"
+    (other / "victim").mkdir(parents=True)
+    (other / "victim" / "keep.txt").write_text("precious")
+    (other / "toold.toml").write_text('[permissions]\nmode = "auto"\n')
+    assert engines.toold("daemon", "start", cwd=other).returncode == 0
+    pid = engines.status(other)["pid"]
+    (workspace / "other.sh").write_text(OTHER.format(other=other))
+    command = "setsid -f sh other.sh" + WAIT.replace("raw.out cli.out", "other.out")
+    ran = editor.call("tools/call", {"name": "bash", "arguments": {"command": command}})
+    assert (other / "victim" / "keep.txt").exists(), ran
+    assert engines.status(other)["pid"] == pid, ran

@@ -257,12 +257,17 @@ class Engine:
         await serve_session(self, conn, stdio, pid, hello, self.inside_tool_call(pid))
 
     def inside_tool_call(self, pid: int) -> bool:
-        """Whether peer ``pid`` is an agent's command: it runs below this engine, or
-        below the toold process whose tool call started this engine."""
+        """Whether peer ``pid`` is an agent's command: it runs below this engine, below
+        the toold process whose tool call started this engine, or below any process
+        running toold's tools (another workspace's engine: its agent is not our user)."""
+        from toold.engine.hardening import tool_runner_above
+
         if inside_tool_call(pid, os.getpid()):
             return True
         outer = self.started_by
-        return outer is not None and (outer < 0 or inside_tool_call(pid, outer))
+        if outer is not None and (outer < 0 or inside_tool_call(pid, outer)):
+            return True
+        return tool_runner_above(pid) is not None
 
 
 def _identity(path: Path) -> tuple[int, int, int] | None:

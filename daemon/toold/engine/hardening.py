@@ -111,12 +111,13 @@ def runs_tools(argv: list[str]) -> bool:
     return command in ("mcp", "acp") or (command == "serve" and "--no-daemon" in rest)
 
 
-def tool_runner_above(limit: int = 256) -> int | None:
-    """The nearest ancestor of this process that runs toold's tools, None when none is.
+def tool_runner_above(pid: int | None = None, limit: int = 256) -> int | None:
+    """The nearest process from ``pid`` up (default: this process's parent) that runs
+    toold's tools; None when there is none.
 
     An agent's command cannot leave that ancestry (the tool runner is a subreaper) nor
     change the runner's command line, as it can remove a marker from its environment."""
-    pid = os.getppid()
+    pid = os.getppid() if pid is None else pid
     for _ in range(limit):
         if pid <= 1:
             return None
