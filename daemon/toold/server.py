@@ -301,6 +301,8 @@ def create_server(
             server.execution_events = parsed.options.execution_events
             if server.state.config_problem is not None:  # bound before this session came
                 server.show_error(server.state.config_problem)
+            if server.state.runner.notice is not None:  # the default runner fell back
+                server.show_warning(server.state.runner.notice)
             if parsed.overrides is not None:
                 # The editor's settings, as a didChangeConfiguration would send them: they
                 # apply to the shared workspace (every session; the latest editor's win).

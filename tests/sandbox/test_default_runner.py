@@ -357,3 +357,23 @@ def test_a_repository_a_command_makes_runs_nothing_on_the_host(
     subprocess.run(["git", "add", "f"], cwd=workspace, capture_output=True, timeout=30)
     assert not canary.exists()
     assert list(workspace.glob(".git-quarantined-by-toold-*"))  # kept for the user to see
+
+
+def test_every_session_of_the_engine_is_told_of_the_fallback(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """The engine binds before any session attaches: each editor hears it as it comes."""
+    from tests.engine.support import Engines
+
+    box = Engines()
+    box.env["PATH"] = _failing_bwrap(tmp_path / "bin")["PATH"]
+    try:
+        for _ in range(2):
+            editor = box.editor(workspace)
+            shown = editor.notification("window/showMessage")["params"]
+            assert shown["type"] == WARNING, shown
+            assert "subprocess runner" in shown["message"], shown
+            assert "No permissions to create new namespace" in shown["message"], shown
+        assert editor.tool("bash", command="echo ran")["content"] == "ran"
+    finally:
+        box.close()
