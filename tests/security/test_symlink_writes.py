@@ -164,11 +164,6 @@ def linked(daemon_for: DaemonFactory, tmp_path: Path) -> tuple[GuardedDaemon, Pa
     return daemon, outside
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="needs the guard to judge shell lines within judging_in(self.root) "
-    "and analyse not to cache what it judged there (guard.py, commands.py)",
-)
 def test_through_the_daemon_in_auto_mode_every_sample_asks_and_outside_survives(
     linked: tuple[GuardedDaemon, Path],
 ) -> None:

@@ -38,7 +38,14 @@ from toold.permissions.interpreters import (
     git_arguments,
     skip_options,
 )
-from toold.permissions.paths import LOOP_WORD, escapes, loop_paths, names_any, names_outside
+from toold.permissions.paths import (
+    LOOP_WORD,
+    escapes,
+    judged_root,
+    loop_paths,
+    names_any,
+    names_outside,
+)
 from toold.permissions.readonly import PROGRAMS, has_option, is_read_only, operands
 from toold.permissions.shell import Script, SimpleCommand, harmless, parse
 
@@ -482,9 +489,18 @@ def _redirects_read_only(script: Script) -> bool:
     return True
 
 
-@lru_cache(maxsize=512)
 def analyse(text: str) -> Analysis:
-    """Parse and classify one command line (cached: the guard asks several questions)."""
+    """Parse and classify one command line.
+
+    Cached while words are judged lexically only; within ``judging_in`` (the guard's
+    checks) where a word leads depends on the disk now, so it is judged afresh.
+    """
+    if judged_root() is not None:
+        return _analyse(text)
+    return _analyse_lexically(text)
+
+
+def _analyse(text: str) -> Analysis:
     if len(text) > MAX_COMMAND or len(text.encode("utf-8", "surrogatepass")) > MAX_COMMAND:
         reason = "the command is longer than 64 KiB"
         script = Script(text, complete=False, problems=[reason])
@@ -501,6 +517,9 @@ def analyse(text: str) -> Analysis:
     )
     danger = _danger(script, resolved)
     return Analysis(text, script, resolved, danger, read_only and danger is None)
+
+
+_analyse_lexically = lru_cache(maxsize=512)(_analyse)
 
 
 def dangerous_reason(command: str) -> str | None:

@@ -43,6 +43,7 @@ from typing import Any, Literal
 from toold.hooks import PreHookVerdict
 from toold.permissions.audit import AuditLog
 from toold.permissions.commands import PROTECTED
+from toold.permissions.paths import judging_in
 from toold.permissions.rules import (
     PATH_FIELDS,
     Reach,
@@ -166,7 +167,8 @@ class PermissionGuard:
         """
         if self.mode == "bypass" and not self.forbid:
             return Decision("allow", "bypass mode")
-        subject = Subject.of(tool, args, annotations)  # parse and classify, once
+        with judging_in(self.root):  # words are judged by where they lead, now
+            subject = Subject.of(tool, args, annotations)  # parse and classify, once
         return self._agent_decision(subject, annotations or annotations_of(subject.tool), paths)
 
     def _agent_decision(
@@ -339,7 +341,8 @@ class PermissionGuard:
     ) -> Verdict | tuple[Decision, Subject]:
         """Forbid rules (every origin and mode), then the user's deny rules or the
         rules' decision for an agent's call, with the parse it was made on."""
-        subject = Subject.of(tool, args, annotations)  # parse and classify, once
+        with judging_in(self.root):  # words are judged by where they lead, now
+            subject = Subject.of(tool, args, annotations)  # parse and classify, once
         own = annotations or annotations_of(subject.tool)
         forbidden = self.reach(self.forbid, subject, own, paths)
         if forbidden:
