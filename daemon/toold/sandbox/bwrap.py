@@ -209,6 +209,33 @@ def _remove_cgroup(path: Path) -> None:
     log.info("could not remove %s: still in use", path)
 
 
+def _namespace_inits() -> list[int]:
+    """This process's children that are bwrap as PID 1 of a namespace of their own."""
+    found = []
+    for task in Path("/proc/self/task").iterdir():
+        for pid in _read(task / "children").split():
+            status = _read(Path(f"/proc/{pid}/status")).splitlines()
+            nspid = next((line.split()[1:] for line in status if line.startswith("NSpid:")), [])
+            if status and status[0] == "Name:\tbwrap" and len(nspid) > 1 and nspid[-1] == "1":
+                found.append(int(pid))
+    return found
+
+
+def reap_orphans(rounds: int = 50) -> None:
+    """Reap what bubblewrap leaves to a subreaper (the engine is one): the PID 1 of a
+    sandbox whose outer bwrap has exited is reparented here and would stay a zombie.
+    Bounded: ``rounds`` checks 10 ms apart while one is still exiting."""
+    for _ in range(rounds):
+        left = []
+        for pid in _namespace_inits():
+            with contextlib.suppress(ChildProcessError):
+                if os.waitpid(pid, os.WNOHANG) == (0, 0):
+                    left.append(pid)
+        if not left:
+            return
+        time.sleep(0.01)
+
+
 def _read(path: Path) -> str:
     try:
         return path.read_text()
@@ -261,6 +288,8 @@ class BwrapSandbox(ForkServerSandbox):
             done = subprocess.run(probe, capture_output=True, timeout=PROBE_TIMEOUT)
         except (OSError, subprocess.TimeoutExpired) as exc:
             return f"bubblewrap could not start ({exc}): {INSTALL_HINT}"
+        finally:
+            reap_orphans()
         if done.returncode != 0:
             reason = done.stderr.decode(errors="replace").strip() or f"exit {done.returncode}"
             return (
@@ -292,6 +321,7 @@ class BwrapSandbox(ForkServerSandbox):
     def release(self) -> None:
         """Stop the sandbox and remove its cgroup."""
         super().release()
+        reap_orphans()
         if self._cgroup is not None:
             self._cgroup.remove()
         shutil.rmtree(self._etc, ignore_errors=True)

@@ -66,7 +66,9 @@ class ForkedWorker(PipeWorker):
         """Nothing to do: closing its stdin is what makes the worker clean up and exit."""
 
 
-def _kill_quietly(proc: subprocess.Popen[bytes]) -> None:
+def _kill_quietly(proc: subprocess.Popen[bytes], sock: socket.socket | None = None) -> None:
+    if sock is not None:
+        sock.close()
     if proc.poll() is None:
         with contextlib.suppress(ProcessLookupError):
             proc.kill()
@@ -96,8 +98,9 @@ class ForkServer:
             )
         ours.settimeout(START_TIMEOUT)
         self._sock = ours
-        # A runner dropped without close() (a configuration change) still stops its server.
-        weakref.finalize(self, _kill_quietly, self._proc)
+        # A runner dropped without close() (a configuration change) still stops its server
+        # and closes its socket (unclosed, it would warn as it is collected).
+        weakref.finalize(self, _kill_quietly, self._proc, ours)
         return ours
 
     def fork(self, warm: bool) -> tuple[int, int, int]:
