@@ -185,12 +185,14 @@ def test_nothing_of_the_host_is_reachable_from_bwrap(
     assert found["connected"] == [], found["connected"]
     # No socket at all in the view (the workspace has none either).
     assert found["sockets"] == [p for p in found["sockets"] if p.startswith("/proc/")]
-    # /root holds at most the Python runtime the worker runs on (when it lives there).
+    # /root holds at most the Python runtime the worker runs on (when it lives there) and
+    # the user's toolchains, read-only (toold.sandbox.toolchains: never a secret folder).
     import sys
 
-    assert all(p.startswith(sys.base_prefix) for p in found["root_entries"]), found["root_entries"][
-        :5
-    ]
+    from toold.sandbox.toolchains import toolchain_paths
+
+    allowed = (sys.base_prefix, *toolchain_paths())
+    assert all(p.startswith(allowed) for p in found["root_entries"]), found["root_entries"][:5]
 
 
 @pytest.mark.usefixtures("docker_ready")
