@@ -353,6 +353,9 @@ def test_auto_mode_still_runs_ordinary_commands(command: str) -> None:
 
 SECRET = "outside-canary-7f3a"
 KEY = "sk-canary-env-91c2"
+"""Held in TOOLD_CANARY_VALUE, a name that is not a secret's: commands inherit it, so the
+guard is the only wall between it and the model (a secret-named variable never reaches
+them at all: tests/engine/test_impersonation.py)."""
 
 
 @pytest.fixture(scope="module")
@@ -366,7 +369,7 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _daemon(daemon_for: DaemonFactory, mode: str, home: Path) -> GuardedDaemon:
-    return daemon_for(mode, extra_env=(("HOME", str(home)), ("TOOLD_CANARY_API_KEY", KEY)))
+    return daemon_for(mode, extra_env=(("HOME", str(home)), ("TOOLD_CANARY_VALUE", KEY)))
 
 
 def _at(command: str, home: Path) -> str:
@@ -384,10 +387,10 @@ WIRE_READS = [
     "base64 {home}/.ssh/id_rsa",
     "env",
     "printenv",
-    "printenv TOOLD_CANARY_API_KEY",
-    "echo $TOOLD_CANARY_API_KEY",
-    "cat <<< $TOOLD_CANARY_API_KEY",
-    "awk 'BEGIN{print ENVIRON[\"TOOLD_CANARY_API_KEY\"]}'",
+    "printenv TOOLD_CANARY_VALUE",
+    "echo $TOOLD_CANARY_VALUE",
+    "cat <<< $TOOLD_CANARY_VALUE",
+    "awk 'BEGIN{print ENVIRON[\"TOOLD_CANARY_VALUE\"]}'",
     "jq -n env",
     "ps eww",
 ]
@@ -456,7 +459,7 @@ def test_the_harness_sees_a_leak_and_a_write_outside(daemon_for: DaemonFactory, 
     # In bypass mode the same commands run: HOME and the key reach the shell, or the cases
     # above would prove nothing.
     daemon = _daemon(daemon_for, "bypass", home)
-    out = daemon.call("bash", {"command": "cat ~/.ssh/id_rsa; printenv TOOLD_CANARY_API_KEY"})
+    out = daemon.call("bash", {"command": "cat ~/.ssh/id_rsa; printenv TOOLD_CANARY_VALUE"})
     assert SECRET in str(out) and KEY in str(out)
     daemon.call("bash", {"command": "echo pwned >> ~/.bashrc"})
     assert (home / ".bashrc").read_text() == "# canary\npwned\n"
