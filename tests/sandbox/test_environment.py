@@ -129,6 +129,6 @@ def test_the_local_runner_keeps_the_daemons_secrets_from_commands(
 ) -> None:
     """What the README says: local runs tools in the daemon, with its environment less the
     variables counted as secrets (the model provider still reads them in the daemon)."""
-    bash_env, _ = _seen_by(secret_daemon("local"))
-    assert CANARY not in json.dumps(bash_env) and "ANTHROPIC_API_KEY" not in bash_env
-    assert "PATH" in bash_env
+    for env in _seen_by(secret_daemon("local")):  # bash's and python_repl's
+        assert CANARY not in json.dumps(env) and "ANTHROPIC_API_KEY" not in env
+        assert "PATH" in env

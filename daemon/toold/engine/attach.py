@@ -220,14 +220,14 @@ STARTING_ENVIRONMENT = ("PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "TER
 def starting_environment(environ: dict[str, str]) -> dict[str, str]:
     """What the engine's exec gets: what Python and toold need to start, no secret
     (``/proc/PID/environ`` shows it for the engine's whole life)."""
-    from toold.engine.hardening import is_secret
+    from toold.permissions.redaction import is_secret_variable
 
     prefixes = ("LC_", "PYTHON", "XDG_", "TOOLD_")
     return {
         name: value
         for name, value in environ.items()
         if (name in STARTING_ENVIRONMENT or name.startswith(prefixes) or name == "VIRTUAL_ENV")
-        and not is_secret(name, value)
+        and not is_secret_variable(name, value)
     }
 
 

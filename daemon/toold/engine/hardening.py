@@ -71,19 +71,12 @@ def become_subreaper() -> bool:
     return _prctl(PR_SET_CHILD_SUBREAPER, 1)
 
 
-def is_secret(name: str, value: str) -> bool:
-    """Whether an environment variable holds a secret: a name redaction calls a secret's
-    (ANTHROPIC_API_KEY, GITHUB_TOKEN, DB_PASSWORD...) and a value that is not a path
-    (SSH_AUTH_SOCK names a socket, which ssh and git need)."""
-    from toold.permissions.redaction import is_secret_name
-
-    return is_secret_name(name) and not value.startswith(("/", "~"))
-
-
 def hide_secrets() -> list[str]:
     """Remove secrets from the C environment (children inherit it), not from os.environ
     (toold reads them there: the model's key, execution.env_passthrough); their names."""
-    hidden = [name for name, value in os.environ.items() if is_secret(name, value)]
+    from toold.permissions.redaction import is_secret_variable
+
+    hidden = [name for name, value in os.environ.items() if is_secret_variable(name, value)]
     for name in hidden:
         os.unsetenv(name)
     return hidden

@@ -174,6 +174,13 @@ def is_secret_name(name: str) -> bool:
     return any(w in _SECRET_WORDS or w.endswith(_SECRET_SUFFIXES) for w in words if w)
 
 
+def is_secret_variable(name: str, value: str) -> bool:
+    """Whether an environment variable holds a secret: a secret's name (ANTHROPIC_API_KEY,
+    GITHUB_TOKEN, DB_PASSWORD...) and a value that is not a path (SSH_AUTH_SOCK names a
+    socket, which ssh and git need)."""
+    return is_secret_name(name) and not value.startswith(("/", "~"))
+
+
 def redact(value: Any, key: str = "") -> Any:
     """A copy of ``value`` with values under secret names and secrets in strings replaced."""
     if key and is_secret_name(key):

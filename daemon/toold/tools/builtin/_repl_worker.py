@@ -225,6 +225,8 @@ def main() -> None:
     os.close(null)
     os.dup2(raw_fd, 1)
     os.dup2(raw_fd, 2)
+    for stream in (sys.stdout, sys.stderr):  # what a snippet prints is read back as UTF-8
+        stream.reconfigure(encoding="utf-8")  # type: ignore[union-attr]
     # Started with -P, so neither this file's folder nor the workspace leads sys.path.
     # Snippets may import the workspace's modules (the cwd), but only after the standard
     # library and installed packages: a workspace logging.py or token.py never replaces

@@ -155,7 +155,6 @@ class ReplWorker:
 
     # -- process ---------------------------------------------------------
     def _start(self) -> None:
-        env = dict(os.environ, PYTHONIOENCODING="utf-8")
         proc = subprocess.Popen(
             [sys.executable, "-P", "-u", os.fspath(WORKER_SCRIPT)],  # -P: see the worker's main
             cwd=self.cwd,
@@ -163,7 +162,9 @@ class ReplWorker:
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             start_new_session=True,
-            env=env,
+            # The inherited environment: a worker's own, or the daemon's less its secrets
+            # (removed from what children inherit, kept in os.environ: engine/hardening.py).
+            env=None,
         )
         assert proc.stdout is not None and proc.stderr is not None
         self._proc = proc
