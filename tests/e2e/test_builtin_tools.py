@@ -63,8 +63,8 @@ def shared(shared_workspace: Path) -> Iterator[WireClient]:
 
 
 LOCAL = {"execution": {"tool_runner": "local"}}
-"""python_repl keeps its names only in the daemon (the local runner): a sandboxed runner,
-the default one too, runs each snippet in a fresh interpreter (see the README)."""
+"""For the tests that read the interpreter's host pid (inside bwrap, the default runner,
+it is a pid of the sandbox's own namespace)."""
 
 
 @pytest.fixture
@@ -125,9 +125,10 @@ def test_calculator_on_the_wire(shared: WireClient) -> None:
     }
 
 
-def test_python_eval_alias_keeps_names(local_client: WireClient) -> None:
-    assert _call(local_client, "python_eval", {"code": "x = 21"})["content"] == "(No output)"
-    assert _call(local_client, "python_repl", {"code": "x * 2"}) == {
+def test_python_eval_alias_keeps_names(shared: WireClient) -> None:
+    """On the default runner (the sandbox), as in the daemon."""
+    assert _call(shared, "python_eval", {"code": "x = 21"})["content"] == "(No output)"
+    assert _call(shared, "python_repl", {"code": "x * 2"}) == {
         "content": "42",
         "isError": False,
     }

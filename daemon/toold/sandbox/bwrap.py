@@ -256,6 +256,7 @@ class BwrapSandbox(ForkServerSandbox):
         self._etc = Path(tempfile.mkdtemp(prefix="toold-bwrap-etc-"))
         weakref.finalize(self, shutil.rmtree, self._etc, ignore_errors=True)
         self._layout: tuple[str, ...] = ()
+        self._view: tuple[str, Path] = ("bwrap", self._etc)
         self.activate()
 
     def stale(self) -> bool:
@@ -302,10 +303,16 @@ class BwrapSandbox(ForkServerSandbox):
         if self._cgroup is None:
             host_userns = os.stat("/proc/self/ns/user").st_ino
             server += ["--nproc", str(execution.pids_limit), "--host-userns", str(host_userns)]
-        self._argv = bwrap_argv(exe, self.workspace, execution, server, etc)
-        if self._cgroup is not None:
-            self._argv = self._cgroup.wrap(self._argv)
+        self._view = (exe, etc)
+        self._argv = self.interpreter_argv(server)
         return None
+
+    def interpreter_argv(self, argv: list[str]) -> list[str]:
+        """``argv`` in a bubblewrap sandbox of this view (the fork server; python_repl's
+        interpreter, in one of its own), inside the pids cgroup when there is one."""
+        exe, etc = self._view
+        wrapped = bwrap_argv(exe, self.workspace, self.config.execution, argv, etc)
+        return wrapped if self._cgroup is None else self._cgroup.wrap(wrapped)
 
     def server_argv(self) -> list[str]:
         """bwrap running the fork server."""

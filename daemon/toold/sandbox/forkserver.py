@@ -24,9 +24,9 @@ import threading
 import weakref
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from toold.sandbox.channel import WorkerLost
+from toold.sandbox.channel import SandboxUnavailable, WorkerLost
 from toold.sandbox.environment import sandbox_environment
 from toold.sandbox.pool import CANCEL_GRACE, PipeWorker, WorkerSandbox, worker_env
 from toold.sandbox.process import kill_group
@@ -35,6 +35,7 @@ from toold.sandbox.worker import COLD, KILL, PID_FORMAT, WARM
 
 if TYPE_CHECKING:
     from toold.config import TooldConfig
+    from toold.tools.base import Tool
 
 START_TIMEOUT = 60.0
 """Seconds the fork server may take to import everything and answer its first request."""
@@ -192,6 +193,27 @@ class ForkServerSandbox(WorkerSandbox):
                 identity.rename(Path(self._home) / ".gitconfig")
         base = sandbox_environment(self.config, home=self._home, tmpdir=tempfile.gettempdir())
         return worker_env({**toolchain_env(), **base})
+
+    def interpreter_argv(self, argv: list[str]) -> list[str]:
+        """How a tool's long-lived interpreter starts in this sandbox (here: as it is)."""
+        return argv
+
+    async def run_tool(self, tool: Tool, args: Any) -> Any:
+        """One call in a fresh worker; python_repl, whose names persist between calls, in
+        the daemon with its one interpreter started in this sandbox instead."""
+        from toold.tools.builtin.python_repl import LAUNCH, Launch, PythonReplTool
+
+        if not isinstance(tool, PythonReplTool):
+            return await super().run_tool(tool, args)
+        if self.problem is None and self._pool is None:
+            await asyncio.to_thread(self.activate)
+        if self.problem is not None:
+            raise SandboxUnavailable(self.problem)
+        token = LAUNCH.set(Launch(self.interpreter_argv, self.server_env(), self))
+        try:
+            return self.explain(await tool.call(args))
+        finally:
+            LAUNCH.reset(token)
 
     def spawn(self, warm: bool) -> ForkedWorker:
         """Fork a worker (on the pool's single thread)."""

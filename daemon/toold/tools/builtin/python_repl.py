@@ -19,6 +19,8 @@ import sys
 import threading
 import time
 import weakref
+from collections.abc import Callable, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,6 +40,23 @@ TIMED_OUT = "timed out"
 ENDED = "ended"
 Reply = dict[str, Any] | str
 """A reply from the worker, or TIMED_OUT, or ENDED (the worker closed its output)."""
+
+
+@dataclass(frozen=True)
+class Launch:
+    """How a sandbox starts the interpreter: its command line wrapped (``bwrap ... --
+    python ...``) and its whole environment (the sandbox's allow-list)."""
+
+    wrap: Callable[[list[str]], list[str]]
+    env: Mapping[str, str]
+    owner: object
+    """The sandbox it belongs to: an interpreter started for another one is replaced."""
+
+
+LAUNCH: ContextVar[Launch | None] = ContextVar("python_repl_launch", default=None)
+"""Set by a sandbox runner around a call it runs in the daemon (toold.sandbox.forkserver),
+so the names persist in one long-lived interpreter inside that sandbox; None: the
+interpreter is the daemon's own child."""
 
 
 class PythonReplArguments(ToolArguments):
@@ -62,8 +81,9 @@ class ReplWorker:
     called from any thread.
     """
 
-    def __init__(self, cwd: Path) -> None:
+    def __init__(self, cwd: Path, launch: Launch | None = None) -> None:
         self.cwd = cwd
+        self.launch = launch
         self._proc: subprocess.Popen[bytes] | None = None
         self._finalizer: weakref.finalize[Any, Any] | None = None
         self._selector: selectors.BaseSelector | None = None
@@ -155,16 +175,19 @@ class ReplWorker:
 
     # -- process ---------------------------------------------------------
     def _start(self) -> None:
+        argv = [sys.executable, "-P", "-u", os.fspath(WORKER_SCRIPT)]  # -P: see the worker's main
+        launch = self.launch
         proc = subprocess.Popen(
-            [sys.executable, "-P", "-u", os.fspath(WORKER_SCRIPT)],  # -P: see the worker's main
+            argv if launch is None else launch.wrap(argv),
             cwd=self.cwd,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             start_new_session=True,
-            # The inherited environment: a worker's own, or the daemon's less its secrets
-            # (removed from what children inherit, kept in os.environ: engine/hardening.py).
-            env=None,
+            # A sandbox's allow-list; else the inherited environment: a worker's own, or the
+            # daemon's less its secrets (removed from what children inherit, kept in
+            # os.environ: engine/hardening.py).
+            env=None if launch is None else dict(launch.env),
         )
         assert proc.stdout is not None and proc.stderr is not None
         self._proc = proc
@@ -270,12 +293,18 @@ class PythonReplTool(WorkspaceTool):
 
     @property
     def worker(self) -> ReplWorker:
-        """This instance's worker (created on first use, started on first call)."""
+        """This instance's worker for the sandbox of this call (created on first use,
+        started on first call); one made for another sandbox is stopped and replaced."""
+        launch = LAUNCH.get()
         with self._worker_lock:
-            if self._worker is None:
+            old = self._worker
+            worker = old
+            if worker is None or worker.launch != launch:
                 cwd = self.runtime.workspace if self.runtime is not None else Path.cwd()
-                self._worker = ReplWorker(cwd)
-            return self._worker
+                worker = self._worker = ReplWorker(cwd, launch)
+        if old is not None and old is not worker:
+            old.close()
+        return worker
 
     async def run(self, args: PythonReplArguments) -> str:
         """Run the snippet in the worker; cancellation kills the worker."""
