@@ -5,7 +5,7 @@
 export * from "./generated/wire";
 
 export type PermissionMode = "default" | "auto" | "plan" | "bypass";
-export type ToolRunner = "local" | "subprocess" | "bwrap" | "docker";
+export type ToolRunner = "auto" | "local" | "subprocess" | "bwrap" | "docker";
 
 /** The setting value meaning "send nothing: toold.toml (or toold's default) decides". */
 export const INHERIT = "inherit";
@@ -17,7 +17,13 @@ export const PERMISSION_MODES: readonly { mode: PermissionMode; detail: string }
   { mode: "bypass", detail: "Never ask. Only for throwaway workspaces." },
 ];
 
-export const TOOL_RUNNERS: readonly ToolRunner[] = ["local", "subprocess", "bwrap", "docker"];
+export const TOOL_RUNNERS: readonly ToolRunner[] = [
+  "auto",
+  "local",
+  "subprocess",
+  "bwrap",
+  "docker",
+];
 
 /** The titles toold offers in its window/showMessageRequest permission prompt. */
 export const PERMISSION_ACTIONS = ["Allow", "Always allow", "Deny"] as const;
