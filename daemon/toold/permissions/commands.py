@@ -144,9 +144,14 @@ class Analysis:
         """Whether some program name cannot be resolved."""
         return any(r.dynamic for r in self.commands) or not self.script.complete
 
-    def touches(self, names: tuple[str, ...] = PROTECTED) -> bool:
-        """Whether a word, redirection target or the text may name one of ``names``."""
-        if any(n in self.text for n in names):
+    def touches(self, names: tuple[str, ...] = PROTECTED, *, components: bool = False) -> bool:
+        """Whether a word, redirection target or the text may name one of ``names``
+        (``components``: only where the text has one as a whole path component, so
+        ``.gitignore`` or ``repo.git`` do not name ``.git``)."""
+        if components:
+            if any(re.search(rf"(?<![\w.-]){re.escape(n)}(?![\w.-])", self.text) for n in names):
+                return True
+        elif any(n in self.text for n in names):
             return True
         targets = [r.target for r in self.script.redirects if r.writes and r.target]
         if any(t.value is None for t in targets):

@@ -43,6 +43,7 @@ from typing import Any, Literal
 from toold.hooks import PreHookVerdict
 from toold.permissions.audit import AuditLog
 from toold.permissions.commands import PROTECTED
+from toold.permissions.interpreters import git_arguments
 from toold.permissions.paths import judging_in
 from toold.permissions.rules import (
     PATH_FIELDS,
@@ -391,10 +392,22 @@ def loosens_guard(
 def writes_git(
     subject: Subject, annotations: ToolAnnotations, paths: list[str] | None = None
 ) -> bool:
-    """Whether a file tool's call writes into ``.git/`` (a hook, ``core.fsmonitor`` or
-    ``core.hooksPath`` there runs code when the user next runs git). Shell commands are
-    judged by their own rules."""
-    if subject.shell is not None or not annotations.writes_path:
+    """Whether a call may write into ``.git/`` (a hook, ``core.fsmonitor`` or
+    ``core.hooksPath`` there runs code when the user next runs git): a file tool naming a
+    path there, or a shell command that is not read-only and may name ``.git`` (a word, a
+    redirection, a glob or a word only known at run time) or runs ``git config``. Inside
+    bwrap and docker those files are read-only anyway; under the subprocess and local
+    runners this is the only wall."""
+    if subject.shell is not None:
+        shell = subject.shell
+        if shell.read_only:
+            return False
+        return shell.touches((".git",), components=True) or any(
+            layer.program == "git" and git_arguments(layer.args)[:1] == ["config"]
+            for resolved in shell.commands
+            for layer in resolved.layers
+        )
+    if not annotations.writes_path:
         return False
     if paths is None:
         paths = [subject.value] if _names_a_path(subject.args) else []
