@@ -323,7 +323,8 @@ def test_generated_paths_through_the_local_runner_read_and_write_nothing_outside
     runtime = ToolRuntime(workspace=layout.ws, config=TooldConfig())
     toolset = ToolSet(BuiltinToolProvider(runtime).get_tools())
     tools = _tools_present(toolset.names())
-    runner = make_runner(TooldConfig(), layout.ws)
+    local = TooldConfig.model_validate({"execution": {"tool_runner": "local"}})
+    runner = make_runner(local, layout.ws)  # the path checks alone, no sandbox behind them
     assert runner.name == "local"
     before = snapshot(layout)
     keep = workspace_entries(layout)

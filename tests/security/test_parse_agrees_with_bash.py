@@ -140,7 +140,9 @@ def bash_with_shims(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Pat
         shim = bin_dir / name
         shim.write_text(
             '#!/bin/bash\necho "${0##*/}" >> "$SHIM_LOG"\n'
-            'printf "%s\\x1f" "${0##*/}" "$@" >> "$SHIM_LOG.argv"; echo >> "$SHIM_LOG.argv"\n',
+            # One write per line: two shims of a pipeline append at once.
+            'line=$(printf "%s\\x1f" "${0##*/}" "$@")\n'
+            'printf "%s\\n" "$line" >> "$SHIM_LOG.argv"\n',
             encoding="utf-8",
         )
         shim.chmod(0o755)
