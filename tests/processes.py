@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 
 from tests.waiting import WAIT_S, wait_until
@@ -33,3 +34,19 @@ def wait_gone(pids: int | Iterable[int], what: str = "", timeout: float = WAIT_S
     wait_until(
         lambda: not survivors(), lambda: f"{what or 'pids'} to exit ({survivors()} run)", timeout
     )
+
+
+def processes_matching(marker: str) -> list[int]:
+    """Host pids whose command line (arguments joined by spaces) contains ``marker``."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/cmdline", "rb") as f:
+                    if marker.encode() in f.read().replace(b"\0", b" ") and process_alive(
+                        int(entry)
+                    ):
+                        found.append(int(entry))
+            except OSError:
+                continue
+    return found

@@ -6,7 +6,6 @@ the Docker image is built (offline, in about a second) by the session fixture.
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import socket
@@ -19,25 +18,8 @@ import pytest
 
 from tests.e2e.wire import WireClient
 from tests.environment import unavailable
-from tests.processes import process_alive
 
 Daemon = Callable[..., WireClient]
-
-
-def processes_matching(marker: str) -> list[int]:
-    """Host pids whose command line (arguments joined by spaces) contains ``marker``."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/cmdline", "rb") as f:
-                    if marker.encode() in f.read().replace(b"\0", b" ") and process_alive(
-                        int(entry)
-                    ):
-                        found.append(int(entry))
-            except OSError:
-                continue
-    return found
 
 
 def _toml(value: Any) -> str:

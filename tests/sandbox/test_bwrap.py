@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.processes import processes_matching
 from tests.sandbox.conftest import (
     Daemon,
-    processes_matching,
     progress_until,
     start_call,
 )
