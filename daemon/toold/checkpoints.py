@@ -58,7 +58,6 @@ from toold.storage import (
     open_state,
     remove_state,
     state_names,
-    write_all,
 )
 
 log = logging.getLogger(__name__)
@@ -269,7 +268,9 @@ class CheckpointStore:
                         os.fchmod(fh.fileno(), narrowest)
                 if same:
                     return digest
-            _write_new(objects, digest, data, wanted, durable=False)  # or planted: replaced
+            atomic_write_at(
+                objects, digest, data, durable=False, mode=wanted
+            )  # or planted: replaced
         finally:
             os.close(objects)
         return digest
@@ -313,7 +314,7 @@ class CheckpointStore:
             if there is not None and stat.S_ISREG(there.st_mode):
                 atomic_write_at(dir_fd, name, data)
             else:
-                _write_new(dir_fd, name, data, mode & 0o777, durable=True, umask=True)
+                atomic_write_at(dir_fd, name, data, mode=mode & 0o777, umask=True)
         finally:
             os.close(dir_fd)
 
@@ -591,38 +592,6 @@ def _data(found: tuple[bytes, int] | None) -> bytes | None:
 
 def _content(found: tuple[bytes, int] | None) -> tuple[bytes | None, int]:
     return (None, UNKNOWN_MODE) if found is None else found
-
-
-def _write_new(
-    dir_fd: int, name: str, data: bytes, mode: int, *, durable: bool, umask: bool = False
-) -> None:
-    """Replace ``name`` in ``dir_fd`` atomically by a new file of ``mode`` (narrowed by the
-    umask when ``umask``), created so that it is never wider, even for a moment."""
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-    while True:
-        tmp = f".{name}.{secrets.token_hex(4)}.tmp"
-        try:
-            fd = os.open(tmp, flags, mode & (0o777 if umask else 0o600), dir_fd=dir_fd)
-            break
-        except FileExistsError:
-            continue
-    try:
-        try:
-            if not umask:
-                os.fchmod(fd, mode)
-            write_all(fd, data)
-            if durable:
-                os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp, dir_fd=dir_fd)
-        raise
-    if durable:
-        with contextlib.suppress(OSError):
-            os.fsync(dir_fd)
 
 
 def _size(path: Path) -> int:

@@ -72,24 +72,36 @@ def path_lock(path: Path) -> Iterator[None]:
 
 
 def atomic_write_at(
-    dir_fd: int, name: str, data: bytes, *, durable: bool = True, private: bool = False
+    dir_fd: int,
+    name: str,
+    data: bytes,
+    *,
+    durable: bool = True,
+    private: bool = False,
+    mode: int | None = None,
+    umask: bool = False,
 ) -> None:
     """Replace ``name`` in the folder ``dir_fd`` with ``data``: readers see old or new, never half.
 
     The data goes to a temp file next to it (``.{name}.<random>.tmp``, created with
     O_EXCL and O_NOFOLLOW) that is renamed over ``name``; the file keeps its mode, or
     with ``private`` (a state file) only its owner's bits, and is 0600 at the least.
-    ``durable`` also fsyncs the file and the folder, so the write survives a power loss,
-    not only a crash of this process.
+    ``mode`` gives the new file that mode instead (narrowed by the umask with ``umask``),
+    never wider at any moment. ``durable`` also fsyncs the file and the folder, so the
+    write survives a power loss, not only a crash of this process.
     """
-    fd, tmp = _create_temp(dir_fd, name, PRIVATE_FILE if private else 0o644)
+    if mode is not None:
+        first = mode & 0o777 if umask else PRIVATE_FILE
+    else:
+        first = PRIVATE_FILE if private else 0o644
+    fd, tmp = _create_temp(dir_fd, name, first)
     try:
         try:
-            with contextlib.suppress(FileNotFoundError):
-                old = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
-                if stat.S_ISREG(old.st_mode):
-                    mode = stat.S_IMODE(old.st_mode)
-                    os.fchmod(fd, (mode & 0o700) | PRIVATE_FILE if private else mode)
+            if mode is not None:
+                if not umask:
+                    os.fchmod(fd, mode)
+            else:
+                _keep_mode(fd, dir_fd, name, private)
             write_all(fd, data)
             if durable:
                 os.fsync(fd)
@@ -103,6 +115,15 @@ def atomic_write_at(
     if durable:
         with contextlib.suppress(OSError):
             os.fsync(dir_fd)
+
+
+def _keep_mode(fd: int, dir_fd: int, name: str, private: bool) -> None:
+    """Give the new file the mode of the one it replaces (only its owner's bits if private)."""
+    with contextlib.suppress(FileNotFoundError):
+        old = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+        if stat.S_ISREG(old.st_mode):
+            mode = stat.S_IMODE(old.st_mode)
+            os.fchmod(fd, (mode & 0o700) | PRIVATE_FILE if private else mode)
 
 
 def _create_temp(dir_fd: int, name: str, mode: int) -> tuple[int, str]:
