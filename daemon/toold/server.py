@@ -301,6 +301,8 @@ def create_server(
             server.execution_events = parsed.options.execution_events
             if server.state.config_problem is not None:  # bound before this session came
                 server.show_error(server.state.config_problem)
+            if server.state.kept_out is not None:  # a refused loosening, held at start
+                server.show_warning(server.state.kept_out)
             if server.state.runner.notice is not None:  # the default runner fell back
                 server.show_warning(server.state.runner.notice)
             if parsed.overrides is not None:

@@ -204,6 +204,9 @@ class WorkspaceState:
     """Loosening changes of the last reload, waiting for the user's answer."""
     gate: ConfigGate = field(default_factory=ConfigGate)
     """Shut (agents' calls refused) while the configuration toold started with is invalid."""
+    kept_out: str | None = None
+    """The loosening of toold.toml kept out at start because the user refused it before:
+    told to each session that attaches, until the user applies it."""
     _generation: int = 0
     _settling: asyncio.Task[None] | None = field(default=None, repr=False)
     _asked: Held | None = field(default=None, repr=False)
@@ -301,6 +304,7 @@ class WorkspaceState:
             problem = await asyncio.to_thread(self.apply_held, held)
             if problem is None:
                 await asyncio.to_thread(forget_refusal, self.root)
+                self.kept_out = None
             self._warn(problem or f"{held.summary}. Applied, as you confirmed")
             return
         await asyncio.to_thread(remember_refusal, self.root, self.config)
@@ -538,6 +542,7 @@ def bind(
     if state.config_problem is not None:
         on_config_error(state.config_problem)
     if refused is not None:
+        state.kept_out = refused
         state._warn(refused)
     state.warn_runner_problem()
     return state
