@@ -21,7 +21,7 @@ from toold.agents.system import AgentSystem
 from toold.checkpoints import KEY_NAME, CheckpointStore
 from toold.config import CONFIG_FILE, ConfigError, TooldConfig, load_config, strictest
 from toold.gateway import ToolGateway
-from toold.hooks import Hooks, PreHookVerdict
+from toold.hooks import Hooks
 from toold.jobs.manager import BackgroundManager, Outcome
 from toold.permissions.audit import AuditLog
 from toold.permissions.guard import PermissionGuard, Verdict
@@ -94,31 +94,20 @@ class GatedGuard(PermissionGuard):
     gate: ConfigGate = field(default_factory=ConfigGate)
     """Shared with every child guard (subagents, teammates): one reload opens them all."""
 
-    async def check(
+    def refusal(
         self,
         tool: str,
         args: Any,
-        origin: str = "agent",
-        annotations: ToolAnnotations | None = None,
-        steer: PreHookVerdict | None = None,
-        paths: list[str] | None = None,
-    ) -> Verdict:
-        """PermissionGuard.check, after refusing an agent's call while the gate is shut."""
+        origin: str,
+        annotations: ToolAnnotations | None,
+        paths: list[str] | None,
+    ) -> Verdict | None:
+        """An agent's call while the gate is shut (a hook's deny still comes first)."""
         problem = self.gate.problem
         if problem is None or origin == "user" or mends_config(args, annotations, paths):
-            return await super().check(tool, args, origin, annotations, steer, paths)
+            return None
         message = f"Refused: {problem}; {REFUSED} (reading and editing toold.toml still work)"
-        verdict = Verdict(False, "denied", "invalid configuration", message)
-        if self.audit is not None:
-            self.audit.record(
-                event="decision",
-                tool=tool,
-                origin=origin,
-                arguments=args,
-                decision=verdict.decision,
-                reason=f"{verdict.reason}: {problem}",
-            )
-        return verdict
+        return Verdict(False, "denied", f"invalid configuration: {problem}", message)
 
     def child(self, *, mode: Any = None, fail_closed: bool | None = None) -> PermissionGuard:
         """PermissionGuard.child, behind the same gate."""

@@ -280,6 +280,9 @@ class PermissionGuard:
             return Verdict(
                 False, "denied", f"pre_tool_use hook: {reason}", f"Denied by hook: {reason}"
             )
+        refused = self.refusal(tool, args, origin, annotations, paths)
+        if refused is not None:
+            return refused
         judged = await self._judged(tool, args, origin, annotations, paths)
         if isinstance(judged, Verdict):
             return judged
@@ -309,6 +312,17 @@ class PermissionGuard:
             return Verdict(True, "user-allowed", decision.reason)
         why = "no answer" if answer is None else "user denied"
         return Verdict(False, "denied", f"{why} ({decision.reason})", DENIED)
+
+    def refusal(
+        self,
+        tool: str,
+        args: Any,
+        origin: str,
+        annotations: ToolAnnotations | None,
+        paths: list[str] | None,
+    ) -> Verdict | None:
+        """A refusal that comes before any rule (a subclass's: see workspace.GatedGuard)."""
+        return None
 
     async def _judged(
         self,
