@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.engine.support import stop_engines
+from tests.engine.support import Engines, stop_engines
 
 # bash captures the login environment with `bash -l` (and runs `bash -lc` with
 # execution.login_shell); on machines whose login profile runs `pyenv rehash`, a shell
@@ -48,3 +48,14 @@ def workspace(tmp_path: Path) -> Path:
     (ws / "src" / "main.py").write_text("print('needle')\n", encoding="utf-8")
     (ws / "src" / "helper.txt").write_text("needle line\n", encoding="utf-8")
     return ws
+
+
+@pytest.fixture
+def engines() -> Iterator[Engines]:
+    """The CLI and editors of one test on the default path (the workspace's shared
+    engine), attached to engines that are all stopped after it."""
+    box = Engines()
+    try:
+        yield box
+    finally:
+        box.close()

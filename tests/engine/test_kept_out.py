@@ -13,7 +13,7 @@ WARNING = 2  # window/showMessage's MessageType.Warning
 
 
 def test_each_editor_of_the_engine_hears_the_refused_loosening_kept_out(
-    tmp_path: Path,
+    engines: Engines, tmp_path: Path
 ) -> None:
     workspace = tmp_path / "ws"
     workspace.mkdir()
@@ -23,15 +23,11 @@ def test_each_editor_of_the_engine_hears_the_refused_loosening_kept_out(
     )
     kept = TooldConfig.model_validate({"execution": {"tool_runner": "local"}})
     remember_refusal(workspace, kept)  # as a "Keep current" answered before this start
-    box = Engines()
-    try:
-        for _ in range(2):
-            editor = box.editor(workspace)
-            shown = editor.notification("window/showMessage")["params"]
-            assert shown["type"] == WARNING, shown
-            assert "you refused" in shown["message"], shown
-            assert "default → bypass" in shown["message"], shown
-        made = editor.tool("bash", origin="agent", command="touch made")
-        assert made["isError"] is True and not (workspace / "made").exists()  # not bypass
-    finally:
-        box.close()
+    for _ in range(2):
+        editor = engines.editor(workspace)
+        shown = editor.notification("window/showMessage")["params"]
+        assert shown["type"] == WARNING, shown
+        assert "you refused" in shown["message"], shown
+        assert "default → bypass" in shown["message"], shown
+    made = editor.tool("bash", origin="agent", command="touch made")
+    assert made["isError"] is True and not (workspace / "made").exists()  # not bypass

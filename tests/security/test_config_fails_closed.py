@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -62,16 +61,6 @@ def _refused(result: dict[str, Any]) -> bool:
 
 
 # -- the real path: the shared engine, an editor through toold serve, toold call ------------
-
-
-@pytest.fixture
-def engines() -> Iterator[Engines]:
-    """The default path (the workspace's shared engine); every engine is stopped after."""
-    box = Engines()
-    try:
-        yield box
-    finally:
-        box.close()
 
 
 def test_an_invalid_file_refuses_agents_until_it_is_fixed(engines: Engines, tmp_path: Path) -> None:
