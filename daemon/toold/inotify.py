@@ -1,28 +1,23 @@
-"""Linux inotify read by the event loop: folder watches that cost nothing while idle.
+"""Linux inotify through libc: one instance, its watches, and its events in bounded reads.
 
-One inotify descriptor per ``FolderWatch``, registered with ``loop.add_reader``: no
-thread and no timer run until the kernel has an event, so an idle daemon is never
-woken. (watchfiles, used before, checks its stop event every ``step`` ms on a worker
-thread: about 100 wake-ups a second per watch.) Events are gathered until none came for
-``QUIET_S`` (an editor's save is a burst: temp file, rename), at most ``DEBOUNCE_S``
-after the first one, and handed over as one set of paths. Symlinks are never followed
-(``IN_DONT_FOLLOW``); a recursive watch adds the folders created under it as they
-appear. A queue overflow reports the watched roots themselves, so the reader rescans.
+Only the kernel interface lives here; toold.watching shares one ``Inotify`` among every
+folder watch of a workspace and falls back to polling (toold.polling) when the kernel
+refuses. ``read_events`` reads once (at most ``READ_BYTES``), never until EAGAIN: a
+flood of events must not hold the event loop (a rename loop in the workspace once froze
+another session's read_file for 14.8 s). Symlinks are never followed (``IN_DONT_FOLLOW``).
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import ctypes
 import errno
 import os
 import struct
-from collections.abc import AsyncIterator, Sequence
+import sys
 from pathlib import Path
 
-DEBOUNCE_S = 0.05
-QUIET_S = 0.01
+READ_BYTES = 64 * 1024
+"""One read per wake-up: about 2,000 events with short names, a few ms of parsing."""
 
 IN_MODIFY = 0x2
 IN_ATTRIB = 0x4
@@ -54,7 +49,24 @@ CHANGES = (
     | IN_MOVE_SELF
 )
 WATCH_MASK = CHANGES | IN_ONLYDIR | IN_DONT_FOLLOW | IN_EXCL_UNLINK
+NEW_DIR = IN_CREATE | IN_MOVED_TO
 _HEADER = struct.Struct("iIII")  # wd, mask, cookie, len (struct inotify_event)
+
+UNWATCHABLE = frozenset({errno.ENOSPC, errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP})
+"""inotify_add_watch errors that mean "poll this folder" rather than "it is not there":
+ENOSPC is fs.inotify.max_user_watches used up; the others, a filesystem without inotify."""
+
+REMOTE_FILESYSTEMS = {
+    0x6969: "NFS",
+    0x517B: "SMB",
+    0xFF534D42: "CIFS",
+    0xFE534D42: "SMB2",
+    0x65735546: "FUSE",
+    0x01021997: "9p",
+    0x00C36400: "Ceph",
+    0x6A656A63: "virtiofs",
+}
+"""statfs f_type of filesystems whose changes made elsewhere inotify never sees."""
 
 _libc: ctypes.CDLL | None = None
 
@@ -66,123 +78,63 @@ def _c() -> ctypes.CDLL:
     return _libc
 
 
-def _checked(result: int, what: str, path: object = None) -> int:
-    if result < 0:
-        code = ctypes.get_errno()
-        raise OSError(code, f"{what}: {os.strerror(code)}", path)
-    return result
+def remote_filesystem(folder: Path) -> str | None:
+    """The name of ``folder``'s filesystem when inotify misses changes made elsewhere."""
+    buf = ctypes.create_string_buffer(256)  # struct statfs is 120 bytes on 64-bit Linux
+    if _c().statfs(os.fsencode(folder), buf) != 0:
+        return None
+    f_type = int.from_bytes(buf.raw[: ctypes.sizeof(ctypes.c_long)], sys.byteorder, signed=True)
+    return REMOTE_FILESYSTEMS.get(f_type & 0xFFFFFFFF)
 
 
-class FolderWatch:
-    """inotify watches on ``roots`` (folders); batches of changed paths via ``batches``.
+def limit(name: str) -> str:
+    """``/proc/sys/fs/inotify/<name>`` (max_user_instances, max_user_watches), or "?"."""
+    try:
+        return Path("/proc/sys/fs/inotify", name).read_text().strip()
+    except OSError:
+        return "?"
 
-    ``start`` raises OSError (FileNotFoundError, NotADirectoryError for a symlink) when
-    a root cannot be watched.
-    """
 
-    def __init__(self, roots: Sequence[Path], *, recursive: bool) -> None:
-        self.roots = list(roots)
-        self.recursive = recursive
-        self._fd = -1
-        self._dirs: dict[int, Path] = {}
-        self._pending: set[Path] = set()
-        self._timer: asyncio.TimerHandle | None = None
-        self._first = 0.0  # loop time of the first event of the pending batch
-        self._ready: asyncio.Queue[set[Path] | None] = asyncio.Queue()
-        self._loop: asyncio.AbstractEventLoop | None = None
+class Inotify:
+    """One inotify instance: ``add``/``remove`` watches, ``read_events`` in bounded reads."""
 
-    async def start(self) -> FolderWatch:
-        """Install every watch; events after this returns are seen."""
-        self._loop = asyncio.get_running_loop()
-        self._fd = _checked(_c().inotify_init1(IN_NONBLOCK | IN_CLOEXEC), "inotify_init1")
-        try:
-            for root in self.roots:
-                self._add(root, must_exist=True)
-        except BaseException:
-            self.close()
-            raise
-        self._loop.add_reader(self._fd, self._readable)
-        return self
+    def __init__(self) -> None:
+        """Raises OSError (EMFILE: max_user_instances used up; ENOSYS: no inotify)."""
+        fd = _c().inotify_init1(IN_NONBLOCK | IN_CLOEXEC)
+        if fd < 0:
+            code = ctypes.get_errno()
+            raise OSError(code, f"inotify_init1: {os.strerror(code)}")
+        self.fd = fd
 
-    def _add(self, folder: Path, *, must_exist: bool) -> None:
-        raw = os.fsencode(folder)
-        wd = _c().inotify_add_watch(self._fd, raw, WATCH_MASK)
+    def add(self, folder: Path) -> int:
+        """Watch ``folder`` (never through a symlink); its watch descriptor, or OSError."""
+        wd = int(_c().inotify_add_watch(self.fd, os.fsencode(folder), WATCH_MASK))
         if wd < 0:
             code = ctypes.get_errno()
-            if must_exist:
-                raise OSError(code, os.strerror(code), os.fspath(folder))
-            return  # gone again, or a symlink: nothing to watch
-        self._dirs[wd] = folder
-        if not self.recursive:
-            return
-        with contextlib.suppress(OSError), os.scandir(folder) as entries:
-            for entry in entries:
-                if entry.is_dir(follow_symlinks=False):
-                    self._add(Path(entry.path), must_exist=False)
+            raise OSError(code, os.strerror(code), os.fspath(folder))
+        return wd
 
-    def _readable(self) -> None:
-        while True:
-            try:
-                data = os.read(self._fd, 65536)
-            except BlockingIOError:
-                break
-            except OSError as exc:
-                if exc.errno == errno.EINTR:
-                    continue
-                raise
-            if not data:
-                break
-            self._parse(data)
-        if not self._pending or self._loop is None:
-            return
-        now = self._loop.time()
-        if self._timer is None:
-            self._first = now
-        else:
-            self._timer.cancel()
-        deliver_at = min(self._first + DEBOUNCE_S, now + QUIET_S)
-        self._timer = self._loop.call_at(deliver_at, self._deliver)
+    def remove(self, wd: int) -> None:
+        """Stop watching ``wd`` (already gone with its folder: nothing to do)."""
+        _c().inotify_rm_watch(self.fd, wd)
 
-    def _parse(self, data: bytes) -> None:
+    def read_events(self) -> list[tuple[int, int, bytes]]:
+        """The events of one read: (wd, mask, name); [] when none is waiting."""
+        try:
+            data = os.read(self.fd, READ_BYTES)
+        except (BlockingIOError, InterruptedError):
+            return []
+        events = []
         offset = 0
         while offset + _HEADER.size <= len(data):
             wd, mask, _, length = _HEADER.unpack_from(data, offset)
             offset += _HEADER.size
-            name = data[offset : offset + length].rstrip(b"\0")
+            events.append((wd, mask, data[offset : offset + length].rstrip(b"\0")))
             offset += length
-            if mask & IN_Q_OVERFLOW:
-                self._pending.update(self.roots)
-                continue
-            folder = self._dirs.get(wd)
-            if folder is None:
-                continue
-            if mask & IN_IGNORED:
-                del self._dirs[wd]
-                continue
-            path = folder / os.fsdecode(name) if name else folder
-            self._pending.add(path)
-            if self.recursive and mask & IN_ISDIR and mask & (IN_CREATE | IN_MOVED_TO):
-                self._add(path, must_exist=False)
-
-    def _deliver(self) -> None:
-        self._timer = None
-        batch, self._pending = self._pending, set()
-        self._ready.put_nowait(batch)
-
-    async def batches(self) -> AsyncIterator[set[Path]]:
-        """Each debounced set of changed paths, until ``close``."""
-        while (batch := await self._ready.get()) is not None:
-            yield batch
+        return events
 
     def close(self) -> None:
-        """Remove every watch; ``batches`` ends."""
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
-        if self._fd >= 0:
-            if self._loop is not None:
-                self._loop.remove_reader(self._fd)
-            os.close(self._fd)
-            self._fd = -1
-        self._dirs.clear()
-        self._ready.put_nowait(None)
+        """Close the instance: every watch goes with it."""
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1

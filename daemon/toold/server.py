@@ -305,6 +305,8 @@ def create_server(
                 server.show_warning(server.state.kept_out)
             if server.state.runner.notice is not None:  # the default runner fell back
                 server.show_warning(server.state.runner.notice)
+            for notice in server.state.notices:  # e.g. the watchers poll (toold.watching)
+                server.show_warning(notice)
             if parsed.overrides is not None:
                 # The editor's settings, as a didChangeConfiguration would send them: they
                 # apply to the shared workspace (every session; the latest editor's win).

@@ -1,8 +1,9 @@
 """Watching the workspace for outside changes: .tasks.json, toold.toml and skill folders.
 
-inotify read by the event loop (toold.inotify) wakes us on events; there is no
-polling and no watcher thread, so an idle daemon is never woken. Our own writes come
-back as events too; reloading compares content, so they notify nothing.
+Every watch is a subscriber of the workspace's one watcher (``state.watcher``,
+toold.watching): one inotify instance read by the event loop, so an idle daemon is never
+woken, or polling where inotify cannot be had (the user is told once). Our own writes
+come back as events too; reloading compares content, so they notify nothing.
 A skill folder that does not exist yet is waited for by watching its nearest existing
 parent (not recursively), so ``.toold/skills`` created after start-up is seen.
 """
@@ -17,20 +18,37 @@ from pathlib import Path
 from typing import Any
 
 from toold.config import CONFIG_FILE
-from toold.inotify import FolderWatch
 from toold.planning.skills import is_skill_dir
 from toold.planning.tasks import TASKS_FILE, TaskStoreError
+from toold.watching import FolderWatch
 from toold.workspace import WorkspaceState
 from toold_protocol import names
 
 log = logging.getLogger(__name__)
 
 
+def _signature(path: Path) -> tuple[int, int, int] | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return st.st_ino, st.st_mtime_ns, st.st_size
+
+
 async def _watch_root(
     state: WorkspaceState, watch: FolderWatch, report: Callable[[str], None]
 ) -> None:
+    # A flood comes as the root itself ("rescan"): the files are then re-read only when
+    # their stat changed, so a rename loop in the workspace costs a stat a second.
+    seen = {name: _signature(state.root / name) for name in (TASKS_FILE, CONFIG_FILE)}
     async for touched in watch.batches():
         names_ = {path.name for path in touched}
+        if state.root in touched:
+            for name, before in seen.items():
+                if _signature(state.root / name) != before:
+                    names_.add(name)
+        for name in names_ & seen.keys():
+            seen[name] = _signature(state.root / name)
         try:
             if TASKS_FILE in names_:
                 await asyncio.to_thread(state.tasks.reload)
@@ -62,11 +80,12 @@ class _SkillWatch:
         self.watches: list[FolderWatch] = []
 
     async def start(self) -> None:
+        hub = self.state.watcher
         if self.live:
-            self.watches.append(await FolderWatch(self.live, recursive=True).start())
+            self.watches.append(await hub.watch(self.live, recursive=True).start())
         parents = sorted({_nearest_dir(d) for d in self.missing})
         if parents:
-            self.watches.append(await FolderWatch(parents, recursive=False).start())
+            self.watches.append(await hub.watch(parents, recursive=False).start())
 
     def covers(self, touched: set[Path]) -> bool:
         """Whether any changed path lies in a watched skill folder."""
@@ -132,7 +151,7 @@ async def _watch_files(
     state: WorkspaceState, report: Callable[[str], None], started: Callable[[], None]
 ) -> None:
     try:
-        watch = await FolderWatch([state.root], recursive=False).start()
+        watch = await state.watcher.watch([state.root], recursive=False).start()
     finally:
         started()
     try:

@@ -41,6 +41,7 @@ from toold.tools.registry import BuiltinToolProvider
 from toold.tools.runtime import ToolRuntime
 from toold.tools.toolset import ToolSet
 from toold.user_state import secret_key
+from toold.watching import WatchHub
 from toold_protocol import names
 
 log = logging.getLogger(__name__)
@@ -185,6 +186,11 @@ class WorkspaceState:
     """initializationOptions.config or the last didChangeConfiguration: kept over file edits."""
     watching: asyncio.Event = field(default_factory=asyncio.Event)
     """Set once outside changes are watched (see toold.watch)."""
+    watcher: WatchHub = field(default_factory=WatchHub)
+    """The one inotify instance (or polling) every watch of the workspace shares."""
+    notices: list[str] = field(default_factory=list)
+    """Warnings about the shared workspace (the watchers polling): told to every session
+    now (``warn``) and to each that attaches later."""
     warn: Report | None = None
     """Show the user a warning; without it warnings are only logged."""
     confirm: Confirm | None = None
@@ -308,6 +314,12 @@ class WorkspaceState:
         self.gate.problem = problem
         return f"{problem}; {REFUSED} ({MENDING})"
 
+    def notice(self, message: str) -> None:
+        """Warn every session of a lasting condition, once, and each later one on attaching."""
+        if message not in self.notices:
+            self.notices.append(message)
+            self._warn(message)
+
     def _warn(self, message: str) -> None:
         if self.warn is not None:
             self.warn(message)
@@ -353,6 +365,7 @@ class WorkspaceState:
         await self.jobs.close()
         if self.team is not None:
             await self.team.close()
+        self.watcher.close()
         await self.runner.close()
         if self.guard.audit is not None:
             self.guard.audit.close()
@@ -519,6 +532,7 @@ def bind(
         confirm=confirm,
         gate=guard.gate,
     )
+    state.watcher.notice = state.notice
     # Agents and the team run tools through the state's gateway: they come last.
     state.agents = runtime.agents = make_agents(state)
     state.team = runtime.team = TeamManager(
@@ -526,6 +540,7 @@ def bind(
         state_dir,
         agents=state.agents,
         push=lambda message: push(names.TEAM_MESSAGE, {"message": message}),
+        watcher=state.watcher,
     )
     tasks.load()
     if state.config_problem is not None:

@@ -78,7 +78,7 @@ STORE_DEPENDENCIES: dict[str, set[str]] = {
     # The runners, the worker and the channel run tools (tools.registry, tools.context);
     # tools reach only the primitives below them (and the runner as a type).
     "sandbox": {"config", "tools"},
-    "team": {"agents", "inotify", "permissions", "storage", "tools"},  # inotify: mailbox wake-ups
+    "team": {"agents", "permissions", "storage", "tools", "watching"},  # mailbox wake-ups
     "checkpoints": {"config", "storage"},
     "hooks": {"config"},
 }

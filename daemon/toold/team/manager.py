@@ -2,8 +2,9 @@
 
 A running teammate is an asyncio task in the daemon that spawned it; it holds an
 flock on ``.toold/team/<name>.lock`` so every daemon sharing the workspace knows
-it runs. Teammates and main's inbox wake on file events (inotify), not polling: an idle
-team costs no wake-ups.
+it runs. Teammates and main's inbox wake on file events: a watch of the mailbox folder on
+the workspace's one watcher (toold.watching: inotify, so an idle team costs no wake-ups,
+or polling where inotify cannot be had).
 """
 
 from __future__ import annotations
@@ -19,12 +20,12 @@ from pathlib import Path
 from typing import Any
 
 from toold.agents.loop import AgentContext, agent_loop
-from toold.inotify import FolderWatch
 from toold.permissions.rules import Rule
 from toold.storage import make_state_dir, open_state
 from toold.team.mailbox import MAIN, Mailboxes, new_message
 from toold.team.registry import TeamRegistry, check_teammate_name
 from toold.tools.context import failed
+from toold.watching import FolderWatch, WatchHub
 
 log = logging.getLogger(__name__)
 
@@ -36,10 +37,11 @@ current_sender: ContextVar[str] = ContextVar("toold_team_sender", default=MAIN)
 
 
 class _Waker:
-    """Wakes readers of the mailbox folder on file events, one watcher per manager."""
+    """Wakes readers of the mailbox folder on file events, one watch per manager."""
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, hub: WatchHub | None) -> None:
         self.folder = folder
+        self.hub = hub
         self._event = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
 
@@ -49,7 +51,7 @@ class _Waker:
 
     async def _watch(self) -> None:
         make_state_dir(self.folder)  # never through a link: nothing outside is watched
-        watch = await FolderWatch([self.folder], recursive=False).start()
+        watch = await FolderWatch([self.folder], recursive=False, hub=self.hub).start()
         try:
             self._event.set()  # what arrived before the watch was installed
             async for _ in watch.batches():
@@ -82,13 +84,16 @@ class TeamManager:
         agents: Any,
         push: Callable[[dict[str, Any]], None] | None = None,
         reply_timeout: float = REPLY_TIMEOUT,
+        watcher: WatchHub | None = None,
     ) -> None:
+        """``watcher``: the workspace's (WorkspaceState.watcher); without it, one of its own."""
         self.registry = TeamRegistry(root / ".team.json", state_dir / "team" / "registry.lock")
         self.mail = Mailboxes(state_dir / "mailboxes")
         self.locks = state_dir / "team"
         self.agents = agents
         self.push = push
         self.reply_timeout = reply_timeout
+        self.watcher = watcher
         self._running: dict[str, asyncio.Task[None]] = {}
         self._lock_fds: dict[str, int] = {}
         self._waiters: dict[str, asyncio.Future[dict[str, Any]]] = {}
@@ -101,7 +106,7 @@ class TeamManager:
         """Start main's inbox (team/message notifications, team_send replies)."""
         if self._waker is not None:
             return
-        self._waker = _Waker(self.mail.folder)
+        self._waker = _Waker(self.mail.folder, self.watcher)
         self._waker.start()
         self._inbox = asyncio.create_task(self._read_inbox(), name="toold-main-inbox")
 
