@@ -11,7 +11,7 @@ import {
 } from "vscode-languageclient/node";
 
 import { describeError, handlePermissionRequests, subscribe, TooldApi } from "./client-core";
-import { INSTALL_COMMAND, LaunchError, resolveLaunch } from "./launch";
+import { INSTALL_COMMAND, LaunchError, type LaunchSource, resolveLaunch } from "./launch";
 import {
   type DaemonState,
   jobFinishedMessage,
@@ -29,6 +29,7 @@ import {
   type TooldSettings,
 } from "./protocol";
 import { DiffPreviewFeature, EditPreviews } from "./preview";
+import { onInterpreterChanged, selectedInterpreter } from "./pythonExtension";
 import { NodeTreeProvider } from "./views";
 
 /** Anything with dispose(): output channels, subscriptions, providers. */
@@ -79,6 +80,9 @@ export class TooldController implements vscode.Disposable {
   private clientSubscriptions: DisposableLike[] = [];
   private state: DaemonState = "stopped";
   private mode: string | undefined;
+  /** Where the running daemon was found; undefined when none started. */
+  private launchSource: LaunchSource | undefined;
+  private watchingInterpreter = false;
   private readonly disposables: DisposableLike[] = [];
 
   constructor() {
@@ -152,12 +156,20 @@ export class TooldController implements vscode.Disposable {
     const settings = readSettings();
     let launch;
     try {
-      launch = await resolveLaunch(settings, { env: process.env, workspace: folder.uri.fsPath });
+      launch = await resolveLaunch(settings, {
+        env: process.env,
+        workspace: folder.uri.fsPath,
+        lookups: { selectedInterpreter: () => selectedInterpreter(folder.uri) },
+      });
     } catch (error) {
+      this.launchSource = undefined;
+      void this.watchInterpreter();
       this.setState("failed");
       this.reportLaunchError(error);
       return;
     }
+    this.launchSource = launch.source;
+    void this.watchInterpreter();
     this.output.appendLine(`Starting ${launch.description} for ${folder.uri.fsPath}`);
     const serverOptions: ServerOptions = {
       command: launch.command,
@@ -245,6 +257,29 @@ export class TooldController implements vscode.Disposable {
     }
     await this.refreshAll();
     this.started.fire();
+  }
+
+  /** Once: another interpreter selected in the Python extension may change which toold runs. */
+  private async watchInterpreter(): Promise<void> {
+    if (this.watchingInterpreter) return;
+    this.watchingInterpreter = true;
+    const subscription = await onInterpreterChanged(() => {
+      void this.onInterpreterChanged();
+    });
+    this.disposables.push(subscription);
+  }
+
+  private async onInterpreterChanged(): Promise<void> {
+    if (this.launchSource === undefined && this.state === "failed") {
+      await this.start(); // not found before: the new interpreter may have it
+      return;
+    }
+    if (this.launchSource !== "python extension") return;
+    const choice = await vscode.window.showInformationMessage(
+      "The Python interpreter changed. Restart toold with it?",
+      "Restart",
+    );
+    if (choice === "Restart") await this.restart();
   }
 
   private reportLaunchError(error: unknown): void {

@@ -7,7 +7,7 @@ import * as path from "node:path";
 import { after, describe, test } from "node:test";
 
 import { answerShowMessageRequest } from "../client-core";
-import { expandPath, LaunchError, resolveLaunch, which } from "../launch";
+import { expandPath, LaunchError, type LaunchLookups, resolveLaunch, which } from "../launch";
 import { renderResult, summarizeResult } from "../models";
 import { DEFAULT_SETTINGS } from "../protocol";
 import {
@@ -147,7 +147,7 @@ describe("launching toold", () => {
       resolveLaunch(DEFAULT_SETTINGS, { env: { PATH: path.join(dir, "nothing") } }),
       (error: unknown) => {
         assert.ok(error instanceof LaunchError);
-        assert.match(error.message, /toold was not found on PATH/);
+        assert.match(error.message, /toold was not found: tried .*PATH\./);
         assert.match(error.message, /pip install toold/);
         assert.match(error.message, /pip install -e/);
         return true;
@@ -191,6 +191,106 @@ describe("launching toold", () => {
       /cannot import toold \(ModuleNotFoundError: No module named 'toold'\)\. Install it with `pip install toold`/,
     );
     assert.equal(await which("definitely-not-a-command-xyz", { env: { PATH: dir } }), undefined);
+  });
+});
+
+describe("the launch order", () => {
+  const ws = "/ws";
+  const onPath = "/usr/bin/toold";
+  const settings = { ...DEFAULT_SETTINGS, path: "", pythonPath: "" };
+
+  /** Lookups over an imaginary machine: these executables, these pythons that hold toold. */
+  function machine(
+    executables: string[],
+    interpreter: Awaited<ReturnType<LaunchLookups["selectedInterpreter"]>>,
+    withToold: string[] = [],
+  ): { lookups: LaunchLookups; asked: string[] } {
+    const asked: string[] = [];
+    const lookups: LaunchLookups = {
+      isExecutable: (file) => Promise.resolve(executables.includes(file)),
+      cannotImportToold: (python) =>
+        Promise.resolve(withToold.includes(python) ? undefined : "No module named 'toold'"),
+      selectedInterpreter: () => {
+        asked.push("python extension");
+        return Promise.resolve(interpreter);
+      },
+    };
+    return { lookups, asked };
+  }
+
+  const launch = (m: { lookups: LaunchLookups }, s = settings, platform = "linux" as const) =>
+    resolveLaunch(s, { env: { PATH: "/usr/bin" }, workspace: ws, platform, lookups: m.lookups });
+
+  test("the settings come first: the Python extension is never asked", async () => {
+    const m = machine(["/opt/toold", "/py/bin/python", onPath], { python: "/sel/python" }, [
+      "/py/bin/python",
+      "/sel/python",
+    ]);
+    const byPath = await launch(m, {
+      ...settings,
+      path: "/opt/toold",
+      pythonPath: "/py/bin/python",
+    });
+    assert.equal(byPath.source, "toold.path");
+    assert.equal(byPath.command, "/opt/toold");
+    const byPython = await launch(m, { ...settings, pythonPath: "/py/bin/python" });
+    assert.equal(byPython.source, "toold.pythonPath");
+    assert.deepEqual(byPython.args.slice(0, 3), ["-P", "-m", "toold"]);
+    assert.deepEqual(m.asked, []);
+  });
+
+  test("then the Python extension's interpreter, when it can import toold", async () => {
+    const files = [`${ws}/.venv/bin/toold`, onPath];
+    const selected = await launch(machine(files, { python: "/sel/python" }, ["/sel/python"]));
+    assert.equal(selected.source, "python extension");
+    assert.deepEqual(
+      [selected.command, ...selected.args],
+      ["/sel/python", "-P", "-m", "toold", "serve", "--log-level", "info"],
+    );
+    // Selected but without toold: on to the workspace's .venv.
+    const without = await launch(machine(files, { python: "/sel/python" }));
+    assert.equal(without.source, "venv");
+  });
+
+  test("then .venv, then venv, in the workspace, then PATH", async () => {
+    const none = { missing: "not installed" };
+    const dotVenv = await launch(machine([`${ws}/.venv/bin/toold`, `${ws}/venv/bin/toold`], none));
+    assert.equal(dotVenv.command, `${ws}/.venv/bin/toold`);
+    assert.equal(dotVenv.description, `${ws}/.venv/bin/toold (the workspace's .venv)`);
+    const venv = await launch(machine([`${ws}/venv/bin/toold`, onPath], none));
+    assert.equal(venv.command, `${ws}/venv/bin/toold`);
+    const fromPath = await launch(machine([onPath], none));
+    assert.deepEqual([fromPath.source, fromPath.command], ["PATH", onPath]);
+  });
+
+  test("on Windows the virtualenvs' Scripts\\toold.exe", async () => {
+    const exe = "C:\\ws\\.venv\\Scripts\\toold.exe";
+    const spec = await resolveLaunch(settings, {
+      env: { PATH: "" },
+      workspace: "C:\\ws",
+      platform: "win32",
+      lookups: machine([exe], { missing: "not installed" }).lookups,
+    });
+    assert.equal(spec.command, exe);
+  });
+
+  test("not found: the error names everything that was tried, in order", async () => {
+    await assert.rejects(launch(machine([], { missing: "not installed" })), (error: unknown) => {
+      assert.ok(error instanceof LaunchError);
+      assert.equal(
+        error.message.split(" Install it")[0],
+        "toold was not found: tried toold.path (unset), toold.pythonPath (unset), " +
+          "the Python extension's interpreter (not installed), " +
+          `${ws}/.venv/bin/toold, ${ws}/venv/bin/toold, PATH.`,
+      );
+      assert.match(error.message, /Install it with `pip install toold`/);
+      assert.match(error.message, /`toold\.path`/);
+      return true;
+    });
+    await assert.rejects(
+      launch(machine([], { python: "/sel/python" })),
+      /the Python extension's interpreter \(\/sel\/python cannot import toold\)/,
+    );
   });
 });
 
