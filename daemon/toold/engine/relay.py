@@ -9,6 +9,13 @@ the bytes it read to find the workspace: the engine reads and answers the editor
 directly, so no byte passes through the relay. The engine ends the session with a line
 naming the exit status, which becomes the relay's; a relay that dies (its connection
 closes) ends the session at once, its calls cancelled. Standard library only.
+
+Once the engine holds the pipes, the relay re-executes itself as a bare interpreter
+(``python -I -S``, nothing imported but ``ctypes``) that only waits for that line: an
+idle relay then costs what an empty interpreter does (about 9 MiB, not 20), whatever
+``toold``'s command line imported to get there. The exec keeps the pid the editor
+watches; the waiter gives the editor's pipes up (the engine has them), starts with an
+empty environment and makes itself non-dumpable again (the flag resets on exec).
 """
 
 from __future__ import annotations
@@ -18,13 +25,56 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import IO, TYPE_CHECKING, Any
 from urllib.parse import unquote, urlparse
 
 from toold.engine.attach import EngineError, attach
 
+if TYPE_CHECKING:
+    import socket
+
 PEEK_LIMIT = 64 * 1024 * 1024
 """Largest first message read to find the workspace (beyond it: the current folder)."""
+IN_PROCESS_ENV = "TOOLD_RELAY_IN_PROCESS"
+"""Set to 1: the relay waits for the session's end in this process, as it is (a
+debugging aid: the bare waiter cannot be traced with Python's tools)."""
+WAITER = """# toold serve: the relay of a session, waiting for its end
+import sys
+try:
+    import ctypes
+    ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)
+except Exception:
+    pass
+import os
+fd, data = int(sys.argv[1]), bytes.fromhex(sys.argv[2])
+while b"\\n" not in data:
+    try:
+        chunk = os.read(fd, 4096)
+    except OSError:
+        break
+    if not chunk:
+        break
+    data += chunk
+line = data.partition(b"\\n")[0].strip()
+code = None
+if line.startswith(b'{"exit": ') and line.endswith(b"}") and line[9:-1].isdigit():
+    code = int(line[9:-1])
+elif line:
+    import json
+    try:
+        end = json.loads(line)
+        code = end["exit"] if isinstance(end, dict) and type(end.get("exit")) is int else None
+    except ValueError:
+        pass
+if code is None:
+    print(sys.argv[3], file=sys.stderr)
+    code = 1
+raise SystemExit(code)
+"""
+"""What the relay becomes once the engine holds the pipes (argv: the connection's
+descriptor, the bytes already read from it in hex, the message for a missing status).
+The first line is ``{"exit": N}`` as the engine writes it; any other spelling is
+parsed as JSON, which only then costs the import of ``json`` (and ``re``)."""
 
 
 def _read_first_frame(fd: int) -> tuple[bytes, dict[str, Any] | None]:
@@ -113,16 +163,58 @@ def relay(
         return 1
     # The engine reads and writes the editor's pipes itself; this connection only says
     # when the session ends (and, closed by our death, ends it).
+    crashed = (
+        f"toold: the engine for {attached.paths.workspace} ended the session without a "
+        f"status (it may have crashed); see its log {attached.paths.log}"
+    )
+    _become_waiter(attached.sock, attached.reader, crashed)  # returns only if exec failed
     line = attached.reader.readline()
     try:
         end = json.loads(line) if line else None
     except ValueError:
         end = None
     if not isinstance(end, dict) or not isinstance(end.get("exit"), int):
-        print(
-            f"toold: the engine for {attached.paths.workspace} ended the session without a "
-            f"status (it may have crashed); see its log {attached.paths.log}",
-            file=sys.stderr,
-        )
+        print(crashed, file=sys.stderr)
         return 1
     return int(end["exit"])
+
+
+def _become_waiter(sock: socket.socket, reader: IO[bytes], crashed: str) -> None:
+    """Replace this process by ``WAITER`` on the engine connection; returns if it cannot."""
+    if not sys.executable or os.environ.get(IN_PROCESS_ENV, "") not in ("", "0"):
+        return
+    read = _buffered(sock, reader)  # bytes the reader took past the engine's reply
+    try:
+        os.set_inheritable(sock.fileno(), True)
+        devnull = os.open(os.devnull, os.O_RDWR)
+    except OSError:
+        return
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = [os.dup(0), os.dup(1)]
+    # The engine has its own copies of the editor's pipes: the waiter keeps none, so
+    # nothing of the editor's is open in it before it is non-dumpable again.
+    os.dup2(devnull, 0)
+    os.dup2(devnull, 1)
+    os.close(devnull)
+    argv = [sys.executable, "-I", "-S", "-c", WAITER, str(sock.fileno()), read.hex(), crashed]
+    try:
+        os.execve(sys.executable, argv, {})
+    except OSError:
+        os.dup2(saved[0], 0, inheritable=True)
+        os.dup2(saved[1], 1, inheritable=True)
+        for fd in saved:
+            os.close(fd)
+        os.set_inheritable(sock.fileno(), False)
+
+
+def _buffered(sock: socket.socket, reader: IO[bytes]) -> bytes:
+    """What ``reader`` holds already read from ``sock``, without waiting for more."""
+    sock.setblocking(False)
+    try:
+        peek = getattr(reader, "peek", None)
+        return bytes(peek(1)) if peek is not None else b""
+    except BlockingIOError:
+        return b""
+    finally:
+        sock.setblocking(True)
