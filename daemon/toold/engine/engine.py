@@ -35,6 +35,7 @@ from toold.engine.peers import (
     read_hello,
 )
 from toold.engine.sessions import Sessions
+from toold.fairness import FairExecutor
 
 if TYPE_CHECKING:
     from toold.workspace import WorkspaceState
@@ -86,6 +87,9 @@ class Engine:
     async def run(self) -> None:
         """Serve until stopped: bind the workspace, accept, watch for idleness."""
         loop = asyncio.get_running_loop()
+        # Blocking work with a share per session: one session's slow calls leave threads
+        # for the others' (toold.fairness).
+        loop.set_default_executor(FairExecutor())
         for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             loop.add_signal_handler(signum, self.stop, f"signal {signum}")
         self.bound = asyncio.ensure_future(self._bind())

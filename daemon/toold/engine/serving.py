@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 
 from toold import __version__
 from toold.engine.sessions import current
+from toold.fairness import caller
 
 if TYPE_CHECKING:
     from toold.engine.engine import Engine
@@ -121,6 +122,7 @@ async def serve_session(
     server = session_server(engine.state, hello, from_tool)
     session = engine.sessions.open(kind, server, peer_pid, str(hello.get("client", "")))
     current.set(session)  # this task's context: every request of the session inherits it
+    caller.set(session.id)  # its share of the blocking pool and of running jobs (fairness)
     log.info("session %d (%s, pid %d) attached", session.id, kind, peer_pid)
     close_input: Callable[[], None] = lambda: None  # noqa: E731
     try:
