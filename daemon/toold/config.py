@@ -79,6 +79,11 @@ class LimitsConfig(_Section):
     """Matches grep returns at most."""
     max_finished_jobs: int = Field(100, ge=1)
     """Finished background jobs kept (records and logs in .toold/jobs); the oldest go first."""
+    max_running_jobs: int = Field(64, ge=1)
+    """Background jobs (and background subagents) running at once in the workspace; one
+    more is refused, naming this key, until one ends."""
+    max_running_jobs_per_session: int = Field(16, ge=1)
+    """Of those, running at once that one session of the shared engine started."""
     shutdown_grace: float = Field(30.0, ge=0)
     """Seconds ``shutdown`` (or the end of stdin) waits for requests received before it;
     what is still running then is cancelled, logged, and the exit status becomes 1."""

@@ -343,6 +343,8 @@ class WorkspaceState:
         self.config = self.runtime.config = config
         self.overrides = overrides
         self.jobs.max_finished = config.limits.max_finished_jobs
+        self.jobs.max_running = config.limits.max_running_jobs
+        self.jobs.max_running_per_session = config.limits.max_running_jobs_per_session
         if self.gateway.hooks is not None:
             self.gateway.hooks.config = config.hooks
         if self.gateway.checkpoints is not None:
@@ -494,6 +496,8 @@ def bind(
         execute=lambda *a: state.run_job_command(*a),
         on_finished=lambda job: push(names.JOBS_FINISHED, job),
         max_finished=config.limits.max_finished_jobs,
+        max_running=config.limits.max_running_jobs,
+        max_running_per_session=config.limits.max_running_jobs_per_session,
     )
     runtime = ToolRuntime(
         workspace=root,

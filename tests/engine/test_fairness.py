@@ -8,6 +8,7 @@ within a generous second (the issue's bound), where before it waited a minute or
 from __future__ import annotations
 
 import json
+import os
 import time
 from pathlib import Path
 
@@ -72,3 +73,43 @@ def test_slow_greps_of_one_session_leave_threads_for_another(
     assert "needle" in json.dumps(found) and time.monotonic() - started < FAST_S
     assert _quick_read(other) < FAST_S  # again: not a lucky free thread
     abuser.proc.kill()  # its calls are cancelled; no 30 s shutdown grace for them
+
+
+def _background(editor: WireClient, n: int) -> list[str]:
+    """``n`` background_run calls of ``sleep 90`` sent at once; their results' texts."""
+    arguments = {"command": "sleep 90", "timeout": 120}
+    ids = [
+        editor.request(
+            "tools/call", {"name": "background_run", "arguments": arguments, "origin": "user"}
+        )
+        for _ in range(n)
+    ]
+    return [json.dumps(editor.response(msg_id, timeout=60)["result"]) for msg_id in ids]
+
+
+def test_running_jobs_are_capped_per_session_and_per_workspace(
+    engines: Engines, workspace: Path
+) -> None:
+    """Four hundred unasked ``sleep 90`` jobs took the engine's descriptors (another
+    session's bash failed with EMFILE). Jobs are capped: per session (16 by default) and
+    per workspace (24 here), refused beyond with the key to raise."""
+    (workspace / "toold.toml").write_text(
+        '[execution]\ntool_runner = "local"\n[limits]\nmax_running_jobs = 24\n'
+    )
+    abuser = engines.editor(workspace)
+    second = engines.editor(workspace)
+    other = engines.editor(workspace)
+    answers = _background(abuser, 30)
+    assert sum("Submitted background task" in a for a in answers) == 16
+    refused = [a for a in answers if "Submitted" not in a]
+    assert len(refused) == 14
+    assert all("limits.max_running_jobs_per_session (16)" in a for a in refused), refused[0]
+    answers = _background(second, 10)
+    assert sum("Submitted background task" in a for a in answers) == 8
+    assert "limits.max_running_jobs (24)" in answers[-1], answers[-1]
+    pid = engines.status(workspace)["pid"]
+    print(f"engine descriptors with 24 jobs running: {len(os.listdir(f'/proc/{pid}/fd'))}")
+    assert _quick_read(other) < FAST_S
+    started = time.monotonic()
+    ran = other.tool("bash", command="echo still here")
+    assert "still here" in json.dumps(ran) and time.monotonic() - started < FAST_S * 5

@@ -9,6 +9,12 @@ is written, a line at a time) and they are private (0600 in a 0700 folder). When
 ends, ``on_finished`` fires (the server pushes ``jobs/finished``) and a notification
 waits in the queue that the agent loop drains into the message history.
 
+Running jobs are capped (``limits.max_running_jobs`` for the workspace and
+``limits.max_running_jobs_per_session`` for one session of the engine, the session being
+``toold.fairness.caller``): each holds a process group and its pipes, so four hundred
+unasked ``sleep 90`` jobs used to take the descriptors every other session needs. A job
+beyond a cap is refused at once (``JobLimitReached``, naming the key), never queued.
+
 Files in the folder are written and removed under an flock on ``.toold/jobs/.lock``, so
 temp files found there under that lock are stale (a daemon killed mid-write) and go.
 
@@ -33,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from toold.errors import ForeignJob, UnknownJob
+from toold.fairness import caller
 from toold.permissions.redaction import StreamRedactor, redact_text
 from toold.sandbox.paths import DIR_FLAGS
 from toold.sandbox.process import CappedText
@@ -54,6 +61,8 @@ _ALPHABET = string.ascii_letters + string.digits
 OUTPUT_CAP = 30_000
 LOG_CAP_BYTES = 16 * 1024 * 1024
 MAX_FINISHED = 100
+MAX_RUNNING = 64
+MAX_RUNNING_PER_SESSION = 16
 LOCK_FILE = ".lock"
 
 
@@ -126,6 +135,11 @@ def owner_alive(owner: str | None) -> bool:
     return pid.isdigit() and process_identity(int(pid)) == owner
 
 
+class JobLimitReached(Exception):
+    """A job beyond ``limits.max_running_jobs`` or its per-session share; the message names
+    the key and the way out."""
+
+
 class BackgroundManager:
     """Runs, tracks, cancels and persists background jobs."""
 
@@ -135,14 +149,22 @@ class BackgroundManager:
         execute: Execute,
         on_finished: Callable[[dict[str, Any]], None] | None = None,
         max_finished: int = MAX_FINISHED,
+        max_running: int = MAX_RUNNING,
+        max_running_per_session: int = MAX_RUNNING_PER_SESSION,
     ) -> None:
         self.folder = folder
         self.execute = execute
         self.on_finished = on_finished
         self.max_finished = max_finished
         """Finished jobs kept; the oldest beyond it are dropped when a job finishes."""
+        self.max_running = max_running
+        """Jobs running at once in this workspace (``limits.max_running_jobs``)."""
+        self.max_running_per_session = max_running_per_session
+        """Of those, started by one engine session (``limits.max_running_jobs_per_session``)."""
         self._records: dict[str, JobRecord] = {}
         self._tasks: dict[str, asyncio.Task[None]] = {}
+        self._sessions: dict[str, int | None] = {}
+        """The session that started each running job (None: no engine session)."""
         self._output: dict[str, CappedText] = {}
         self._finished: dict[str, None] = {}
         """Finished job ids, oldest first (an ordered set)."""
@@ -240,13 +262,36 @@ class BackgroundManager:
             raise ValueError(f"Background task already running: {job_id}")
         return check_name("task_id", job_id)
 
+    def _check_room(self) -> None:
+        """Refuse a job beyond the workspace's cap or the calling session's."""
+        running = len(self._tasks)
+        if running >= self.max_running:
+            raise JobLimitReached(
+                f"{running} background jobs are running in this workspace, as many as "
+                f"limits.max_running_jobs ({self.max_running}) allows: wait for one to end "
+                "or cancel one (jobs/cancel), or raise limits.max_running_jobs in toold.toml"
+            )
+        session = caller.get()
+        if session is None:  # one process, one session: the workspace's cap is its own
+            return
+        mine = sum(1 for owner in self._sessions.values() if owner == session)
+        if mine >= self.max_running_per_session:
+            raise JobLimitReached(
+                f"this session runs {mine} background jobs, as many as "
+                f"limits.max_running_jobs_per_session ({self.max_running_per_session}) "
+                "allows: wait for one to end or cancel one (jobs/cancel), or raise "
+                "limits.max_running_jobs_per_session in toold.toml"
+            )
+
     def _start(self, record: JobRecord, work: Work) -> None:
         job_id = record.job_id
+        self._check_room()  # before anything is written: a refused job leaves no trace
         self._new_log(job_id)  # first: a refused log leaves no record claiming the job runs
         self._finished.pop(job_id, None)  # a finished job's id, used again
         self._records[job_id] = record
         self._output[job_id] = CappedText(OUTPUT_CAP)
         self._save(record)
+        self._sessions[job_id] = caller.get()
         self._tasks[job_id] = asyncio.create_task(self._run(record, work), name=f"job-{job_id}")
 
     def _new_log(self, job_id: str) -> None:
@@ -326,6 +371,7 @@ class BackgroundManager:
                 log_file.write(redactor.flush())
             log_file.close()
             self._tasks.pop(record.job_id, None)
+            self._sessions.pop(record.job_id, None)
 
     def _finish(
         self,
@@ -419,6 +465,7 @@ class BackgroundManager:
                 await task
             if record.status == "running":  # cancelled before its first step: _run never ran
                 self._tasks.pop(job_id, None)
+                self._sessions.pop(job_id, None)
                 self._finish(record, "cancelled", None, error="Cancelled.")
         return record.public()
 
