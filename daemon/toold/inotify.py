@@ -18,6 +18,8 @@ from pathlib import Path
 
 READ_BYTES = 64 * 1024
 """One read per wake-up: about 2,000 events with short names, a few ms of parsing."""
+FULL_BYTES = READ_BYTES - 4096
+"""A read this long filled the buffer (an event is 16 bytes plus its name): more wait."""
 
 IN_MODIFY = 0x2
 IN_ATTRIB = 0x4
@@ -95,6 +97,18 @@ def limit(name: str) -> str:
         return "?"
 
 
+def parse(data: bytes) -> list[tuple[int, int, bytes]]:
+    """The events in ``data``, read from an instance: (wd, mask, name)."""
+    events = []
+    offset = 0
+    while offset + _HEADER.size <= len(data):
+        wd, mask, _, length = _HEADER.unpack_from(data, offset)
+        offset += _HEADER.size
+        events.append((wd, mask, data[offset : offset + length].rstrip(b"\0")))
+        offset += length
+    return events
+
+
 class Inotify:
     """One inotify instance: ``add``/``remove`` watches, ``read_events`` in bounded reads."""
 
@@ -118,20 +132,16 @@ class Inotify:
         """Stop watching ``wd`` (already gone with its folder: nothing to do)."""
         _c().inotify_rm_watch(self.fd, wd)
 
+    def read(self) -> bytes:
+        """One read (at most ``READ_BYTES``); b"" when no event is waiting."""
+        try:
+            return os.read(self.fd, READ_BYTES)
+        except (BlockingIOError, InterruptedError):
+            return b""
+
     def read_events(self) -> list[tuple[int, int, bytes]]:
         """The events of one read: (wd, mask, name); [] when none is waiting."""
-        try:
-            data = os.read(self.fd, READ_BYTES)
-        except (BlockingIOError, InterruptedError):
-            return []
-        events = []
-        offset = 0
-        while offset + _HEADER.size <= len(data):
-            wd, mask, _, length = _HEADER.unpack_from(data, offset)
-            offset += _HEADER.size
-            events.append((wd, mask, data[offset : offset + length].rstrip(b"\0")))
-            offset += length
-        return events
+        return parse(self.read())
 
     def close(self) -> None:
         """Close the instance: every watch goes with it."""

@@ -27,6 +27,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 
 from toold.inotify import (
+    FULL_BYTES,
     IN_IGNORED,
     IN_ISDIR,
     IN_Q_OVERFLOW,
@@ -34,6 +35,7 @@ from toold.inotify import (
     UNWATCHABLE,
     Inotify,
     limit,
+    parse,
     remote_filesystem,
 )
 from toold.polling import POLL_S, Change, Poller
@@ -107,6 +109,7 @@ class WatchHub:
         self._wds: dict[int, list[Path]] = {}
         self._poller = Poller(self._polled)
         self._told: set[str] = set()
+        self._flood_until = 0.0  # loop time: reads are not parsed before it
 
     def watch(self, roots: Sequence[Path], *, recursive: bool) -> FolderWatch:
         """A new subscriber on ``roots`` (``start`` it)."""
@@ -198,8 +201,18 @@ class WatchHub:
                 self._inotify.remove(known.wd)
 
     def _readable(self) -> None:
-        assert self._inotify is not None
-        for wd, mask, name in self._inotify.read_events():  # one bounded read: then yield
+        assert self._inotify is not None and self.loop is not None
+        data = self._inotify.read()  # one bounded read per wake-up: then the loop goes on
+        if self.loop.time() < self._flood_until:
+            return  # a flood: every watch rescans its roots at the window's end
+        if len(data) >= FULL_BYTES:
+            # More is waiting than one read holds: stop parsing for FLOOD_S (reading on,
+            # at microseconds a read, so the kernel's queue never holds the loop).
+            self._flood_until = self.loop.time() + FLOOD_S
+            for watch in {w for known in self._dirs.values() for w in known.watches}:
+                watch.flooded()
+            return
+        for wd, mask, name in parse(data):
             if mask & IN_Q_OVERFLOW:
                 for watch in {w for known in self._dirs.values() for w in known.watches}:
                     watch.flooded()
@@ -275,12 +288,16 @@ class FolderWatch:
             raise
         return self
 
-    def _add(self, folder: Path, *, must_exist: bool, baseline: bool) -> None:
+    def _add(self, folder: Path, *, must_exist: bool, baseline: bool, again: bool = False) -> None:
+        """Watch ``folder`` (and, recursive, its subfolders; ``again``: look through the
+        ones already watched too, for subfolders missed)."""
         if folder in self._dirs:
+            if not again:
+                return
+        elif self.hub.add(folder, self, must_exist=must_exist, baseline=baseline):
+            self._dirs.add(folder)
+        else:
             return
-        if not self.hub.add(folder, self, must_exist=must_exist, baseline=baseline):
-            return
-        self._dirs.add(folder)
         if not self.recursive:
             return
         try:
@@ -289,7 +306,7 @@ class FolderWatch:
         except OSError:
             return
         for sub in subfolders:
-            self._add(Path(sub), must_exist=False, baseline=baseline)
+            self._add(Path(sub), must_exist=False, baseline=baseline, again=again)
 
     # -- from the hub --------------------------------------------------------------------
     def changed(self, path: Path, fresh: bool) -> None:
@@ -333,6 +350,9 @@ class FolderWatch:
             self._timer = loop.call_at(at, self._due)
             return
         self._timer = None
+        if self._flooded and self.recursive:
+            for root in self.roots:  # folders made during the flood were not seen
+                self._add(root, must_exist=False, baseline=False, again=True)
         batch = set(self.roots) if self._flooded else self._pending
         self._pending, self._flooded = set(), False
         self._ready.put_nowait(batch)
