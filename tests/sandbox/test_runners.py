@@ -115,10 +115,11 @@ def test_an_unreachable_docker_engine_refuses_calls_and_names_the_fix(
 
 @pytest.mark.usefixtures("docker_ready")
 def test_a_missing_docker_image_is_named(workspace: Path) -> None:
-    config = _config("docker", docker_image="toold-sandbox:no-such-tag")
+    # Not a toold-sandbox image: toold builds only those (tests/sandbox/test_docker_image.py).
+    config = _config("docker", docker_image="toold-absent:no-such-tag")
     outcome = _invoke(workspace, config, "read_file", file_path="notes.txt")
     assert outcome.is_error
-    assert "toold-sandbox:no-such-tag (execution.docker_image) does not exist" in outcome.content
+    assert "toold-absent:no-such-tag (execution.docker_image) does not exist" in outcome.content
 
 
 def test_a_tool_a_worker_cannot_rebuild_is_refused(workspace: Path) -> None:

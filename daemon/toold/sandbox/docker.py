@@ -5,34 +5,52 @@ root filesystem with a private /tmp, no network unless ``execution.network``, th
 memory and process limits from the configuration, no capabilities, and the daemon's
 uid. It is removed when the call ends and killed if the call is cancelled.
 
-No registry is needed: ``python -m toold.sandbox.docker build-image`` imports a tiny
-skeleton image (``toold-sandbox:latest``) labelled ``org.toold.runtime=host``; for such
-images the runner mounts this machine's /usr and Python installation read-only, so the
-worker runs the very interpreter and toold the daemon runs. Any other image must bring
-``python3`` with toold importable.
+No registry is needed: the first call that needs the image (``toold-sandbox:latest``)
+builds it offline (toold.sandbox.docker_image), saying so in the call's progress, and
+an image toold built from other inputs (another toold version) is built again. For such
+images (``org.toold.runtime=host``) the runner mounts this machine's /usr and Python
+installation read-only. Any other image must bring ``python3`` with toold importable.
+``python -m toold.sandbox.docker build-image`` builds the image by hand.
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
-import hashlib
-import io
 import logging
 import os
 import shutil
 import socket
 import sys
-import tarfile
 import tempfile
+import time
 import weakref
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from toold.sandbox.channel import SandboxError, WorkerLost, read_answer
+from toold.sandbox.channel import SandboxError, SandboxUnavailable, WorkerLost, read_answer
+from toold.sandbox.docker_image import (
+    BUILD_COMMAND,
+    ENGINE_HINT,
+    MISSING,
+    PATH,
+    RUNTIME_LABEL,
+    connect,
+    engine_socket_problem,
+    ensure_image,
+    image_labels,
+    main,
+    wanted,
+)
 from toold.sandbox.environment import sandbox_environment
-from toold.sandbox.pool import WorkerHandle, WorkerSandbox, python_paths, under, worker_env
+from toold.sandbox.pool import (
+    WorkerHandle,
+    WorkerPool,
+    WorkerSandbox,
+    python_paths,
+    under,
+    worker_env,
+)
 from toold.sandbox.repository import (
     git_layout,
     protected_binds,
@@ -40,6 +58,7 @@ from toold.sandbox.repository import (
     vetting,
 )
 from toold.sandbox.toolchains import git_identity, toolchain_env, toolchain_paths
+from toold.tools.context import report_progress
 
 if TYPE_CHECKING:
     from toold.config import TooldConfig
@@ -47,103 +66,15 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-DEFAULT_IMAGE = "toold-sandbox:latest"
-RUNTIME_LABEL = "org.toold.runtime"
-SKELETON_LABEL = "org.toold.skeleton"
-BUILD_COMMAND = "python -m toold.sandbox.docker build-image"
-ENGINE_HINT = (
-    "start the Docker engine (as root: `dockerd &` or `systemctl start docker`; install it "
-    "with apt-get install docker.io), or set execution.tool_runner to another runner"
-)
-PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 KILL_TIMEOUT = 10.0
 STDERR_TAIL = 2000
 GITCONFIG = "/etc/toold/gitconfig"
 """Where a container finds the user's git identity (GIT_CONFIG_GLOBAL)."""
+RETRY_BUILD_AFTER = 30.0
+"""Seconds a failed image build is remembered: calls meanwhile fail at once with its cause."""
 
 
-def engine_socket_problem() -> str | None:
-    """Connect to a unix-socket engine ourselves first: docker-py leaks the socket of a
-    failed connect, and says less about why it failed."""
-    host = os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
-    if not host.startswith("unix://"):
-        return None
-    path = host.removeprefix("unix://")
-    with socket.socket(socket.AF_UNIX) as probe:
-        probe.settimeout(5)
-        try:
-            probe.connect(path)
-        except OSError as exc:
-            return f"cannot connect to {path}: {exc.strerror or exc}"
-    return None
-
-
-def _client(timeout: float = 30.0) -> Any:
-    import docker
-
-    return docker.from_env(timeout=timeout, max_pool_size=16)
-
-
-# --------------------------------------------------------------------------- the image
-
-
-def _skeleton() -> bytes:
-    """A root filesystem with only folders, the host's /usr symlinks and a passwd file."""
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w") as tar:
-
-        def add(name: str, kind: bytes, mode: int = 0o755, data: bytes = b"", to: str = "") -> None:
-            info = tarfile.TarInfo(name)
-            info.type, info.mode, info.linkname, info.size = kind, mode, to, len(data)
-            tar.addfile(info, io.BytesIO(data) if data else None)
-
-        for folder in ("etc", "usr", "proc", "dev", "sys", "root", "run", "var"):
-            add(folder, tarfile.DIRTYPE)
-        add("tmp", tarfile.DIRTYPE, 0o1777)
-        for name in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
-            if os.path.islink(f"/{name}"):
-                add(name, tarfile.SYMTYPE, to=os.readlink(f"/{name}").lstrip("/"))
-        uid, gid = os.getuid(), os.getgid()
-        passwd = "root:x:0:0:root:/root:/bin/bash\nnobody:x:65534:65534::/nonexistent:/bin/sh\n"
-        group = "root:x:0:\nnogroup:x:65534:\n"
-        if uid not in (0, 65534):
-            passwd += f"toold:x:{uid}:{gid}::/tmp:/bin/bash\n"
-        if gid not in (0, 65534):
-            group += f"toold:x:{gid}:\n"
-        add("etc/passwd", tarfile.REGTYPE, 0o644, passwd.encode())
-        add("etc/group", tarfile.REGTYPE, 0o644, group.encode())
-    return buf.getvalue()
-
-
-def build_image(tag: str = DEFAULT_IMAGE, client: Any = None) -> str:
-    """Import the skeleton image under ``tag`` (offline, about a second); returns its id."""
-    client = client or _client()
-    repository, _, version = tag.rpartition(":")
-    if not repository or "/" in version:
-        repository, version = tag, "latest"
-    skeleton = _skeleton()
-    labels = f"{RUNTIME_LABEL}=host {SKELETON_LABEL}={hashlib.sha256(skeleton).hexdigest()[:16]}"
-    client.api.import_image_from_data(
-        skeleton,
-        repository=repository,
-        tag=version,
-        changes=[f"LABEL {labels}", f"ENV PATH={PATH}"],
-    )
-    image_id: str = client.images.get(tag).id
-    return image_id
-
-
-def ensure_image(tag: str = DEFAULT_IMAGE, client: Any = None) -> None:
-    """Build the skeleton image unless ``tag`` holds this machine's current skeleton."""
-    import docker.errors
-
-    client = client or _client()
-    try:
-        labels = client.images.get(tag).labels or {}
-    except docker.errors.ImageNotFound:
-        labels = {}
-    if labels.get(SKELETON_LABEL) != hashlib.sha256(_skeleton()).hexdigest()[:16]:
-        build_image(tag, client)
+# --------------------------------------------------------------------------- mounts
 
 
 def host_runtime_mounts(workspace: Path) -> list[str]:
@@ -216,10 +147,14 @@ class ContainerWorker(WorkerHandle):
 
     who = "docker"
 
-    def __init__(self, api: Any, container_id: str, sock: socket.socket) -> None:
+    def __init__(
+        self, api: Any, container_id: str, sock: socket.socket, stream: Any = None
+    ) -> None:
         self.api = api
         self.id = container_id
         self.sock = sock
+        self.stream = stream
+        """The file object docker-py wraps the socket in (it holds the socket open)."""
 
     async def call(self, request: bytes) -> Any:
         """One exchange over the attach socket."""
@@ -244,6 +179,8 @@ class ContainerWorker(WorkerHandle):
         with contextlib.suppress(OSError):
             self.sock.shutdown(socket.SHUT_RDWR)
         self.sock.close()
+        if self.stream is not None and self.stream is not self.sock:
+            self.stream.close()  # its reference is what keeps the descriptor open
 
     def kill(self) -> None:
         """Kill the container now (it removes itself)."""
@@ -267,6 +204,12 @@ class DockerSandbox(WorkerSandbox):
         super().__init__(workspace, config)
         self._client: Any = None
         self._host_runtime = False
+        self.image_wanted: str | None = None
+        """Why the image must be built before the first call (see docker_image.wanted)."""
+        self._building = asyncio.Lock()
+        self._build_failed: tuple[float, str] | None = None
+        """Until when a failed build is not tried again, and its message."""
+        self._built = False
         self._own = Path(tempfile.mkdtemp(prefix="toold-docker-"))
         """Stand-ins for missing .git parts and the gitconfig, mounted read-only."""
         weakref.finalize(self, shutil.rmtree, self._own, ignore_errors=True)
@@ -283,41 +226,93 @@ class DockerSandbox(WorkerSandbox):
         """A new sandbox on the same settings, for the workspace as it is now."""
         return type(self)(self.workspace, self.config)
 
+    def activate(self) -> None:
+        """As WorkerSandbox.activate, except that an image toold must build first leaves
+        the pool unstarted and no problem: the first call builds it (run_tool), off the
+        event loop and with progress, rather than whoever made this sandbox."""
+        with self._lock:
+            if self._pool is not None or self._closed:
+                return
+            self.problem = self.check()
+            if self.problem is not None:
+                log.error("%s runner unavailable: %s", self.name, self.problem)
+                return
+            if self.image_wanted is not None:
+                return
+            warm = self.config.execution.warm_workers
+            self._pool = WorkerPool(self.spawn, warm, self.pool_threads)
+
     async def run_tool(self, tool: Tool, args: Any) -> Any:
         """One call; a repository it makes where the mounts could not protect one is vetted."""
+        if self._pool is None and self.image_wanted is not None:
+            await self._build_image()
         return await vetting(self.workspace, self._layout, super().run_tool(tool, args))
+
+    async def _build_image(self) -> None:
+        """Build the image for the first call: once, however many calls wait for it here or
+        in other engines; a failure is remembered for RETRY_BUILD_AFTER seconds."""
+        tag = self.config.execution.docker_image
+        async with self._building:
+            reason = self.image_wanted
+            if reason is None:
+                return  # built while this call waited
+            failed = self._build_failed
+            if failed is not None and time.monotonic() < failed[0]:
+                raise SandboxUnavailable(failed[1])
+            why = "first use" if reason == MISSING else "built by another toold version"
+            report_progress(f"building the Docker image {tag} offline ({why})")
+            started = time.perf_counter()
+            try:
+                built = await asyncio.to_thread(ensure_image, tag, self._client)
+            except Exception as exc:
+                message = (
+                    f"cannot build the Docker image {tag} (execution.docker_image): "
+                    f"{type(exc).__name__}: {exc}; build it by hand with "
+                    f"`{BUILD_COMMAND} --tag {tag}` (toold tries again after "
+                    f"{RETRY_BUILD_AFTER:g} s, or when execution.* changes)"
+                )
+                self._build_failed = (time.monotonic() + RETRY_BUILD_AFTER, message)
+                log.error("%s", message)
+                raise SandboxUnavailable(message) from None
+            self.image_wanted, self._build_failed, self._built = None, None, True
+            took = time.perf_counter() - started
+            done = f"built in {took:.1f} s" if built else "built meanwhile by another toold"
+            report_progress(f"the Docker image {tag} is ready ({done})")
 
     def explain(self, result: Any) -> Any:
         """A write the container refused says which setting widens it."""
         return read_only_hint(result, self.name)
 
     def check(self) -> str | None:
-        """The engine must answer and the image must exist."""
+        """The engine must answer and the image must exist, or be toold's to build: then
+        ``image_wanted`` says why."""
         try:
-            import docker.errors
+            import docker  # noqa: F401
         except ImportError:
             return "the docker Python package is missing: pip install docker"
         image = self.config.execution.docker_image
         problem = engine_socket_problem()
         if problem is not None:
             return f"the Docker engine is not reachable ({problem}): {ENGINE_HINT}"
+        client = self._client or connect()
         try:
-            client = _client()
             client.ping()
         except Exception as exc:
             return f"the Docker engine is not reachable ({exc}): {ENGINE_HINT}"
+        finally:
+            self._client = client  # closed by release()
         try:
-            labels = client.images.get(image).labels or {}
-        except docker.errors.ImageNotFound:
-            client.close()
-            if image == DEFAULT_IMAGE:
-                return f"the Docker image {image} does not exist: build it with `{BUILD_COMMAND}`"
-            return f"the Docker image {image} (execution.docker_image) does not exist here"
+            labels = image_labels(client, image)
         except Exception as exc:
-            client.close()
             return f"the Docker engine failed to inspect {image}: {exc}"
-        self._client = client
-        self._host_runtime = labels.get(RUNTIME_LABEL) == "host"
+        need = wanted(image, labels)
+        if labels is None and need is None:
+            return f"the Docker image {image} (execution.docker_image) does not exist here"
+        if need is not None and self._built:
+            # run_tool built it, yet it is missing or of other inputs again: never loop.
+            return f"the Docker image {image} is {need} right after toold built it"
+        self.image_wanted = need
+        self._host_runtime = labels is None or labels.get(RUNTIME_LABEL) == "host"
         return None
 
     def _container_args(self) -> dict[str, Any]:
@@ -384,29 +379,13 @@ class DockerSandbox(WorkerSandbox):
             with contextlib.suppress(Exception):
                 api.remove_container(container_id, force=True)
             raise
-        return ContainerWorker(api, container_id, sock)
+        return ContainerWorker(api, container_id, sock, attached)
 
     def release(self) -> None:
         """Close the engine connection."""
         if self._client is not None:
             self._client.close()
         shutil.rmtree(self._own, ignore_errors=True)
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m toold.sandbox.docker build-image [--tag TAG]``."""
-    parser = argparse.ArgumentParser(prog="python -m toold.sandbox.docker")
-    sub = parser.add_subparsers(dest="command", required=True)
-    build = sub.add_parser("build-image", help="build the sandbox image offline")
-    build.add_argument("--tag", default=DEFAULT_IMAGE, help=f"image tag (default {DEFAULT_IMAGE})")
-    args = parser.parse_args(argv)
-    try:
-        image_id = build_image(args.tag)
-    except Exception as exc:
-        print(f"toold: cannot build {args.tag}: {exc}; {ENGINE_HINT}", file=sys.stderr)
-        return 1
-    print(f"built {args.tag} ({image_id})")
-    return 0
 
 
 if __name__ == "__main__":
