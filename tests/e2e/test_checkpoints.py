@@ -176,11 +176,11 @@ store = pathlib.Path('.toold/checkpoints')
 evil = {evil!r}
 digest = hashlib.sha256(evil).hexdigest()
 (store / 'objects' / digest).write_bytes(evil)
-index = json.loads((store / 'index.json').read_text())
-index.append({{'id': 'evil', 'tool': 'write_file', 'origin': 'agent', 'time': 't',
-    'files': [{{'path': '.git/config', 'before': digest, 'after': None}}],
-    'mac': index[-1]['mac']}})
-(store / 'index.json').write_text(json.dumps(index))
+last = json.loads((store / 'index.jsonl').read_text().splitlines()[-1])
+with (store / 'index.jsonl').open('a') as index:
+    index.write(json.dumps({{'id': 'evil', 'tool': 'write_file', 'origin': 'agent',
+        'time': 't', 'files': [{{'path': '.git/config', 'before': digest, 'after': None}}],
+        'mac': last['mac']}}) + '\\n')
 """
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import threading
 from pathlib import Path
@@ -142,6 +143,28 @@ def test_long_strings_are_cut_and_a_secret_on_the_cut_is_still_redacted(tmp_path
     logged = json.loads(log.path.read_text())["arguments"]
     assert logged["path"] == "a"
     assert logged["content"].startswith("x" * (MAX_STRING - 10) + REDACTED[:10])
-    assert logged["content"].endswith(f"... [{len(content)} characters]")
+    digest = hashlib.sha256(content.encode()).hexdigest()
+    assert logged["content"].endswith(f"… [{len(content)} characters, sha256:{digest}]")
     assert "sk-ant" not in logged["content"] and "y" * 10 not in logged["content"]
     assert shorten({"short": "abc", "n": [1, "d"]}) == {"short": "abc", "n": [1, "d"]}
+
+
+def test_a_line_costs_the_same_whatever_was_written(tmp_path: Path) -> None:
+    """The log records the call, not the data: 1 KiB or 1 MiB of content, the same line."""
+    log = AuditLog(tmp_path / "audit.jsonl")
+    for size in (1024, 1024 * 1024):
+        log.record(event="call", tool="write_file", arguments={"content": "a1/+" * (size // 4)})
+    small, large = log.path.read_text(encoding="utf-8").splitlines()
+    assert len(small) < MAX_STRING + 300 and len(large) - len(small) <= 4
+    excerpt = json.loads(large)["arguments"]["content"]
+    assert excerpt.startswith("a1/+" * (MAX_STRING // 4))
+    assert f"[{1024 * 1024} characters, sha256:" in excerpt
+
+
+def test_a_secret_in_the_excerpt_of_a_long_string_is_redacted(tmp_path: Path) -> None:
+    content = "API_KEY=s3cr3t-value-1234\n" + "z" * 5000 + " password=tail-secret-77"
+    log = AuditLog(tmp_path / "audit.jsonl")
+    log.record(event="decision", tool="write_file", arguments={"content": content})
+    logged = log.path.read_text(encoding="utf-8")
+    assert "s3cr3t" not in logged and "tail-secret" not in logged
+    assert "API_KEY=[REDACTED]" in logged

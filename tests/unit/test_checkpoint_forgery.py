@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 
 from tests.bound import call, run_bound
-from toold.checkpoints import _INDEX, CheckpointStore
+from toold.checkpoints import CheckpointStore
+from toold.checkpoints.index import LEGACY
 from toold.config import TooldConfig
 from toold.errors import CheckpointConflict, CheckpointStoreError
 from toold.permissions.guard import protected
@@ -52,7 +53,8 @@ def forge(
     signer: CheckpointStore | None = None,
 ) -> None:
     """An index of one checkpoint ``c1`` changing ``files``, and ``objects`` stored;
-    signed as ``signer`` (toold itself, for tests of what a genuine entry may do)."""
+    signed as ``signer`` (toold itself, for tests of what a genuine entry may do). It is
+    an ``index.json`` as an earlier toold wrote it: read once and carried over."""
     for data in objects:
         (folder / "objects" / sha(data)).write_bytes(data)
     entry: dict[str, Any] = {
@@ -63,7 +65,7 @@ def forge(
         "files": list(files),
     }
     if signer is not None:
-        entry["mac"] = signer._mac(_INDEX.validate_python([entry])[0])
+        entry["mac"] = signer._mac(LEGACY.validate_python([entry])[0])
     (folder / "index.json").write_text(json.dumps([entry]))
 
 
@@ -177,7 +179,7 @@ def test_a_damaged_index_does_not_break_the_file_tools(workspace: Path) -> None:
 def test_a_huge_index_is_refused_without_reading_it(
     store: CheckpointStore, folder: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("toold.checkpoints.MAX_INDEX_BYTES", 1000)
+    monkeypatch.setattr("toold.checkpoints.index.MAX_INDEX_BYTES", 1000)
     (folder / "index.json").write_text("[" + " " * 2000 + "]")
     with pytest.raises(CheckpointStoreError, match="larger than"):
         store.entries()
@@ -192,7 +194,7 @@ def test_changes_of_empty_files_still_count_toward_the_bound(workspace: Path) ->
         (workspace / "t.txt").write_bytes(b"x" if i % 2 else b"")
         store.record(pending, "write_file", "agent")
     assert len(store.entries()) < 100
-    assert (workspace / ".toold" / "checkpoints" / "index.json").stat().st_size <= 4096
+    assert (workspace / ".toold" / "checkpoints" / "index.jsonl").stat().st_size <= 4096
 
 
 def test_a_planted_object_is_replaced_by_the_real_content(
@@ -291,18 +293,17 @@ def test_a_forged_entry_after_a_genuine_one_blocks_restoring_past_it(
     genuine = store.record(pending, "write_file", "agent")
     assert genuine is not None
     (folder / "objects" / sha(EVIL_GIT_CONFIG)).write_bytes(EVIL_GIT_CONFIG)
-    index = json.loads((folder / "index.json").read_text())
-    index.append(
-        {
-            "id": "evil",
-            "tool": "write_file",
-            "origin": "agent",
-            "time": "t",
-            "files": [{"path": ".git/config", "before": sha(EVIL_GIT_CONFIG), "after": None}],
-            "mac": index[0]["mac"],  # a genuine entry's MAC, copied
-        }
-    )
-    (folder / "index.json").write_text(json.dumps(index))
+    [line] = (folder / "index.jsonl").read_text().splitlines()
+    forged = {
+        "id": "evil",
+        "tool": "write_file",
+        "origin": "agent",
+        "time": "t",
+        "files": [{"path": ".git/config", "before": sha(EVIL_GIT_CONFIG), "after": None}],
+        "mac": json.loads(line)["mac"],  # a genuine entry's MAC, copied
+    }
+    with (folder / "index.jsonl").open("a") as index:
+        index.write(json.dumps(forged) + "\n")
     with pytest.raises(CheckpointStoreError, match="checkpoint evil was not written by toold"):
         store.restore(genuine.id, "user", force=True)
     assert git_config.read_bytes() == b"[core]\n\tbare = false\n"

@@ -150,11 +150,11 @@ def test_unified_diff_of_binary_and_missing_newline() -> None:
 def test_a_large_differing_middle_is_replaced_whole(monkeypatch: pytest.MonkeyPatch) -> None:
     """Past DIFF_MAX_LINES differing lines difflib's matching could take minutes (a crafted
     file of 10,000 lines did): the common head and tail stay context, the middle goes."""
-    monkeypatch.setattr("toold.checkpoints.DIFF_MAX_LINES", 1)
+    monkeypatch.setattr("toold.checkpoints.diff.DIFF_MAX_LINES", 1)
     before = b"h\na\nb\nc\nt\n"
     after = b"h\nb\nX\nc\nt\n"
     assert unified_diff("f", before, after) == (
         "--- a/f\n+++ b/f\n@@ -1,5 +1,5 @@\n h\n-a\n-b\n+b\n+X\n c\n t\n"
     )
-    monkeypatch.setattr("toold.checkpoints.DIFF_MAX_LINES", 2)
+    monkeypatch.setattr("toold.checkpoints.diff.DIFF_MAX_LINES", 2)
     assert "-a\n b\n+X\n" in unified_diff("f", before, after)

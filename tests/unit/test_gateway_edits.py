@@ -27,8 +27,8 @@ def test_every_file_change_is_a_checkpoint(workspace: Path) -> None:
 
     outcomes = run_bound(workspace, scenario)
     assert [o.is_error for o in outcomes] == [False, False, False, False, False, True]
-    store = workspace / ".toold" / "checkpoints" / "index.json"
-    index = json.loads(store.read_text())
+    store = workspace / ".toold" / "checkpoints" / "index.jsonl"
+    index = [json.loads(line) for line in store.read_text().splitlines()]
     assert [(c["tool"], c["origin"], [f["path"] for f in c["files"]]) for c in index] == [
         ("write_file", "agent", ["new.txt"]),
         ("edit_file", "agent", ["a.txt"]),
@@ -60,7 +60,7 @@ def test_checkpoints_can_be_turned_off(workspace: Path) -> None:
 
     run_bound(workspace, scenario, checkpoints={"enabled": False})
     assert (workspace / "x.txt").read_text() == "x"
-    assert not (workspace / ".toold" / "checkpoints" / "index.json").exists()
+    assert not (workspace / ".toold" / "checkpoints" / "index.jsonl").exists()
 
 
 def hooks(*pre: tuple[str, str]) -> dict[str, Any]:

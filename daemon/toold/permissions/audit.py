@@ -2,17 +2,28 @@
 
 Every tools/call writes two lines, so the log stays open between calls (reopened when
 the file is moved or deleted, as log rotation does) and redaction (toold.permissions.
-redaction) skips strings that cannot hold a secret. Long strings (a written file's
-content) are cut to MAX_STRING characters: the log says what was called, it is not a
-second copy of the data. The log is opened as a state file (storage.open_state): never
-through a symlink, never a file with other hard links; when it cannot be opened the
-entries are dropped and the reason logged, the tool calls go on.
+redaction) skips strings that cannot hold a secret.
+
+The log records what was decided, not the data. A string longer than MAX_STRING
+characters (a written file's content, a long command) is stored as its redacted first
+MAX_STRING characters, its length and the SHA-256 of its UTF-8 bytes::
+
+    "import os ...… [65536 characters, sha256:<64 hex digits>]"
+
+so a line costs the same whatever was written, a file can be matched to the call that
+wrote it, and redaction only ever reads the excerpt (plus _CUT_MARGIN characters, so
+that a secret straddling the cut goes whole). The digest tells nothing of a secret
+inside a long string unless all the rest of it is known. The log is opened as a state
+file (storage.open_state): never through a symlink, never a file with other hard links;
+when it cannot be opened the entries are dropped and the reason logged, the tool calls
+go on.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import json
 import logging
 import os
@@ -28,7 +39,8 @@ __all__ = ["MAX_STRING", "REDACTED", "AuditLog", "is_secret_key", "redact", "sho
 
 log = logging.getLogger(__name__)
 
-MAX_STRING = 2000
+MAX_STRING = 400
+"""Strings longer than this are stored as an excerpt, their length and their SHA-256."""
 # A secret that straddles the cut is redacted whole when it is shorter than this.
 _CUT_MARGIN = 512
 is_secret_key = is_secret_name
@@ -36,14 +48,15 @@ is_secret_key = is_secret_name
 
 
 def shorten(value: Any) -> Any:
-    """A copy of ``value`` whose strings are at most MAX_STRING characters (plus a note)."""
+    """A copy of ``value`` whose long strings are a redacted excerpt, length and digest."""
     if isinstance(value, dict):
         return {k: shorten(v) for k, v in value.items()}
     if isinstance(value, list):
         return [shorten(v) for v in value]
     if isinstance(value, str) and len(value) > MAX_STRING:
         head = redact_text(value[: MAX_STRING + _CUT_MARGIN])[:MAX_STRING]
-        return f"{head}... [{len(value)} characters]"
+        digest = hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()
+        return f"{head}… [{len(value)} characters, sha256:{digest}]"
     return value
 
 
