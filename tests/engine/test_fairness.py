@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import time
 from pathlib import Path
 
 from tests.e2e.wire import WireClient
 from tests.engine.support import Engines
+from tests.waiting import wait_until
+from toold.engine.peers import HELLO_LIMIT, UNGREETED_LIMIT
 
 FAST_S = 1.0
 """The bound on the other session's read_file while one misbehaves."""
@@ -113,3 +116,96 @@ def test_running_jobs_are_capped_per_session_and_per_workspace(
     started = time.monotonic()
     ran = other.tool("bash", command="echo still here")
     assert "still here" in json.dumps(ran) and time.monotonic() - started < FAST_S * 5
+
+
+def _socket(engines: Engines) -> str:
+    (path,) = [p for p in engines.runtime.iterdir() if p.suffix == ".sock"]
+    return os.fspath(path)
+
+
+def _open_fds(pid: int) -> int:
+    return len(os.listdir(f"/proc/{pid}/fd"))
+
+
+def _hung_up(peer: socket.socket) -> bool:
+    """The engine closed ``peer`` (it reads end of file, or a reset)."""
+    try:
+        return peer.recv(1 << 16, socket.MSG_DONTWAIT) == b""
+    except BlockingIOError:
+        return False
+    except ConnectionResetError:
+        return True
+
+
+def test_silent_connections_cannot_lock_clients_out(engines: Engines, workspace: Path) -> None:
+    """1,023 connections that never said hello took every descriptor of the engine, and
+    new clients failed. At most UNGREETED_LIMIT wait for their hello now; beyond it the
+    oldest is closed, so a new client (and an attached session) is still served."""
+    other = engines.editor(workspace)
+    _quick_read(other)
+    pid = engines.status(workspace)["pid"]
+    before = _open_fds(pid)
+    silent = []
+    try:
+        for _ in range(UNGREETED_LIMIT * 5):
+            peer = socket.socket(socket.AF_UNIX)
+            peer.connect(_socket(engines))
+            silent.append(peer)
+        wait_until(
+            lambda: sum(map(_hung_up, silent)) >= len(silent) - UNGREETED_LIMIT,
+            "the engine to close the oldest silent connections",
+        )
+        held = _open_fds(pid) - before
+        print(f"{len(silent)} silent connections hold {held} descriptors of the engine")
+        assert held <= UNGREETED_LIMIT + 8
+        assert _quick_read(other) < FAST_S
+        done = engines.toold("call", "read_file", '{"file_path": "src/main.py"}', cwd=workspace)
+        assert done.returncode == 0 and "needle" in done.stdout, done.stderr
+    finally:
+        for peer in silent:
+            peer.close()
+
+
+def _rss_kib(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as status:
+        line = next(line for line in status if line.startswith("VmRSS:"))
+    return int(line.split()[1])
+
+
+def test_a_hello_past_its_limit_is_refused_unread(engines: Engines, workspace: Path) -> None:
+    """Four 96 MiB hellos once added 361 MiB to the engine. A hello is a few hundred bytes:
+    past HELLO_LIMIT the engine answers with the limit and hangs up, keeping none of it."""
+    other = engines.editor(workspace)
+    _quick_read(other)
+    pid = engines.status(workspace)["pid"]
+    before = _rss_kib(pid)
+    peers = []
+    try:
+        for _ in range(4):
+            peer = socket.socket(socket.AF_UNIX)
+            peer.connect(_socket(engines))
+            peer.sendall(b'{"toold": 1, "kind": "session", "pad": "' + b"x" * (HELLO_LIMIT * 4))
+            peers.append(peer)
+        for peer in peers:
+            reply = json.loads(peer.makefile("rb").readline())
+            assert reply["ok"] is False and f"at most {HELLO_LIMIT} bytes" in reply["error"]
+        assert _quick_read(other) < FAST_S
+    finally:
+        for peer in peers:
+            peer.close()
+    grown = _rss_kib(pid) - before
+    print(f"the engine grew by {grown} KiB after four oversized hellos")
+    assert grown < 16 * 1024
+
+
+def test_a_large_initialize_still_reaches_the_engine(engines: Engines, workspace: Path) -> None:
+    """What ``toold serve`` read to find the workspace (here a 2 MiB initialize) is sent
+    after the engine's answer, not in the bounded hello."""
+    editor = WireClient(None, env=engines.env)  # the workspace comes from initialize
+    engines.editors.append(editor)
+    result = editor.initialize(
+        workspaceFolders=[{"uri": workspace.as_uri(), "name": "ws"}],
+        capabilities={"experimental": {"pad": "x" * (2 << 20)}},
+    )
+    assert result["capabilities"]["experimental"]["toold"]["workspace"] == str(workspace)
+    assert _quick_read(editor) < FAST_S

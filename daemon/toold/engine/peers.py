@@ -5,7 +5,12 @@ judged by where they run: a peer below the engine is one of its tool calls' comm
 the agent's. The engine is a child subreaper (``hardening``), so what a tool call
 starts stays below it whatever it does (``setsid``, a double fork, its parent's exit).
 The hello (one JSON line, with a ``stdio`` session's two descriptors) is read on the
-event loop with a deadline, so a client that never speaks holds up no one.
+event loop with a deadline, so a client that never speaks holds up no one. Connections
+that have not said hello are bounded in number, time and bytes (``Doorway``,
+``UNGREETED_LIMIT``, ``HELLO_TIMEOUT``, ``HELLO_LIMIT``): silent connections once took
+every descriptor of the engine, and four 96 MiB hellos 361 MiB of its memory. What a
+``stdio`` session read before attaching (the editor's ``initialize``) follows the
+engine's answer instead (``prefaceBytes``), once the connection is a session.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ import asyncio
 import base64
 import contextlib
 import json
+import logging
 import os
 import socket
 import stat
@@ -22,10 +28,17 @@ from typing import Any
 
 from toold.engine.attach import PROTOCOL
 
-HELLO_LIMIT = 96 * 1024 * 1024
-"""Longest hello line accepted."""
-HELLO_TIMEOUT = 10.0
-"""Seconds a new connection has to say hello."""
+log = logging.getLogger(__name__)
+
+HELLO_LIMIT = 8 * 1024
+"""Longest hello line accepted, in bytes (a hello is a few hundred)."""
+HELLO_TIMEOUT = 5.0
+"""Seconds a new connection has to say hello (clients send it as they connect)."""
+UNGREETED_LIMIT = 64
+"""Connections that have not said hello yet; beyond it the oldest of them is closed."""
+PREFACE_LIMIT = 64 * 1024 * 1024 + 64 * 1024
+"""Most bytes a ``stdio`` hello may announce (``prefaceBytes``): the largest first
+message the relay reads whole, with its header."""
 KINDS = ("session", "stdio", "status", "stop")
 
 
@@ -98,7 +111,8 @@ async def read_hello(sock: socket.socket) -> tuple[dict[str, Any], list[int]]:
     try:
         async with asyncio.timeout(HELLO_TIMEOUT):
             while True:
-                chunk, ancillary = await _receive(sock, socket.CMSG_SPACE(MAX_FDS * 4))
+                room = HELLO_LIMIT + 1 - len(data)  # one byte more says it is too long
+                chunk, ancillary = await _receive(sock, socket.CMSG_SPACE(MAX_FDS * 4), room)
                 for level, kind, payload in ancillary:
                     if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
                         usable = len(payload) - len(payload) % 4
@@ -106,7 +120,9 @@ async def read_hello(sock: socket.socket) -> tuple[dict[str, Any], list[int]]:
                 if len(fds) > MAX_FDS:
                     raise PeerRefused(f"a hello sends at most {MAX_FDS} descriptors")
                 data += chunk
-                if not chunk or b"\n" in chunk or len(data) > HELLO_LIMIT:
+                if len(data) > HELLO_LIMIT:
+                    raise PeerRefused(f"a hello is one line of at most {HELLO_LIMIT} bytes")
+                if not chunk or b"\n" in chunk:
                     break
         return parse_hello(bytes(data), fds), fds
     except BaseException:
@@ -116,12 +132,13 @@ async def read_hello(sock: socket.socket) -> tuple[dict[str, Any], list[int]]:
         raise
 
 
-async def _receive(sock: socket.socket, space: int) -> tuple[bytes, list[Any]]:
-    """One ``recvmsg`` on a non-blocking socket, waiting on the loop until it is readable."""
+async def _receive(sock: socket.socket, space: int, size: int) -> tuple[bytes, list[Any]]:
+    """One ``recvmsg`` of at most ``size`` bytes on a non-blocking socket, waiting on the
+    loop until it is readable."""
     loop = asyncio.get_running_loop()
     while True:
         try:
-            chunk, ancillary, _, _ = sock.recvmsg(1 << 16, space, socket.MSG_CMSG_CLOEXEC)
+            chunk, ancillary, _, _ = sock.recvmsg(size, space, socket.MSG_CMSG_CLOEXEC)
             return chunk, ancillary
         except BlockingIOError:
             readable = loop.create_future()
@@ -146,6 +163,7 @@ def parse_hello(data: bytes, fds: list[int]) -> dict[str, Any]:
         if hello["kind"] == "stdio":
             _check_stdio(fds)
             hello["preface"] = _preface(hello.get("preface"))
+            hello["prefaceBytes"] = _preface_bytes(hello.get("prefaceBytes"))
         elif fds:
             raise ValueError("only a stdio session sends descriptors")
     except ValueError as exc:
@@ -161,6 +179,56 @@ def _preface(text: Any) -> bytes:
         with contextlib.suppress(ValueError):
             return base64.b64decode(text, validate=True)
     raise ValueError("preface must be the base64 of the bytes toold serve read first")
+
+
+def _preface_bytes(count: Any) -> int:
+    """How many bytes of preface follow the engine's answer (0: none)."""
+    if count is None:
+        return 0
+    if isinstance(count, int) and not isinstance(count, bool) and 0 <= count <= PREFACE_LIMIT:
+        return count
+    raise ValueError(f"prefaceBytes must be a whole number from 0 to {PREFACE_LIMIT}")
+
+
+class Doorway:
+    """The connections that have not said hello yet, oldest first, at most ``limit``.
+
+    When one more arrives at the limit, the oldest is closed (its task cancelled): a
+    client says hello as it connects, so the one that waited longest is the likeliest to
+    be a connection that never will, and a new client still gets in. Refusing the newest
+    instead would let a few dozen silent connections lock every client out until they
+    timed out.
+    """
+
+    def __init__(self, limit: int = UNGREETED_LIMIT) -> None:
+        self.limit = limit
+        self._waiting: dict[asyncio.Future[Any] | None, None] = {}
+        self.closed = 0
+        """Connections closed to make room (for the log and tests)."""
+
+    def __len__(self) -> int:
+        return len(self._waiting)
+
+    def admit(self, task: asyncio.Task[Any]) -> None:
+        """A new connection, served by ``task``: make room for it first."""
+        while len(self._waiting) >= self.limit:
+            oldest = next(iter(self._waiting))
+            del self._waiting[oldest]
+            if oldest is not None:
+                oldest.cancel()  # its hello read ends; the connection and descriptors close
+            self.closed += 1
+            if self.closed == 1 or self.closed % 1000 == 0:
+                log.warning(
+                    "%d connections had not said hello: closed the oldest (%d so far)",
+                    self.limit,
+                    self.closed,
+                )
+        self._waiting[task] = None
+        task.add_done_callback(self.greeted)
+
+    def greeted(self, task: asyncio.Future[Any] | None) -> None:
+        """``task``'s connection said hello (or ended): it no longer counts."""
+        self._waiting.pop(task, None)
 
 
 def _check_stdio(fds: list[int]) -> None:

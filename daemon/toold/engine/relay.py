@@ -4,8 +4,8 @@ Editors change nothing: they start ``toold serve`` and speak LSP-framed JSON-RPC
 its stdin and stdout. The relay finds the workspace (``--workspace``, else the first
 message, ``initialize``: its ``initializationOptions.workspace``, ``workspaceFolders``,
 ``rootUri`` or ``rootPath``, else the current folder), attaches to that workspace's
-engine (starting one if needed) and hands it its stdin and stdout descriptors, with
-the bytes it read to find the workspace: the engine reads and answers the editor
+engine (starting one if needed) and hands it its stdin and stdout descriptors, then
+sends the bytes it read to find the workspace: the engine reads and answers the editor
 directly, so no byte passes through the relay. The engine ends the session with a line
 naming the exit status, which becomes the relay's; a relay that dies (its connection
 closes) ends the session at once, its calls cancelled. Standard library only.
@@ -20,7 +20,6 @@ empty environment and makes itself non-dumpable again (the flag resets on exec).
 
 from __future__ import annotations
 
-import base64
 import json
 import os
 import sys
@@ -154,10 +153,13 @@ def relay(
         "client": "toold serve",
         "clientProcessId": client_process_id,
         "maxMessageBytes": max_message_bytes,
-        "preface": base64.b64encode(preface).decode("ascii"),
+        "prefaceBytes": len(preface),
     }
     try:
         attached = attach(workspace, "stdio", extra, fds=[stdin, stdout])
+        # After the answer: the engine bounds a hello to a few KiB, and an initialize
+        # may be megabytes.
+        attached.sock.sendall(preface)
     except (EngineError, OSError) as exc:
         print(f"toold: {exc}", file=sys.stderr)
         return 1

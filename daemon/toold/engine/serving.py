@@ -33,6 +33,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+PREFACE_TIMEOUT = 30.0
+"""Seconds a relay has to send the preface its hello announced (it sends it at once)."""
+
 
 def session_server(
     state: WorkspaceState, hello: dict[str, Any], from_tool: bool = False
@@ -130,7 +133,13 @@ async def serve_session(
         await asyncio.get_running_loop().sock_sendall(conn, json.dumps(reply).encode() + b"\n")
         control, socket_writer = await asyncio.open_unix_connection(sock=conn, limit=HEADER_LIMIT)
         if streams:
-            reader, close_input = await _input(streams[0], hello.get("preface", b""))
+            # What the relay read to find the workspace follows the answer (it stayed out
+            # of the hello, which is bounded while the engine does not know the client).
+            preface = hello.get("preface", b"")
+            if hello.get("prefaceBytes"):
+                async with asyncio.timeout(PREFACE_TIMEOUT):
+                    preface += await control.readexactly(hello["prefaceBytes"])
+            reader, close_input = await _input(streams[0], preface)
             writer = await _output(streams[1])
             # The relay's connection carries nothing more: its end means the relay died.
             watch: asyncio.Future[Any] = asyncio.ensure_future(_until_closed(control))
