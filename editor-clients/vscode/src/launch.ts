@@ -16,7 +16,8 @@ export const INSTALL_FROM_CHECKOUT = "pip install -e <path to the toold reposito
 export const WORKSPACE_VENVS = [".venv", "venv"];
 
 /** Which step of the order found toold. */
-export type LaunchSource = "toold.path" | "toold.pythonPath" | "python extension" | "venv" | "PATH";
+export type LaunchSource =
+  "toold.path" | "toold.pythonPath" | "python extension" | "venv" | "VIRTUAL_ENV" | "PATH";
 
 export interface LaunchSpec {
   command: string;
@@ -144,14 +145,18 @@ export function workspaceVenvCandidates(
   workspace: string,
   platform: NodeJS.Platform,
 ): { venv: string; file: string }[] {
-  const windows = platform === "win32";
-  const pathOf = windows ? path.win32 : path.posix;
+  const pathOf = platform === "win32" ? path.win32 : path.posix;
   return WORKSPACE_VENVS.map((venv) => ({
     venv,
-    file: windows
-      ? pathOf.join(workspace, venv, "Scripts", "toold.exe")
-      : pathOf.join(workspace, venv, "bin", "toold"),
+    file: venvToold(pathOf.join(workspace, venv), platform),
   }));
+}
+
+/** A virtualenv's toold: `bin/toold`, or `Scripts\toold.exe` on Windows. */
+function venvToold(venv: string, platform: NodeJS.Platform): string {
+  return platform === "win32"
+    ? path.win32.join(venv, "Scripts", "toold.exe")
+    : path.posix.join(venv, "bin", "toold");
 }
 
 function serveArgs(settings: TooldSettings): string[] {
@@ -176,7 +181,7 @@ function pythonLaunch(
 /**
  * The command that starts the daemon: `toold.path`, else `toold.pythonPath -m toold`, else
  * the Python extension's interpreter when it can import toold, else the workspace's
- * `.venv`/`venv` toold, else `toold` from PATH. A setting that is set but wrong is an error
+ * `.venv`/`venv` toold, else `toold` from PATH ($VIRTUAL_ENV's first). A setting that is set but wrong is an error
  * of its own; otherwise the LaunchError names every place that was tried.
  */
 export async function resolveLaunch(
@@ -230,6 +235,17 @@ export async function resolveLaunch(
       }
       tried.push(file);
     }
+  }
+  // VS Code (and code-server) take PATH from a login shell when not started by `code`: the
+  // activated virtualenv's bin/ is gone from it, but VIRTUAL_ENV is still set.
+  const active = ctx.env.VIRTUAL_ENV?.trim();
+  if (active) {
+    const file = venvToold(active, platform);
+    if (await lookups.isExecutable(file)) {
+      const description = `${file} (the activated virtualenv, $VIRTUAL_ENV)`;
+      return { command: file, args: serveArgs(settings), source: "VIRTUAL_ENV", description };
+    }
+    tried.push(file);
   }
   const found = await which("toold", ctx);
   if (found !== undefined) {

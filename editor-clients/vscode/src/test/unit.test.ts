@@ -263,6 +263,19 @@ describe("the launch order", () => {
     assert.deepEqual([fromPath.source, fromPath.command], ["PATH", onPath]);
   });
 
+  test("PATH starts with $VIRTUAL_ENV's bin, which a login shell's PATH drops", async () => {
+    const m = machine(["/tmp/venv/bin/toold", onPath], { missing: "not installed" });
+    const ctx = { workspace: ws, platform: "linux" as const, lookups: m.lookups };
+    const env = { PATH: "/usr/bin", VIRTUAL_ENV: "/tmp/venv" };
+    const spec = await resolveLaunch(settings, { ...ctx, env });
+    assert.deepEqual([spec.source, spec.command], ["VIRTUAL_ENV", "/tmp/venv/bin/toold"]);
+    const gone = machine([], { missing: "not installed" }).lookups;
+    await assert.rejects(
+      resolveLaunch(settings, { ...ctx, env, lookups: gone }),
+      /venv\/bin\/toold, \/tmp\/venv\/bin\/toold, PATH\./,
+    );
+  });
+
   test("on Windows the virtualenvs' Scripts\\toold.exe", async () => {
     const exe = "C:\\ws\\.venv\\Scripts\\toold.exe";
     const spec = await resolveLaunch(settings, {
