@@ -80,13 +80,19 @@ def _c() -> ctypes.CDLL:
     return _libc
 
 
-def remote_filesystem(folder: Path) -> str | None:
-    """The name of ``folder``'s filesystem when inotify misses changes made elsewhere."""
+def filesystem_type(folder: Path) -> int | None:
+    """statfs's f_type of ``folder``'s filesystem (None when statfs fails)."""
     buf = ctypes.create_string_buffer(256)  # struct statfs is 120 bytes on 64-bit Linux
     if _c().statfs(os.fsencode(folder), buf) != 0:
         return None
-    f_type = int.from_bytes(buf.raw[: ctypes.sizeof(ctypes.c_long)], sys.byteorder, signed=True)
-    return REMOTE_FILESYSTEMS.get(f_type & 0xFFFFFFFF)
+    word = buf.raw[: ctypes.sizeof(ctypes.c_long)]  # f_type comes first
+    return int.from_bytes(word, sys.byteorder, signed=True) & 0xFFFFFFFF
+
+
+def remote_filesystem(folder: Path) -> str | None:
+    """The name of ``folder``'s filesystem when inotify misses changes made elsewhere."""
+    f_type = filesystem_type(folder)
+    return None if f_type is None else REMOTE_FILESYSTEMS.get(f_type)
 
 
 def limit(name: str) -> str:

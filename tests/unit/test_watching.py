@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from toold.inotify import READ_BYTES, Inotify
+from toold.inotify import READ_BYTES, Inotify, filesystem_type, remote_filesystem
 from toold.polling import POLL_S
 from toold.watching import MAX_PENDING, FolderWatch, WatchHub
 
@@ -111,6 +111,12 @@ def test_one_read_is_bounded(tmp_path: Path) -> None:
         assert inotify.read_events(), "one read took every event: the loop would wait on it"
     finally:
         inotify.close()
+
+
+def test_the_filesystem_type_is_statfs_s(tmp_path: Path) -> None:
+    shown = subprocess.run(["stat", "-f", "-c", "%t", str(tmp_path)], capture_output=True)
+    assert filesystem_type(tmp_path) == int(shown.stdout, 16)
+    assert remote_filesystem(tmp_path) is None  # a local disk: inotify sees every change
 
 
 def test_a_flood_comes_as_the_roots(tmp_path: Path) -> None:
