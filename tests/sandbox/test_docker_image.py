@@ -206,6 +206,45 @@ def test_an_image_of_other_inputs_is_rebuilt(workspace: Path, tag: str) -> None:
         client.close()
 
 
+def test_an_image_removed_while_the_runner_runs_is_built_again(workspace: Path, tag: str) -> None:
+    config = _config(tag)
+    client = connect(timeout=30)
+
+    async def scenario() -> tuple[list[Any], list[str]]:
+        runner = make_runner(config, workspace)
+        tools = ToolSet(BuiltinToolProvider(ToolRuntime(workspace, config)).get_tools())
+        heard: list[str] = []
+        context = CallContext(progress=heard.append)
+        outcomes = []
+        try:
+            for _ in range(2):
+                outcomes.append(
+                    await tools.invoke(
+                        "read_file", {"file_path": "notes.txt"}, context=context, runner=runner
+                    )
+                )
+                # As `docker rmi` would, once the call's container has gone.
+                await asyncio.to_thread(
+                    wait_until,
+                    lambda: not client.api.containers(all=True, filters={"ancestor": tag}),
+                    "the call's container to go",
+                )
+                await asyncio.to_thread(client.images.remove, tag)
+        finally:
+            await runner.close()
+        return outcomes, heard
+
+    try:
+        outcomes, heard = asyncio.run(scenario())
+    finally:
+        client.close()
+    assert [o.content for o in outcomes] == ["1: alpha\n2: beta"] * 2
+    assert [text for text in heard if text.startswith("building")] == [
+        f"building the Docker image {tag} offline (first use)",
+        f"building the Docker image {tag} offline (it was removed)",
+    ]
+
+
 def test_toold_version_is_an_input(monkeypatch: pytest.MonkeyPatch) -> None:
     import toold
 

@@ -34,12 +34,14 @@ from toold.sandbox.docker_image import (
     ENGINE_HINT,
     MISSING,
     PATH,
+    REPOSITORY,
     RUNTIME_LABEL,
     connect,
     engine_socket_problem,
     ensure_image,
     image_labels,
     main,
+    split_tag,
     wanted,
 )
 from toold.sandbox.environment import sandbox_environment
@@ -70,6 +72,8 @@ KILL_TIMEOUT = 10.0
 STDERR_TAIL = 2000
 GITCONFIG = "/etc/toold/gitconfig"
 """Where a container finds the user's git identity (GIT_CONFIG_GLOBAL)."""
+REMOVED = "removed"
+"""image_wanted when the image went while the runner ran."""
 RETRY_BUILD_AFTER = 30.0
 """Seconds a failed image build is remembered: calls meanwhile fail at once with its cause."""
 
@@ -246,7 +250,33 @@ class DockerSandbox(WorkerSandbox):
         """One call; a repository it makes where the mounts could not protect one is vetted."""
         if self._pool is None and self.image_wanted is not None:
             await self._build_image()
+        pool = self._pool
+        try:
+            return await vetting(self.workspace, self._layout, super().run_tool(tool, args))
+        except Exception as exc:
+            if not self._image_gone(exc, pool):
+                raise
+        # The call never started (its container could not be created): build the image
+        # again and run the call in the new pool.
+        await self._build_image()
         return await vetting(self.workspace, self._layout, super().run_tool(tool, args))
+
+    def _image_gone(self, exc: Exception, pool: WorkerPool | None) -> bool:
+        """``exc`` says toold's image went while this runner ran (docker rmi, an image
+        prune): drop the pool whose containers cannot start and want the image again."""
+        import docker.errors
+
+        tag = self.config.execution.docker_image
+        if not isinstance(exc, docker.errors.ImageNotFound) or split_tag(tag)[0] != REPOSITORY:
+            return False
+        log.warning("the Docker image %s was removed while toold ran: building it again", tag)
+        with self._lock:
+            if self._pool is pool and pool is not None:
+                pool.close()
+                self._pool = None
+            if self._pool is None:
+                self.image_wanted, self._built = REMOVED, False
+        return True
 
     async def _build_image(self) -> None:
         """Build the image for the first call: once, however many calls wait for it here or
@@ -259,7 +289,9 @@ class DockerSandbox(WorkerSandbox):
             failed = self._build_failed
             if failed is not None and time.monotonic() < failed[0]:
                 raise SandboxUnavailable(failed[1])
-            why = "first use" if reason == MISSING else "built by another toold version"
+            why = {MISSING: "first use", REMOVED: "it was removed"}.get(
+                reason, "built by another toold version"
+            )
             report_progress(f"building the Docker image {tag} offline ({why})")
             started = time.perf_counter()
             try:
