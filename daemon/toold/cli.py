@@ -91,10 +91,15 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--junit", type=Path, metavar="FILE", help="also write a JUnit XML report")
     _no_daemon_flag(run)
 
-    daemon = sub.add_parser("daemon", help="start, stop or describe the workspace's engine")
-    daemon.add_argument("action", choices=["start", "stop", "status"])
+    daemon = sub.add_parser(
+        "daemon", help="start, stop or describe the workspace's engine; list or stop them all"
+    )
+    daemon.add_argument("action", choices=["start", "stop", "status", "list"])
     daemon.add_argument("--workspace", type=Path, default=Path.cwd())
     daemon.add_argument("--json", action="store_true", help="print JSON")
+    daemon.add_argument(
+        "--all", action="store_true", help="with stop: every engine of this user (CI jobs' end)"
+    )
 
     jobs = sub.add_parser("jobs", help="list background jobs, or wait for one: jobs wait ID")
     jobs.add_argument("wait", nargs="*", metavar="wait ID", help="wait for job ID to end")
@@ -334,7 +339,7 @@ def _mcp(args: argparse.Namespace) -> int:
 def _daemon(args: argparse.Namespace) -> int:
     from toold.engine.commands import daemon_command
 
-    return daemon_command(args.action, args.workspace, args.json)
+    return daemon_command(args.action, args.workspace, args.json, args.all)
 
 
 def _jobs(args: argparse.Namespace) -> int:

@@ -186,6 +186,15 @@ class DaemonConfig(_Section):
     idle_timeout: float = Field(1800.0, gt=0)
     """Seconds the workspace's engine stays up with no session attached, no background job
     running and no teammate running; then it exits (the next client starts a new one)."""
+    one_shot_idle_timeout: float | None = Field(None, ge=0)
+    """Seconds the engine stays up idle instead, once a one-shot session ended (``toold
+    call``, ``toold run``, a piped ``toold serve`` with no editor ``processId``) while no
+    editor ever attached to it. Unset: 60, and 0 under ``CI=true`` (it exits as soon as its
+    last session ends with nothing running). Never longer than ``idle_timeout``."""
+    max_idle_engines: int = Field(8, ge=1)
+    """Idle engines of this user (in one runtime folder) kept: when an engine starts, the
+    least recently used idle ones beyond this exit. An engine with a session, a running job
+    or a running teammate is not idle, and is never stopped so."""
 
 
 def _regex(value: str) -> str:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import itertools
 import json
 import os
 import socket
@@ -23,13 +24,19 @@ from pathlib import Path
 from typing import IO, Any
 
 from toold import __version__
-from toold.engine.location import EnginePaths, open_private
+from toold.engine.location import EnginePaths, engine_keys, open_private, runtime_dir
 
 PROTOCOL = 1
 """Version of the hello line; the engine refuses a client speaking another."""
 START_TIMEOUT = 60.0
 """Seconds a started engine has to listen (it imports its stack and binds first)."""
 ENGINE_ARGV = ["-P", "-m", "toold.engine"]
+STOPPING = "the engine is stopping; try again"
+"""The engine's refusal of a connection that came while it stops (idle, evicted)."""
+ATTEMPTS = 4
+"""Connections ``attach`` tries: an engine on its way out is waited for, then replaced."""
+CONTROL_TIMEOUT = 10.0
+"""Seconds a ``status`` or ``stop`` answer may take (a hung engine holds up no list)."""
 
 
 class EngineError(ConnectionError):
@@ -38,6 +45,10 @@ class EngineError(ConnectionError):
 
 class NoEngine(EngineError):
     """No engine runs for the workspace (and none was to be started)."""
+
+
+class EngineGone(EngineError):
+    """The engine stopped, or hung up, before answering the hello: it is on its way out."""
 
 
 class Attachment:
@@ -109,8 +120,14 @@ def _connect(paths: EnginePaths) -> socket.socket | None:
 
 
 def _hello(
-    sock: socket.socket, paths: EnginePaths, kind: str, extra: dict[str, Any], fds: list[int]
+    sock: socket.socket,
+    paths: EnginePaths,
+    kind: str,
+    extra: dict[str, Any],
+    fds: list[int],
+    timeout: float | None = None,
 ) -> Attachment:
+    sock.settimeout(timeout)
     line = json.dumps(
         {"toold": PROTOCOL, "kind": kind, "version": __version__, "pid": os.getpid(), **extra}
     ).encode()
@@ -121,11 +138,19 @@ def _hello(
     else:
         sock.sendall(line + b"\n")
     reader = sock.makefile("rb")
-    answer = reader.readline()
-    if not answer:
+    try:
+        answer = reader.readline()
+    except TimeoutError:
         reader.close()
         sock.close()
         raise EngineError(
+            f"the toold engine for {paths.workspace} did not answer within {timeout:g} s; "
+            f"see its log {paths.log}"
+        ) from None
+    if not answer:
+        reader.close()
+        sock.close()
+        raise EngineGone(
             f"the toold engine for {paths.workspace} closed the connection without answering "
             f"(it may have crashed); see its log {paths.log}"
         )
@@ -133,7 +158,9 @@ def _hello(
     if not reply.get("ok"):
         reader.close()
         sock.close()
-        raise EngineError(f"the toold engine refused the connection: {reply.get('error')}")
+        error = f"the toold engine refused the connection: {reply.get('error')}"
+        raise EngineGone(error) if reply.get("error") == STOPPING else EngineError(error)
+    sock.settimeout(None)
     if kind in ("session", "stdio") and reply.get("version") != __version__:
         print(
             f"toold: the running engine is toold {reply.get('version')}, this is toold "
@@ -172,11 +199,13 @@ def attach(
 
     A socket that accepts but never answers, while no engine holds the pid lock, is a
     dead engine's whose listening socket a surviving child still holds: it counts as
-    none, and a fresh engine replaces it.
+    none, and a fresh engine replaces it. An engine that stops while we attach (idle,
+    or evicted for another: ``idle``) refuses or drops the connection: the next attempt
+    finds it no longer listening and starts a fresh one, which waits for it to exit.
     """
     paths = EnginePaths.of(workspace)
     extra, fds = extra or {}, fds or []
-    for attempt in range(2):
+    for attempt in range(ATTEMPTS):
         sock = _connect(paths)
         if sock is None or (attempt and engine_pid(paths) is None):
             if not start:
@@ -188,13 +217,17 @@ def attach(
             return _hello(sock, paths, kind, extra, fds)
         except (ConnectionResetError, BrokenPipeError, EngineError) as exc:
             sock.close()
-            if attempt or engine_pid(paths) is not None or not start:
+            gone = not isinstance(exc, EngineError) or isinstance(exc, EngineGone)
+            if not start and gone:
+                raise NoEngine(f"the toold engine for {paths.workspace} is stopping") from None
+            if not gone or attempt == ATTEMPTS - 1:
                 if isinstance(exc, EngineError):
                     raise
                 raise EngineError(
                     f"the toold engine for {paths.workspace} dropped the connection ({exc}); "
                     f"see its log {paths.log}"
                 ) from None
+            time.sleep(0.01 * (attempt + 1))  # it closes its socket at once, exits soon after
     raise AssertionError("unreachable")
 
 
@@ -320,13 +353,63 @@ def _log_tail(log: Path) -> str:
 
 def control(workspace: Path, kind: str) -> dict[str, Any] | None:
     """Ask the running engine for ``status`` or to ``stop``; None when none runs."""
+    return ask(EnginePaths.of(workspace), kind)
+
+
+def ask(
+    paths: EnginePaths,
+    kind: str,
+    extra: dict[str, Any] | None = None,
+    timeout: float = CONTROL_TIMEOUT,
+) -> dict[str, Any] | None:
+    """The answer of the engine at ``paths`` to a ``status`` or ``stop`` hello (``extra``
+    added to it); None when none runs there or it is stopping. EngineError when it
+    refuses, or does not answer within ``timeout`` seconds."""
     try:
-        attached = attach(workspace, kind, start=False)
-    except NoEngine:
+        sock = _connect(paths)
+    except OSError as exc:
+        raise EngineError(f"cannot reach the toold engine at {paths.socket}: {exc}") from None
+    if sock is None:
+        return None
+    try:
+        attached = _hello(sock, paths, kind, extra or {}, [], timeout)
+    except (ConnectionResetError, BrokenPipeError, EngineGone):
+        sock.close()
         return None
     try:
         if kind == "stop":
-            attached.reader.read()  # the engine closes the connection once it has stopped
+            attached.sock.settimeout(timeout)
+            with contextlib.suppress(OSError):
+                attached.reader.read()  # the engine closes the connection once it answered
         return attached.reply
     finally:
         attached.close()
+
+
+def running_engines(folder: Path | None = None) -> list[tuple[EnginePaths, int]]:
+    """Every engine running in the runtime folder, with its pid (the workspace each
+    serves as its command line names it; its ``status`` says for sure)."""
+    folder = runtime_dir() if folder is None else folder
+    found = []
+    for key in engine_keys(folder):
+        paths = EnginePaths.keyed(folder, key)
+        try:
+            pid = engine_pid(paths)
+        except OSError:
+            continue  # not a file of ours (refused by open_private): not an engine
+        if pid is not None and pid > 0:
+            found.append((EnginePaths.keyed(folder, key, _served(pid)), pid))
+    return found
+
+
+def _served(pid: int) -> Path | None:
+    """The ``--workspace`` of process ``pid``'s command line (None when unreadable)."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+            argv = cmdline.read().split(b"\0")
+    except OSError:
+        return None
+    for flag, value in itertools.pairwise(argv):
+        if flag == b"--workspace":
+            return Path(os.fsdecode(value))
+    return None

@@ -1,4 +1,5 @@
-"""``toold daemon start|stop|status`` and ``toold jobs [wait ID]``: the engine from a shell.
+"""``toold daemon start|stop|status|list``, ``daemon stop --all`` and ``toold jobs [wait
+ID]``: the engines from a shell.
 
 Standard library only, like every attaching command.
 """
@@ -11,7 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from toold.engine.attach import EngineError, attach, control, engine_pid
+from toold.engine.attach import EngineError, ask, attach, control, engine_pid, running_engines
 from toold.engine.location import EnginePaths
 from toold.undo import shown
 
@@ -21,21 +22,53 @@ JOB_EXIT = {"timed_out": 124, "cancelled": 130}
 """``toold jobs wait``'s status for jobs that did not end by themselves."""
 
 
+STOP_WAIT = 30.0
+"""Seconds ``daemon stop`` waits for an engine to exit (its jobs' process groups killed)."""
+
+
+def _duration(seconds: float) -> str:
+    seconds = int(seconds)
+    if seconds < 120:
+        return f"{seconds} s"
+    if seconds < 7200:
+        return f"{seconds // 60} min"
+    return f"{seconds // 3600} h"
+
+
+def _idle(status: dict[str, Any]) -> str:
+    """Like "idle 3 min (exits at 60 s)"; "busy" when a session, job or teammate runs."""
+    idle_for = status.get("idleFor")
+    if idle_for is None:
+        return "busy"
+    limit = status.get("idleLimit")
+    return f"idle {_duration(idle_for)}" + (f" (exits at {limit:g} s)" if limit is not None else "")
+
+
 def _describe(status: dict[str, Any]) -> str:
     sessions, jobs = status.get("sessions", []), status.get("jobs", [])
     uptime = max(0, int(time.time() - float(status.get("startedAt", time.time()))))
     running = ", ".join(shown(j["jobId"]) for j in jobs)
+    memory = f"; {status['rss'] / 2**20:.0f} MiB resident" if status.get("rss") else ""
     return (
         f"toold engine pid {status['pid']} serving {status['workspace']} (up {uptime} s)\n"
         f"sessions: {len(sessions)}\n"
         f"running jobs: {len(jobs)}{f' ({running})' if running else ''}\n"
-        f"socket: {status['socket']}\nlog: {status['log']}"
+        + (f"{_idle(status)}{memory}\n" if "idleLimit" in status else "")
+        + f"socket: {status['socket']}\nlog: {status['log']}"
     )
 
 
-def daemon_command(action: str, workspace: Path, as_json: bool) -> int:
-    """start: ensure an engine runs; stop: end it (jobs cancelled); status: describe it."""
+def daemon_command(action: str, workspace: Path, as_json: bool, every: bool = False) -> int:
+    """start: ensure an engine runs; stop: end it (jobs cancelled; ``every``: all of this
+    user's); status: describe it; list: every engine of this user."""
+    if every and action != "stop":
+        print("toold: --all goes with stop only: toold daemon stop --all", file=sys.stderr)
+        return 2
     try:
+        if action == "list":
+            return _list(as_json)
+        if action == "stop" and every:
+            return _stop_all(as_json)
         if action == "start":
             attached = attach(workspace, "status")
             attached.close()
@@ -67,10 +100,7 @@ def _stop(workspace: Path, as_json: bool) -> int:
     if reply is None:
         print(f"no toold engine runs for {paths.workspace}")
         return 0
-    deadline = time.monotonic() + 30
-    while engine_pid(paths) is not None and time.monotonic() < deadline:
-        time.sleep(0.01)  # its lock is released at exit: no event to wait for
-    if engine_pid(paths) is not None:
+    if not _exited([paths]):
         print(f"toold: engine pid {reply['pid']} did not exit; see {paths.log}", file=sys.stderr)
         return 1
     cancelled = reply.get("cancelled", [])
@@ -80,6 +110,110 @@ def _stop(workspace: Path, as_json: bool) -> int:
         jobs = f"; cancelled jobs: {', '.join(cancelled)}" if cancelled else ""
         print(f"stopped the toold engine pid {reply['pid']}{jobs}")
     return 0
+
+
+def _exited(engines: list[EnginePaths]) -> bool:
+    """Wait up to STOP_WAIT seconds for each engine to let go of its pid lock."""
+    deadline = time.monotonic() + STOP_WAIT
+    left = list(engines)
+    while left and time.monotonic() < deadline:
+        left = [paths for paths in left if engine_pid(paths) is not None]
+        if left:
+            time.sleep(0.01)  # its lock is released at exit: no event to wait for
+    return not left
+
+
+def engine_list() -> list[dict[str, Any]]:
+    """Every engine of this user (the runtime folder): its status, counts and idle time,
+    or its pid and why it did not answer."""
+    listed = []
+    for paths, pid in running_engines():
+        entry: dict[str, Any] = {"pid": pid, "workspace": str(paths.workspace)}
+        try:
+            status = ask(paths, "status", timeout=5.0)
+        except (EngineError, OSError, ValueError) as exc:
+            listed.append({**entry, "error": str(exc)})
+            continue
+        if status is None:
+            continue  # exited meanwhile
+        status.pop("ok", None)
+        listed.append(
+            {
+                **status,
+                "sessions": len(status.get("sessions", [])),
+                "jobs": len(status.get("jobs", [])),
+            }
+        )
+    return listed
+
+
+def _row(pid: Any, sessions: Any, jobs: Any, rss: Any, idle: Any, workspace: Any) -> str:
+    return f"{pid:>7}  {sessions:>8}  {jobs:>4}  {rss:>8}  {idle:<26}  {workspace}"
+
+
+def _list(as_json: bool) -> int:
+    engines = engine_list()
+    if as_json:
+        print(json.dumps(engines, indent=2))
+        return 0
+    if not engines:
+        print("no toold engine runs")
+        return 0
+    print(_row("PID", "SESSIONS", "JOBS", "RSS", "IDLE", "WORKSPACE"))
+    for engine in engines:
+        if "error" in engine:  # it did not answer: what is known of it
+            print(_row(engine["pid"], "?", "?", "?", "not answering", engine["workspace"]))
+            continue
+        rss = f"{engine.get('rss', 0) / 2**20:.0f} MiB"
+        state = _idle(engine) if "idleLimit" in engine else "?"  # an older engine
+        print(
+            _row(engine["pid"], engine["sessions"], engine["jobs"], rss, state, engine["workspace"])
+        )
+    total = sum(engine.get("rss", 0) for engine in engines) / 2**20
+    print(f"{len(engines)} engine{'s' * (len(engines) != 1)}, {total:.0f} MiB resident")
+    return 0
+
+
+def _stop_all(as_json: bool) -> int:
+    """Stop every engine of this user (their jobs cancelled) and wait for them to exit."""
+    asked: list[tuple[EnginePaths, dict[str, Any]]] = []
+    failed: list[dict[str, Any]] = []
+    for paths, pid in running_engines():
+        try:
+            reply = ask(paths, "stop")
+        except (EngineError, OSError, ValueError) as exc:
+            failed.append({"pid": pid, "workspace": str(paths.workspace), "error": str(exc)})
+            continue
+        if reply is not None:
+            asked.append((paths, {"workspace": str(paths.workspace), **reply}))
+    _exited([paths for paths, _ in asked])
+    stopped = []
+    for paths, reply in asked:
+        if engine_pid(paths) is None:
+            stopped.append({key: reply[key] for key in ("pid", "workspace", "cancelled")})
+        else:
+            failed.append(
+                {
+                    "pid": reply["pid"],
+                    "workspace": reply["workspace"],
+                    "error": f"did not exit; see {paths.log}",
+                }
+            )
+    if as_json:
+        print(json.dumps({"stopped": stopped, "failed": failed}, indent=2))
+    else:
+        for done in stopped:
+            jobs = ", ".join(shown(job) for job in done["cancelled"])
+            cancelled = f"; cancelled jobs: {jobs}" if jobs else ""
+            print(f"stopped the toold engine pid {done['pid']} ({done['workspace']}){cancelled}")
+        for problem in failed:
+            print(
+                f"toold: engine pid {problem['pid']} ({problem['workspace']}): {problem['error']}",
+                file=sys.stderr,
+            )
+        if not stopped and not failed:
+            print("no toold engine runs")
+    return 1 if failed else 0
 
 
 def jobs_command(client: Any, wait: str | None, as_json: bool) -> int:

@@ -5,9 +5,10 @@ an exclusive lock on its pid file for its whole life (a second engine for the wo
 exits at once), replaces a stale socket, listens, binds the workspace once and serves
 each connection as a session of its own (who may connect, and the hello: ``peers``).
 It exits on ``toold daemon stop``, SIGTERM, or after ``daemon.idle_timeout`` seconds
-with no session, no running job and no running teammate, and as soon as no session is
-attached once its workspace folder, socket or pid file is gone (removed, renamed away,
-or another put in its place).
+with no session, no running job and no running teammate (shorter for a workspace only
+one-shot commands used, and at once when a newer engine needs room: ``idle``), and as
+soon as no session is attached once its workspace folder, socket or pid file is gone
+(removed, renamed away, or another put in its place).
 """
 
 from __future__ import annotations
@@ -26,16 +27,25 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from toold import __version__
+from toold.engine.attach import STOPPING
+from toold.engine.idle import (
+    FRESH,
+    TrackedSessions,
+    Usage,
+    evict_idle,
+    idle_limit,
+    in_ci,
+    inotify_instances,
+    resident_bytes,
+)
 from toold.engine.location import EnginePaths, open_private
 from toold.engine.peers import (
     HELLO_TIMEOUT,
-    Doorway,
     PeerRefused,
     inside_tool_call,
     peer_credentials,
     read_hello,
 )
-from toold.engine.sessions import Sessions
 from toold.fairness import FairExecutor
 
 if TYPE_CHECKING:
@@ -55,7 +65,8 @@ class Engine:
         self.started_by = started_by
         """The toold process whose tool call started this engine (-1: one out of sight),
         None when the user did: an agent's command below it is the agent here too."""
-        self.sessions = Sessions()
+        self.usage = Usage()
+        self.sessions = TrackedSessions(self.usage)
         self.state: WorkspaceState | None = None
         self.bound: asyncio.Future[None] | None = None
         self.stopping = asyncio.Event()
@@ -65,9 +76,8 @@ class Engine:
         or replaced (a folder at the workspace's path, a newer engine's files) ends it."""
         self._tasks: set[asyncio.Task[Any]] = set()
         """The connections being served."""
-        self.doorway = Doorway()
-        """The connections that have not said hello yet (bounded: the oldest go)."""
         self._watching: asyncio.Task[None] | None = None
+        self._evicting: asyncio.Future[list[int]] | None = None
         self._listener: socket.socket | None = None
 
     # -- start and stop ------------------------------------------------------------------
@@ -145,6 +155,7 @@ class Engine:
         )
         self._watching = asyncio.ensure_future(watch_workspace(self.state, sessions.show_error))
         log.info("toold %s engine serving %s", __version__, self.paths.workspace)
+        self._make_room()  # for this engine: idle ones beyond the cap exit
 
     def _spawn(self, coro: Any) -> asyncio.Task[Any]:
         task = asyncio.ensure_future(coro)
@@ -162,27 +173,60 @@ class Engine:
         team = self.state.team
         return team is not None and any(mate.get("running") for mate in team.list())
 
-    def idle_timeout(self) -> float:
-        """``daemon.idle_timeout`` of the live configuration."""
+    def evictable(self) -> bool:
+        """Idle, and not a new engine whose first client is still on its way."""
+        fresh = not self.usage.sessions and time.time() - self.started < FRESH
+        return not fresh and not self.busy()
+
+    def idle_limit(self) -> tuple[float, str]:
+        """Seconds the engine may stay idle now, and the setting that says so."""
         if self.state is None:
-            return float("inf")
-        return float(self.state.config.daemon.idle_timeout)
+            return float("inf"), "binding"
+        daemon = self.state.config.daemon
+        limit = idle_limit(
+            daemon.idle_timeout,
+            daemon.one_shot_idle_timeout,
+            editor_seen=self.usage.editor_seen,
+            one_shot_ended=self.usage.one_shot_ended,
+            ci=in_ci(),
+        )
+        if limit == daemon.idle_timeout:
+            return limit, "daemon.idle_timeout"
+        return limit, "daemon.one_shot_idle_timeout" + (", CI=true" if in_ci() else "")
+
+    def _make_room(self) -> None:
+        """Ask the least recently used idle engines beyond ``daemon.max_idle_engines``
+        (this one counted) to stop if still idle; on a thread, one round at a time."""
+        if self.state is None or (self._evicting is not None and not self._evicting.done()):
+            return
+        cap = self.state.config.daemon.max_idle_engines
+        self._evicting = asyncio.ensure_future(asyncio.to_thread(evict_idle, self.paths, cap))
 
     async def _idle_watch(self) -> None:
-        loop = asyncio.get_running_loop()
-        idle_since = loop.time()
+        was_busy = True
         while True:
-            timeout = self.idle_timeout() if self.state is not None else 0.4
-            await asyncio.sleep(min(max(timeout / 4, 0.05), 15.0))
+            busy = self.busy()
+            if busy:
+                self.usage.last_used = time.monotonic()
+            limit, why = self.idle_limit()
+            if not busy and self.usage.idle_for() >= limit:
+                self.stop(f"idle for {limit:g} s ({why})")
+                return
+            if was_busy and not busy:
+                # Idle now: engines that went idle meanwhile were not there to count when
+                # this one started, so the cap holds once everyone is idle.
+                self._make_room()
+            was_busy = busy
+            # Woken by a session's start or end and by a job's: a one-shot engine under
+            # CI=true exits as its last session ends, not at the next tick.
+            idle_timeout = self.state.config.daemon.idle_timeout if self.state else 0.4
+            tick = min(max(idle_timeout / 4, 0.05), 15.0)
+            left = limit - self.usage.idle_for()
+            await self.usage.wait(tick if self.busy() else min(tick, left))
             bound_log(self.paths)
             lost = [path for path, known in self.own.items() if _identity(path) != known]
             if lost and not len(self.sessions):  # nothing to serve, or no way to be reached
                 self.stop(f"{lost[0]} was removed or replaced")
-                return
-            if self.busy():
-                idle_since = loop.time()
-            elif loop.time() - idle_since >= self.idle_timeout():
-                self.stop(f"idle for {self.idle_timeout():g} s (daemon.idle_timeout)")
                 return
 
     # -- connections ---------------------------------------------------------------------
@@ -196,7 +240,7 @@ class Engine:
                 log.warning("could not accept a connection: %s", exc)
                 await asyncio.sleep(0.1)
                 continue
-            self.doorway.admit(self._spawn(self._connection(conn)))
+            self._spawn(self._connection(conn))
 
     async def _connection(self, conn: socket.socket) -> None:
         fds: list[int] = []
@@ -206,7 +250,6 @@ class Engine:
                 log.warning("refused a connection from pid %d of uid %d", pid, uid)
                 raise PeerRefused(f"uid {uid} may not use the engine of uid {os.getuid()}")
             hello, fds = await read_hello(conn)
-            self.doorway.greeted(asyncio.current_task())
             await self._serve(conn, pid, hello, fds)
         except PeerRefused as exc:
             with contextlib.suppress(OSError, TimeoutError):
@@ -222,8 +265,10 @@ class Engine:
                     os.close(fd)
 
     def status(self) -> dict[str, Any]:
-        """What ``toold daemon status`` prints."""
+        """What ``toold daemon status`` and ``daemon list`` print."""
         jobs = self.state.jobs.list() if self.state is not None else []
+        limit, _ = self.idle_limit()
+        idle = not self.busy()
         return {
             "ok": True,
             "pid": os.getpid(),
@@ -238,6 +283,13 @@ class Engine:
                 for j in jobs
                 if j.get("status") == "running"
             ],
+            "idle": self.evictable(),
+            "idleFor": self.usage.idle_for() if idle else None,
+            "idleLimit": None if limit == float("inf") else limit,
+            "lastUsed": self.usage.last_used_at(),
+            "uses": self.usage.uses,
+            "rss": resident_bytes(),
+            "inotify": inotify_instances(),
         }
 
     async def _serve(
@@ -247,22 +299,39 @@ class Engine:
         if kind == "status":
             await _send_line(conn, self.status())
             return
+        if kind == "stop" and hello.get("ifIdle"):
+            await _send_line(conn, {"ok": True, "pid": os.getpid(), "stopped": self._evict(hello)})
+            return
         if kind == "stop":
             if self.inside_tool_call(pid):
                 raise PeerRefused("a tool call cannot stop the engine it runs in")
             running = self.status()["jobs"]
-            reply = {"ok": True, "pid": os.getpid(), "cancelled": [j["jobId"] for j in running]}
+            reply = {
+                "ok": True,
+                "pid": os.getpid(),
+                "workspace": os.fspath(self.paths.workspace),
+                "cancelled": [j["jobId"] for j in running],
+            }
             await _send_line(conn, reply)
             self.stop(f"toold daemon stop (pid {pid})")
             return
         if self.stopping.is_set():
-            raise PeerRefused("the engine is stopping; try again")
+            raise PeerRefused(STOPPING)
         assert self.bound is not None
         await asyncio.shield(self.bound)
         from toold.engine.serving import serve_session
 
         stdio = (fds.pop(0), fds.pop(0)) if kind == "stdio" else None
         await serve_session(self, conn, stdio, pid, hello, self.inside_tool_call(pid))
+
+    def _evict(self, hello: dict[str, Any]) -> bool:
+        """Stop for a newer engine if idle at this instant and unused since the status it
+        judged by (``uses``); no other connection may be in progress (a client on its way).
+        Nothing is cancelled, so any peer may ask: at worst the next client starts anew."""
+        if not self.evictable() or hello.get("uses") != self.usage.uses or len(self._tasks) > 1:
+            return False
+        self.stop("idle, the least recently used beyond daemon.max_idle_engines")
+        return True
 
     def inside_tool_call(self, pid: int) -> bool:
         """Whether peer ``pid`` is an agent's command: it runs below this engine, below

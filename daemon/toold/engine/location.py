@@ -91,6 +91,16 @@ def workspace_key(workspace: Path) -> str:
     return hashlib.sha256(resolved).hexdigest()[:20]
 
 
+def engine_keys(folder: Path) -> list[str]:
+    """The keys of every engine that has run in the runtime ``folder`` (its pid files;
+    whether one still runs is the pid file's lock: ``attach.engine_pid``)."""
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return []
+    return sorted(name[: -len(".pid")] for name in names if name.endswith(".pid"))
+
+
 class EnginePaths:
     """The files of one workspace's engine (a plain class: the command line skips the
     import of dataclasses)."""
@@ -114,6 +124,12 @@ class EnginePaths:
                 f"allows ({SOCKET_PATH_MAX} bytes): set ${RUNTIME_ENV} to a shorter folder"
             )
         return paths
+
+    @classmethod
+    def keyed(cls, folder: Path, key: str, workspace: Path | None = None) -> EnginePaths:
+        """The files of the engine named ``key`` in ``folder`` (found there, not from a
+        workspace: ``workspace`` is what it serves as far as known, for messages)."""
+        return cls(workspace or folder / key, folder, key)
 
     @property
     def socket(self) -> Path:
