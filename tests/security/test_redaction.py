@@ -10,8 +10,10 @@ made up (assembled at run time so that secret scanners do not flag this file).
 
 from __future__ import annotations
 
+import base64
 import json
 import os
+import random
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -246,3 +248,14 @@ def test_keyword_plugins_run_on_their_lines_of_a_long_text() -> None:
     shown = redact_text("\n".join(lines)).split("\n")
     changed = {i: line for i, line in enumerate(shown) if line != lines[i]}
     assert changed == {500: f'contraseña = "{REDACTED}"', 700: f"cloudant_password: {REDACTED}"}
+
+
+def test_keyword_plugins_see_a_keyword_in_the_middle_of_a_long_line() -> None:
+    """The keyword plugins run on windows around the keywords they could match, not on
+    whole lines (a 100 KiB line of base64 or minified code cost 100 ms and more): a
+    secret after a keyword in the middle of such a line is still found at its place."""
+    blob = base64.b64encode(random.Random(7).randbytes(75_000)).decode()
+    text = f'{blob} contraseña = "{R[:14]}" x cloudant_password: {HEX40[:32] * 2} {blob}'
+    assert redact_text(text) == (
+        f'{blob} contraseña = "{REDACTED}" x cloudant_password: {REDACTED} {blob}'
+    )

@@ -384,12 +384,19 @@ def _secret_value(found: re.Match[str]) -> bool:
 
 Finder = Callable[[str], Iterator[tuple[int, int]]]
 # Plugins that match only after a keyword (password=, cloudant_key:, ...): the slow ones
-# (the keyword detector alone took 100 ms of 64 KiB of log lines), run on the lines that
-# hold one of _KEYWORD_HINTS only.
+# (the keyword detector alone took 100 ms of 64 KiB of log lines), run only on windows
+# around the keywords they could match (_keyword_windows).
 _KEYWORD_PLUGINS = frozenset({"Secret Keyword", "Cloudant Credentials", "IBM Cloud IAM Key"})
 _KEYWORD_PLUGINS |= {"IBM COS HMAC Credentials", "SoftLayer Credentials"}
 _KEYWORDS = ("key", "pw", "pass", "token", "secret", "contrase", "://")
-_KEYWORD = re.compile("(?i)" + "|".join(_KEYWORDS))
+# A keyword where those plugins could match: followed on its line, after its name, by
+# what their patterns need next (an assignment, a call, a quote or a blank: ``key =``,
+# ``password: "``, ``"pwd", "x"``, ``cloudant_key  x``), or after ``==`` / ``!=`` (``"x"
+# == password``), or a URL's ``://``. A keyword inside base64 or a word is none of these.
+_KEYWORD = re.compile(
+    r"(?i)(?:key|pw|pass|token|secret|contrase)\w{0,64}[^\n]{0,56}?[ \t:=(\"'`]"
+    r"|=[ \t]*\w{0,64}?(?:key|pw|pass|token|secret|contrase)|://"
+)
 # What the slowest of the other plugins need to match at all (their patterns are
 # case-sensitive): without it, their scan is skipped.
 _PLUGIN_NEEDS = {
@@ -404,34 +411,49 @@ def _detected(text: str) -> Iterator[tuple[int, int]]:
     shapes, keyworded = _plugins()
     for finder in shapes:
         yield from finder(text)
-    lines = _keyword_lines(text)
-    if not lines:
+    windows = _keyword_windows(text)
+    if not windows:
         return
-    # The lines joined, each after a newline as in ``text``; spans are mapped back.
-    joined = "\n".join(text[start:end] for start, end in lines)
-    starts = list(itertools.accumulate((end - start + 1 for start, end in lines), initial=0))
+    # The windows joined, each after a newline as in ``text``; spans are mapped back.
+    joined = "\n".join(text[start:end] for start, end in windows)
+    starts = list(itertools.accumulate((end - start + 1 for start, end in windows), initial=0))
 
     def where(offset: int) -> int:
         index = bisect.bisect_right(starts, offset) - 1
-        return lines[index][0] + offset - starts[index]
+        return windows[index][0] + offset - starts[index]
 
     for finder in keyworded:
         for start, end in finder(joined):
             yield where(start), where(end - 1) + 1
 
 
-def _keyword_lines(text: str) -> list[tuple[int, int]]:
-    """The spans of the lines of ``text`` that hold a keyword, in order."""
-    lines: list[tuple[int, int]] = []
+# How far from a keyword the keyword plugins look: a name's prefix (``cloudant_``) or a
+# value compared before it (``"x" == password``), and the value after it. Their patterns
+# run to the end of the line from every keyword (on a 100 KiB line of base64 or minified
+# code, 100 ms and more); bounded windows keep the cost linear. A longer value under a
+# secret name is still redacted whole by toold's own rule (_ASSIGNMENT).
+_BEFORE = 256
+_AFTER = 1024
+
+
+def _keyword_windows(text: str) -> list[tuple[int, int]]:
+    """Spans of ``text`` around the keywords its plugins could match, within their lines
+    (_BEFORE characters before each, _AFTER after), overlapping ones joined: together
+    never longer than the text, and only as long as it where keywords are dense."""
+    windows: list[tuple[int, int]] = []
     low = text.lower()
     if not any(word in low for word in _KEYWORDS):
-        return lines
+        return windows
     for found in _KEYWORD.finditer(text):
-        if lines and found.start() < lines[-1][1]:
-            continue  # on the line already taken
-        end = text.find("\n", found.end())
-        lines.append((text.rfind("\n", 0, found.start()) + 1, len(text) if end < 0 else end))
-    return lines
+        at = found.start()
+        start = text.rfind("\n", max(0, at - _BEFORE), at) + 1 or max(0, at - _BEFORE)
+        newline = text.find("\n", at, at + _AFTER)
+        end = min(len(text), at + _AFTER) if newline < 0 else newline
+        if windows and start <= windows[-1][1]:
+            windows[-1] = (windows[-1][0], max(end, windows[-1][1]))
+        else:
+            windows.append((start, end))
+    return windows
 
 
 @functools.cache
