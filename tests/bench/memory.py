@@ -8,8 +8,10 @@ Private_Dirty) from /proc/PID/smaps_rollup, after ``SETTLE_S`` of quiet:
 
 - floors: a bare interpreter (``python -c`` waiting on stdin, as a console script
   starts: with ``site``), the same without ``site`` (``python -I -S``: what is left
-  when nothing at all is imported), and a minimal asyncio Unix-socket server (stdlib
-  only, one connection served), the least an engine's event loop can cost;
+  when nothing at all is imported), a minimal asyncio Unix-socket server (stdlib
+  only, one connection served), the least an engine's event loop can cost, and a bare
+  pygls server (bare_pygls_server.py: initialized, one request answered), the least a
+  server built on pygls, as the engine is, can cost;
 - the engine: started by ``toold daemon start`` (workspace bound, no session), then
   idle with one editor session attached through ``toold serve``, then after
   ``--calls`` ``tools/call read_file`` through that session, then idle again once the
@@ -38,6 +40,7 @@ from typing import Any
 
 from lsp import Client, initialize_params
 
+BARE_PYGLS = Path(__file__).resolve().parent / "bare_pygls_server.py"
 ENGINE_TARGET_MIB = 45.0
 RELAY_TARGET_MIB = 10.0
 SETTLE_S = 1.0
@@ -125,13 +128,22 @@ def _asyncio_floor(scratch: Path) -> dict[str, int]:
         proc.stdout.close()
 
 
-def floors(scratch: Path) -> dict[str, dict[str, int]]:
-    """The three floors (see the module docstring)."""
+def _pygls_floor(workspace: Path) -> dict[str, int]:
+    """The bare pygls server, initialized, after one ``bench/readFile``."""
+    with Client([sys.executable, os.fspath(BARE_PYGLS)], name="bare pygls") as bare:
+        bare.initialize(initialize_params(workspace))
+        bare.request("bench/readFile", {"path": os.fspath(workspace / "small.txt")})
+        return _settled(bare.pid)
+
+
+def floors(scratch: Path, workspace: Path) -> dict[str, dict[str, int]]:
+    """The four floors (see the module docstring)."""
     wait = "import sys; print('ready', flush=True); sys.stdin.read()"
     return {
         "python": _idle_process([sys.executable, "-c", wait]),
         "python_no_site": _idle_process([sys.executable, "-I", "-S", "-c", wait]),
         "asyncio_server": _asyncio_floor(scratch),
+        "bare_pygls_server": _pygls_floor(workspace),
     }
 
 
@@ -175,7 +187,7 @@ def bench_memory(calls: int) -> dict[str, Any]:
         workspace.mkdir()
         (workspace / "small.txt").write_text("".join(f"line {i}\n" for i in range(20)))
         try:
-            floor = floors(Path(scratch))
+            floor = floors(Path(scratch), workspace)
             toold = measure_toold(workspace, calls)
         finally:
             subprocess.run(
@@ -196,6 +208,9 @@ def bench_memory(calls: int) -> dict[str, Any]:
         "ratios_rss": {
             "engine_idle_over_asyncio_server": round(
                 toold["engine_idle_session"]["rss_kib"] / floor["asyncio_server"]["rss_kib"], 2
+            ),
+            "engine_idle_over_bare_pygls": round(
+                toold["engine_idle_session"]["rss_kib"] / floor["bare_pygls_server"]["rss_kib"], 2
             ),
             "relay_idle_over_python": round(
                 toold["relay_idle"]["rss_kib"] / floor["python"]["rss_kib"], 2
