@@ -152,23 +152,18 @@ def wanted(tag: str, labels: dict[str, str] | None) -> str | None:
 def build_image(tag: str = DEFAULT_IMAGE, client: Any = None) -> str:
     """Import the skeleton image under ``tag`` (offline, well under a second); returns its id.
 
-    The image it replaces is removed when nothing else uses it.
+    Images toold built that no tag names any more (the one this replaces, or one a
+    container still used at the last build) are removed once no container uses them.
     """
     import docker.errors
 
     client = client or connect()
     repository, version = split_tag(tag)
     skeleton, changes, _ = build_plan()
-    try:
-        previous: str | None = client.images.get(tag).id
-    except docker.errors.ImageNotFound:
-        previous = None
     client.api.import_image_from_data(skeleton, repository=repository, tag=version, changes=changes)
     image_id: str = client.images.get(tag).id
-    if previous is not None and previous != image_id:
-        # Refused while a container or another tag still uses it: then it stays.
-        with contextlib.suppress(docker.errors.APIError):
-            client.images.remove(previous, noprune=False)
+    with contextlib.suppress(docker.errors.APIError):
+        client.images.prune(filters={"dangling": True, "label": f"{RUNTIME_LABEL}=host"})
     return image_id
 
 
@@ -209,7 +204,9 @@ def main(argv: list[str] | None = None) -> int:
         with file_lock(lock_path()):
             image_id = build_image(args.tag)
     except Exception as exc:
-        print(f"toold: cannot build {args.tag}: {exc}; {ENGINE_HINT}", file=sys.stderr)
+        problem = engine_socket_problem()
+        hint = f" ({problem}): {ENGINE_HINT}" if problem is not None else ""
+        print(f"toold: cannot build {args.tag}: {exc}{hint}", file=sys.stderr)
         return 1
     print(f"built {args.tag} ({image_id})")
     return 0
