@@ -12,21 +12,32 @@ wait in a queue of that session's own, holding no thread, so the other sessions'
 still find one. The session is ``caller``, a context variable each session's task
 sets: ``to_thread`` and the jobs a session starts inherit it. Work of no session (the
 engine binding its workspace, the watchers) has no share to keep.
+
+Calls that run in a sandbox's worker processes hold no thread but a process and CPU:
+``RunnerShares`` lets ``CALL_SHARE`` of one session's calls run in the runner at once,
+the rest wait (cancellable), so forty runaway greps of one session are not forty
+processes on two cores. Background jobs run outside any session's share (they have caps
+of their own: ``limits.max_running_jobs``).
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import contextvars
 import os
 import threading
 from collections import deque
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from concurrent.futures import Future, InvalidStateError, ThreadPoolExecutor
 from typing import Any
 
 caller: contextvars.ContextVar[int | None] = contextvars.ContextVar("toold_caller", default=None)
 """The engine session whose request (or job) runs in this context; None outside any."""
+
+
+CALL_SHARE = 8
+"""Calls of one session running in the tool runner at once (a worker process each)."""
 
 
 def pool_threads() -> int:
@@ -130,3 +141,38 @@ class FairExecutor(ThreadPoolExecutor):
         for outer, *_ in waiting:
             outer.cancel()
         super().shutdown(wait, cancel_futures=cancel_futures)
+
+
+class RunnerShares:
+    """At most ``share`` calls of each session in the runner at once; the rest wait."""
+
+    def __init__(self, share: int = CALL_SHARE) -> None:
+        self.share = share
+        self._slots: dict[int, tuple[asyncio.Semaphore, list[int]]] = {}
+        """Each session's semaphore and how many calls hold or wait for it."""
+
+    @contextlib.asynccontextmanager
+    async def held(self) -> AsyncIterator[None]:
+        """A slot of the calling session (none needed outside a session)."""
+        key = caller.get()
+        if key is None:
+            yield
+            return
+        semaphore, users = self._slots.setdefault(key, (asyncio.Semaphore(self.share), [0]))
+        users[0] += 1
+        try:
+            async with semaphore:
+                yield
+        finally:
+            users[0] -= 1
+            if not users[0]:  # a session's last call: nothing kept for sessions long gone
+                self._slots.pop(key, None)
+
+    def waiting(self, key: int) -> int:
+        """Calls of session ``key`` holding or waiting for a slot (for tests)."""
+        found = self._slots.get(key)
+        return found[1][0] if found else 0
+
+
+runner_shares = RunnerShares()
+"""The engine's shares of its tool runner (one engine per process)."""

@@ -13,10 +13,13 @@ import socket
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.e2e.wire import WireClient
 from tests.engine.support import Engines
 from tests.waiting import wait_until
 from toold.engine.peers import HELLO_LIMIT, UNGREETED_LIMIT
+from toold.fairness import CALL_SHARE
 
 FAST_S = 1.0
 """The bound on the other session's read_file while one misbehaves."""
@@ -49,27 +52,29 @@ def _started(editor: WireClient, count: int, tool: str) -> None:
         )
 
 
-def test_slow_greps_of_one_session_leave_threads_for_another(
-    engines: Engines, workspace: Path
+@pytest.mark.parametrize(("runner", "calls"), [("local", 12), ("auto", 40)])
+def test_slow_greps_of_one_session_leave_room_for_another(
+    engines: Engines, workspace: Path, runner: str, calls: int
 ) -> None:
     """Twelve greps whose pattern backtracks for its whole 30 s budget used to hold every
-    thread of the engine's pool: another session's call waited behind them for a minute.
-    Each session now holds at most its share (toold.fairness)."""
-    # Sync tools on the engine's own threads, the shared pool; read_file too (with files
-    # this large allowed it takes a thread, where small ones are read on the loop).
+    thread of the engine's pool (the local runner): another session's call waited behind
+    them for a minute. Each session now holds at most its share of the threads, and of
+    the runner's worker processes (forty such greps under the default runner)."""
+    # read_file takes a thread too when files this large are allowed (small ones are
+    # read on the loop).
     (workspace / "toold.toml").write_text(
-        '[execution]\ntool_runner = "local"\n[limits]\nmax_file_size = 16777216\n'
+        f'[execution]\ntool_runner = "{runner}"\n[limits]\nmax_file_size = 16777216\n'
     )
     (workspace / "slow.txt").write_text(("a" * 40 + "b\n") * 3)
     abuser = engines.editor(workspace, **_events(workspace))
     other = engines.editor(workspace)
     _quick_read(other)  # bound and warm: what follows measures waiting, not start-up
-    for _ in range(12):
+    for _ in range(calls):
         abuser.request(
             "tools/call",
             {"name": "grep", "arguments": {"pattern": "(a|aa)+$"}, "origin": "user"},
         )
-    _started(abuser, 12, "grep")
+    _started(abuser, min(calls, CALL_SHARE), "grep")  # the rest wait for the session's share
     assert _quick_read(other) < FAST_S
     started = time.monotonic()
     found = other.tool("grep", pattern="needle", path="src")

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from toold.fairness import FairExecutor, caller
+from toold.fairness import FairExecutor, RunnerShares, caller
 
 
 @pytest.fixture
@@ -107,3 +107,34 @@ def test_shutdown_cancels_what_waits() -> None:
     executor.shutdown(wait=True)
     assert running.result(timeout=5) is True  # type: ignore[attr-defined]
     assert waiting.cancelled() or waiting.result(timeout=5) == "never"  # type: ignore[attr-defined]
+
+
+def test_runner_shares_hold_back_one_session_only() -> None:
+    """The third call of a session with a share of two waits (and can be cancelled while it
+    waits); another session's call runs at once; nothing is kept once all are done."""
+
+    async def main() -> None:
+        shares = RunnerShares(share=2)
+        release = asyncio.Event()
+        running: list[str] = []
+
+        async def call(session: int, name: str) -> None:
+            caller.set(session)
+            async with shares.held():
+                running.append(name)
+                await release.wait()
+
+        first = [asyncio.ensure_future(call(1, f"a{n}")) for n in range(3)]
+        other = asyncio.ensure_future(call(2, "b"))
+        for _ in range(5):
+            await asyncio.sleep(0)
+        assert sorted(running) == ["a0", "a1", "b"]
+        assert shares.waiting(1) == 3
+        first[2].cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await first[2]
+        release.set()
+        await asyncio.gather(*first[:2], other)
+        assert "a2" not in running and shares.waiting(1) == shares.waiting(2) == 0
+
+    asyncio.run(main())

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import json
 import logging
 import os
@@ -292,7 +293,13 @@ class BackgroundManager:
         self._output[job_id] = CappedText(OUTPUT_CAP)
         self._save(record)
         self._sessions[job_id] = caller.get()
-        self._tasks[job_id] = asyncio.create_task(self._run(record, work), name=f"job-{job_id}")
+        # The job runs outside its session's shares of the engine (toold.fairness): it has
+        # caps of its own, and its session's calls must not wait behind its jobs.
+        context = contextvars.copy_context()
+        context.run(caller.set, None)
+        self._tasks[job_id] = asyncio.create_task(
+            self._run(record, work), name=f"job-{job_id}", context=context
+        )
 
     def _new_log(self, job_id: str) -> None:
         """A fresh, empty log; an old one goes, a symlink there is refused (never followed)."""

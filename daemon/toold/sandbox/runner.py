@@ -19,6 +19,8 @@ import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
+from toold.fairness import runner_shares
+
 if TYPE_CHECKING:
     from toold.tools.base import Tool
 
@@ -160,7 +162,12 @@ class ToolRunner:
     async def run(
         self, tool: Tool, args: Any, *, event_context: Mapping[str, Any] | None = None
     ) -> Any:
-        """Run ``tool`` through the sandbox."""
+        """Run ``tool`` through the sandbox, within its session's share of the runner
+        (toold.fairness: one session's many calls wait rather than crowd out others')."""
+        async with runner_shares.held():
+            return await self._run(tool, args, event_context)
+
+    async def _run(self, tool: Tool, args: Any, event_context: Mapping[str, Any] | None) -> Any:
         name = getattr(tool, "name", type(tool).__name__)
         call_id = str((event_context or {}).get("callId") or f"call-{next(_call_ids)}")
         sandbox = await self._current()
