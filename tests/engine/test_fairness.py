@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import socket
 import time
 from pathlib import Path
@@ -16,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.wire import WireClient
-from tests.engine.support import Engines
+from tests.engine.support import Engines, local_runner
 from tests.waiting import wait_until
 from toold.engine.peers import HELLO_LIMIT, UNGREETED_LIMIT
 from toold.fairness import CALL_SHARE
@@ -121,6 +122,29 @@ def test_running_jobs_are_capped_per_session_and_per_workspace(
     started = time.monotonic()
     ran = other.tool("bash", command="echo still here")
     assert "still here" in json.dumps(ran) and time.monotonic() - started < FAST_S * 5
+
+
+def test_four_hundred_jobs_leave_descriptors_for_another_session(
+    engines: Engines, workspace: Path
+) -> None:
+    """The issue's case: 400 unasked ``sleep 90`` jobs under the stock limit of 1,024
+    descriptors (set on the engine here), from four sessions. 64 run (the workspace's
+    cap); another session's read_file and bash still work."""
+    local_runner(workspace)
+    other = engines.editor(workspace)
+    pid = engines.status(workspace)["pid"]
+    resource.prlimit(pid, resource.RLIMIT_NOFILE, (1024, 1024))
+    abusers = [engines.editor(workspace) for _ in range(4)]
+    submitted = sum(
+        "Submitted background task" in answer
+        for abuser in abusers
+        for answer in _background(abuser, 100)
+    )
+    assert submitted == 64
+    print(f"engine descriptors with 64 jobs running: {_open_fds(pid)} of 1024")
+    assert _quick_read(other) < FAST_S
+    ran = other.tool("bash", command="echo still here")
+    assert "still here" in json.dumps(ran), ran
 
 
 def _socket(engines: Engines) -> str:
