@@ -67,6 +67,8 @@ class TooldServer(EditorServer):
         self.ending = SessionEnd(self.protocol, self._grace, self.request_stop)
         self._watch_handle: Any = None
         self.client_process_id: int | None = None
+        self.client_name = ""
+        """initialize's ``clientInfo.name`` (pygls 2 keeps none): an editor, or toold's own."""
         self.execution_events = False
         self.from_tool = False
         """The client runs inside one of the engine's tool calls (an agent's command): its
@@ -290,6 +292,7 @@ def create_server(
 
     @server.feature(types.INITIALIZE)
     def on_initialize(params: types.InitializeParams) -> None:
+        server.client_name = params.client_info.name if params.client_info else ""
         parsed = parse_initialization_options(params.initialization_options)
         for problem in parsed.problems:
             server.show_error(problem)

@@ -129,6 +129,35 @@ def test_a_one_shot_workspace_idles_shorter_than_an_editors(
     assert engines.status(edited)["idleLimit"] == 1800
 
 
+def _framed(*messages: dict[str, Any]) -> str:
+    """LSP frames of ``messages`` (a session piped into ``toold serve``)."""
+    bodies = [json.dumps({"jsonrpc": "2.0", **message}) for message in messages]
+    return "".join(f"Content-Length: {len(body)}\r\n\r\n{body}" for body in bodies)
+
+
+def test_toold_run_and_a_piped_serve_count_as_one_shot(engines: Engines, tmp_path: Path) -> None:
+    ran = _folder(tmp_path, "ran")
+    (ran / "check.toml").write_text(
+        '[[steps]]\ntool = "read_file"\narguments = { file_path = "a.txt" }\n'
+    )
+    done = engines.toold("run", "check.toml", cwd=ran)
+    assert done.returncode == 0, done.stdout + done.stderr
+    piped = _folder(tmp_path, "piped")
+    session = _framed(
+        {"id": 1, "method": "initialize", "params": {"processId": None, "capabilities": {}}},
+        {"method": "initialized", "params": {}},
+        {"id": 2, "method": "shutdown"},
+        {"method": "exit"},
+    )
+    done = engines.toold("serve", cwd=piped, stdin=session)
+    assert done.returncode == 0, done.stderr  # 0: after shutdown and exit
+    for folder in (ran, piped):  # once the engine has seen the session end
+        wait_until(
+            lambda folder=folder: engines.status(folder)["idleLimit"] == ONE_SHOT_IDLE,
+            f"the engine of {folder.name} to apply the one-shot rule",
+        )
+
+
 def test_under_ci_a_one_shot_engine_exits_with_its_last_session(
     engines: Engines, tmp_path: Path
 ) -> None:

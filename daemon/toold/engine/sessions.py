@@ -41,12 +41,11 @@ class Session:
 
     def describe(self) -> dict[str, Any]:
         """The session as ``toold daemon status --json`` shows it."""
-        info = getattr(self.server.protocol, "client_info", None)
         return {
             "id": self.id,
             "kind": self.kind,
             "peerPid": self.peer_pid,
-            "client": getattr(info, "name", None) or self.client,
+            "client": self.server.client_name or self.client,
             "startedAt": self.started,
         }
 
