@@ -41,6 +41,7 @@ from toold.engine.idle import (
 from toold.engine.location import EnginePaths, open_private
 from toold.engine.peers import (
     HELLO_TIMEOUT,
+    Doorway,
     PeerRefused,
     inside_tool_call,
     peer_credentials,
@@ -76,6 +77,8 @@ class Engine:
         or replaced (a folder at the workspace's path, a newer engine's files) ends it."""
         self._tasks: set[asyncio.Task[Any]] = set()
         """The connections being served."""
+        self.doorway = Doorway()
+        """The connections that have not said hello yet (bounded: the oldest go)."""
         self._watching: asyncio.Task[None] | None = None
         self._evicting: asyncio.Future[list[int]] | None = None
         self._listener: socket.socket | None = None
@@ -240,7 +243,7 @@ class Engine:
                 log.warning("could not accept a connection: %s", exc)
                 await asyncio.sleep(0.1)
                 continue
-            self._spawn(self._connection(conn))
+            self.doorway.admit(self._spawn(self._connection(conn)))
 
     async def _connection(self, conn: socket.socket) -> None:
         fds: list[int] = []
@@ -250,6 +253,7 @@ class Engine:
                 log.warning("refused a connection from pid %d of uid %d", pid, uid)
                 raise PeerRefused(f"uid {uid} may not use the engine of uid {os.getuid()}")
             hello, fds = await read_hello(conn)
+            self.doorway.greeted(asyncio.current_task())
             await self._serve(conn, pid, hello, fds)
         except PeerRefused as exc:
             with contextlib.suppress(OSError, TimeoutError):
