@@ -2,7 +2,13 @@
 
 The .vsix is built with the README's command and installed into a fresh user-data and
 extensions folder; VS Code opens a workspace holding toold.toml and the extension starts
-this repository's daemon (``toold.pythonPath`` = this interpreter). Playwright drives the
+this repository's daemon as a Python user's project would have it: the workspace's
+``.venv/bin/toold`` (the ``toold`` script of the interpreter running the tests). Neither
+PATH nor User settings can carry it: code-server's extension host takes PATH from a login
+shell (which drops an activated virtualenv's ``bin/``), and a remote window, which
+code-server's is, ignores machine-overridable settings such as ``toold.pythonPath`` in User
+settings. The second workspace sets ``toold.pythonPath`` in its own .vscode/settings.json,
+where a remote window applies it. Playwright drives the
 window through the command palette, quick picks, input boxes, notifications and dialogs,
 as a person would. The agent's model is a real HTTP server on 127.0.0.1 speaking the
 Messages API (tests/agents/conftest.py): the public internet is the one fake.
@@ -19,6 +25,7 @@ import re
 import shutil
 import subprocess
 import sys
+import sysconfig
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -72,9 +79,25 @@ def _build_vsix(tmp: Path) -> Path:
     return vsix
 
 
+def _toold_script() -> Path:
+    """The ``toold`` console script of the interpreter running the tests (a venv's, if any)."""
+    script = Path(sysconfig.get_path("scripts")) / "toold"
+    if not script.is_file():
+        pytest.fail(f"{script} is missing: pip install -e '.[dev]' installs it", pytrace=False)
+    return script
+
+
+def _project_venv(workspace: Path) -> Path:
+    """WORKSPACE/.venv/bin/toold, as a Python project that installed toold into its venv has."""
+    bin_dir = workspace / ".venv" / "bin"
+    bin_dir.mkdir(parents=True)
+    # Its shebang names this interpreter, so it runs this checkout's toold, in or out of a venv.
+    (bin_dir / "toold").symlink_to(_toold_script())
+    return bin_dir / "toold"
+
+
 def _user_settings(user_data: Path) -> None:
     settings = {
-        "toold.pythonPath": sys.executable,
         "toold.logLevel": "info",
         "workbench.startupEditor": "none",
         "workbench.tips.enabled": False,
@@ -163,6 +186,7 @@ class Session:
         self.ui = Workbench(page)
         self.workspace = workspace
         self.no_key_workspace = workspace.with_name("no-key-workspace")
+        self.venv_toold = workspace / ".venv" / "bin" / "toold"
         self.model = model
         self.log = log
         self.trusted = False
@@ -179,10 +203,15 @@ def session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Session]:
     (workspace / "notes.txt").write_text("hello from the workspace\n", encoding="utf-8")
     (workspace / "greeting.txt").write_text("hello, reviewer\n", encoding="utf-8")
     (workspace / "draft.txt").write_text("first draft\n", encoding="utf-8")
+    _project_venv(workspace)
     no_key = home / "no-key-workspace"
     no_key.mkdir()
     (no_key / "toold.toml").write_text(
         '[agent]\napi_key_env = "TOOLD_TEST_NO_SUCH_KEY"\n', encoding="utf-8"
+    )
+    (no_key / ".vscode").mkdir()
+    (no_key / ".vscode" / "settings.json").write_text(
+        json.dumps({"toold.pythonPath": sys.executable}), encoding="utf-8"
     )
     _user_settings(home / "user-data")
     model = ModelServer()
@@ -285,9 +314,10 @@ def test_activation_and_status_bar(session: Session, screens: Screens) -> None:
     screens.shot("status-running")
     ui.command("toold: Show Log")
     # The channel shows its last lines: the daemon's own log, started with --stdio.
-    expect(ui.page.get_by_role("document", name="toold - Output")).to_contain_text(
-        f"serving {session.workspace}"
-    )
+    log = ui.page.get_by_role("document", name="toold - Output")
+    expect(log).to_contain_text(f"serving {session.workspace}")
+    # Found where a Python project keeps it, whatever PATH the extension host was given.
+    expect(log).to_contain_text(f"Starting {session.venv_toold} (the workspace's .venv)")
     screens.shot("output-channel")
 
 
@@ -573,6 +603,10 @@ def test_ask_agent_without_an_api_key_names_the_fix(session: Session, screens: S
     expect(ui.page.locator(".statusbar").get_by_text("Restricted Mode")).to_be_visible()
     _trust(session)
     expect(ui.status_item(STATUS)).to_have_attribute("aria-label", re.compile(r"toold: running"))
+    ui.command("toold: Show Log")
+    expect(ui.page.get_by_role("document", name="toold - Output")).to_contain_text(
+        f"Starting {sys.executable} -P -m toold (toold.pythonPath)"
+    )
     screens.shot("second-workspace")
     _ask(session, "hello")
     error = ui.notification("the agent has no API key (TOOLD_TEST_NO_SUCH_KEY is not set)")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import Locator, Page, expect
 
 WAIT_MS = 30_000
@@ -80,7 +81,14 @@ class Workbench:
                 if attempt == PALETTE_TRIES:
                     raise
                 continue
-            self.quick_input_box.fill(f">{title}")
+            try:
+                # The editor may also take it a moment after the palette had the focus:
+                # the palette closes under the typing, and a person opens it again.
+                self.quick_input_box.fill(f">{title}", timeout=wait)
+            except PlaywrightError:
+                if attempt == PALETTE_TRIES:
+                    raise
+                continue
             try:
                 expect(first).to_have_attribute(
                     "aria-label", re.compile(re.escape(title)), timeout=wait

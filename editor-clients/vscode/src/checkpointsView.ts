@@ -18,7 +18,9 @@ import type { TooldController } from "./controller";
 import type { CheckpointInfo, CheckpointsRestoreResult } from "./protocol";
 
 export const CHECKPOINT_SCHEME = "toold-checkpoint";
-const INDEX = ".toold/checkpoints/index.json";
+// index.jsonl is appended to by every recorded call and restore; an earlier toold rewrote
+// index.json whole instead.
+const INDEX = ".toold/checkpoints/index.{json,jsonl}";
 
 export class CheckpointsView
   implements
@@ -42,13 +44,16 @@ export class CheckpointsView
       controller.onDidStart(() => {
         this.refresh();
       }),
+      // Besides the index's file watcher, which VS Code cannot keep when inotify is exhausted.
+      controller.onDidEndCall(() => {
+        this.refresh();
+      }),
       vscode.window.onDidChangeWindowState((state) => {
         if (state.focused) this.refresh();
       }),
     );
     const folder = controller.folder;
     if (folder !== undefined) {
-      // index.json is rewritten (atomically) by every recorded call and every restore.
       const watcher = vscode.workspace.createFileSystemWatcher(
         new vscode.RelativePattern(folder, INDEX),
       );

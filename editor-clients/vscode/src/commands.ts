@@ -93,15 +93,17 @@ export class Commands {
       },
       async (progress, token) => {
         try {
-          return await api.callTool(name, args, {
-            origin: "user",
-            token,
-            onProgress: (value) => {
-              if (value.kind !== "end" && value.message) {
-                progress.report({ message: lastLine(value.message) });
-              }
-            },
-          });
+          return await this.controller.whileCalling(() =>
+            api.callTool(name, args, {
+              origin: "user",
+              token,
+              onProgress: (value) => {
+                if (value.kind !== "end" && value.message) {
+                  progress.report({ message: lastLine(value.message) });
+                }
+              },
+            }),
+          );
         } catch (error) {
           if (isCancelled(error)) return undefined;
           throw error;
@@ -232,16 +234,18 @@ export class Commands {
         async (progress, token) => {
           progress.report({ message: "thinking…" });
           try {
-            return await api.runAgent(prompt, {
-              token,
-              onProgress: (value) => {
-                if (value.kind === "report" && value.message) {
-                  toolCalls.push(value.message);
-                  out.appendLine(`   ${value.message}`);
-                  progress.report({ message: lastLine(value.message) });
-                }
-              },
-            });
+            return await this.controller.whileCalling(() =>
+              api.runAgent(prompt, {
+                token,
+                onProgress: (value) => {
+                  if (value.kind === "report" && value.message) {
+                    toolCalls.push(value.message);
+                    out.appendLine(`   ${value.message}`);
+                    progress.report({ message: lastLine(value.message) });
+                  }
+                },
+              }),
+            );
           } catch (error) {
             if (isCancelled(error)) return undefined;
             throw error;

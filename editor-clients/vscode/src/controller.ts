@@ -70,6 +70,9 @@ export class TooldController implements vscode.Disposable {
   private readonly started = new vscode.EventEmitter<void>();
   /** Fires each time a daemon has started and answered initialize. */
   readonly onDidStart = this.started.event;
+  private readonly callEnded = new vscode.EventEmitter<void>();
+  /** Fires when a tools/call or agent/run this window started has ended, however it ended. */
+  readonly onDidEndCall = this.callEnded.event;
   private readonly statusBar = vscode.window.createStatusBarItem(
     vscode.StatusBarAlignment.Left,
     50,
@@ -98,6 +101,7 @@ export class TooldController implements vscode.Disposable {
       this.tasks,
       this.previews,
       this.started,
+      this.callEnded,
       vscode.window.registerTreeDataProvider("toold.todos", this.todos),
       vscode.window.registerTreeDataProvider("toold.tasks", this.tasks),
       vscode.workspace.onDidChangeConfiguration((e) => {
@@ -106,6 +110,15 @@ export class TooldController implements vscode.Disposable {
     );
     this.render();
     this.statusBar.show();
+  }
+
+  /** Run `call` (a tools/call or agent/run), then tell the views: its edits are checkpoints. */
+  async whileCalling<T>(call: () => Promise<T>): Promise<T> {
+    try {
+      return await call();
+    } finally {
+      this.callEnded.fire();
+    }
   }
 
   /** The workspace folder the daemon serves (the first one). */
