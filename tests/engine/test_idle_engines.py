@@ -170,6 +170,16 @@ def test_under_ci_a_one_shot_engine_exits_with_its_last_session(
     assert engines.status(kept)["idleLimit"] == 600  # an explicit setting wins over CI's 0
 
 
+def test_under_ci_back_to_back_calls_all_succeed(engines: Engines, tmp_path: Path) -> None:
+    """Each call's engine exits as the call ends; the next call, attaching while it
+    goes, starts a fresh one (which waits for the old one's pid lock)."""
+    engines.env["CI"] = "true"
+    folder = _folder(tmp_path, "again")
+    for _ in range(3):
+        assert "alpha" in _call(engines, folder, "read_file", '{"file_path": "a.txt"}').stdout
+    wait_until(lambda: not live_engines(engines.runtime), "the last CI engine to exit")
+
+
 def test_under_ci_a_running_job_keeps_the_engine_until_it_ends(
     engines: Engines, tmp_path: Path
 ) -> None:
