@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from tests.engine.support import Engines
-from tests.engine.test_watch_exhaustion import announced, edit_outside, tasks_file
+from tests.engine.watch_support import announced, edit_outside, tasks_file
 
 FAST_S = 1.0
 """The bound on the other session's read_file while the root floods (the issue's)."""

@@ -1,4 +1,5 @@
-"""The workspace watchers, run for real (toold.inotify) on a bound workspace."""
+"""The workspace watchers, run for real on a bound workspace: with inotify, and polling
+(TOOLD_WATCH_POLLING=1, as when inotify is refused: toold.watching)."""
 
 from __future__ import annotations
 
@@ -8,11 +9,21 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from toold.watch import watch_workspace
+from toold.watching import POLLING_ENV
 from toold.workspace import WorkspaceState, bind
 from toold_protocol import METHODS, names
 
 WAIT_S = 5.0
+
+
+@pytest.fixture(autouse=True, params=["inotify", "polling"])
+def watch_mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each scenario with inotify, and again polling (each change seen within a sweep)."""
+    if request.param == "polling":
+        monkeypatch.setenv(POLLING_ENV, "1")
 
 
 class Watched:

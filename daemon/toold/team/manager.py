@@ -108,11 +108,13 @@ class TeamManager:
             return
         self._waker = _Waker(self.mail.folder, self.watcher)
         self._waker.start()
-        self._inbox = asyncio.create_task(self._read_inbox(), name="toold-main-inbox")
-
-    async def _read_inbox(self) -> None:
-        assert self._waker is not None
+        # Read from here, now: a reply to the request about to be sent may arrive before
+        # the inbox task first runs (the waker's first wake-up covers it).
         offset = self.mail.size(MAIN)
+        self._inbox = asyncio.create_task(self._read_inbox(offset), name="toold-main-inbox")
+
+    async def _read_inbox(self, offset: int) -> None:
+        assert self._waker is not None
         while True:
             await self._waker.wait()
             for event in self._subscribers:
