@@ -200,6 +200,29 @@ class WatchHub:
             if self._inotify is not None:
                 self._inotify.remove(known.wd)
 
+    def refresh(self, folder: Path) -> None:
+        """After a flood (its events unread): ``folder``'s kernel watch is still its own,
+        or it is dropped (gone), or moved to a new inode made at the same path."""
+        known = self._dirs.get(folder)
+        if known is None or known.wd is None or self._inotify is None:
+            return
+        try:
+            wd: int | None = self._inotify.add(folder)
+        except OSError:
+            wd = None
+        if wd == known.wd:
+            return
+        paths = self._wds.get(known.wd, [])
+        if folder in paths:
+            paths.remove(folder)
+        if not paths:
+            self._wds.pop(known.wd, None)
+        if wd is None:
+            self._lost(folder)
+            return
+        known.wd = wd
+        self._wds.setdefault(wd, []).append(folder)
+
     def _readable(self) -> None:
         assert self._inotify is not None and self.loop is not None
         data = self._inotify.read()  # one bounded read per wake-up: then the loop goes on
@@ -255,6 +278,7 @@ class WatchHub:
         self._poller.close()
         self._dirs.clear()
         self._wds.clear()
+        self.loop = None  # used again (a test's next loop): a new instance
 
 
 class FolderWatch:
@@ -277,9 +301,11 @@ class FolderWatch:
         self._timer: asyncio.TimerHandle | None = None
         self._first = self._last = 0.0  # loop times of the pending batch's first, last event
         self._ready: asyncio.Queue[set[Path] | None] = asyncio.Queue()
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     async def start(self) -> FolderWatch:
         """Install every watch; events after this returns are seen."""
+        self._loop = asyncio.get_running_loop()
         try:
             for root in self.roots:
                 self._add(root, must_exist=True, baseline=True)
@@ -294,6 +320,9 @@ class FolderWatch:
         if folder in self._dirs:
             if not again:
                 return
+            self.hub.refresh(folder)
+            if folder not in self._dirs:
+                return  # gone during the flood
         elif self.hub.add(folder, self, must_exist=must_exist, baseline=baseline):
             self._dirs.add(folder)
         else:
@@ -332,7 +361,7 @@ class FolderWatch:
 
     # -- batches ---------------------------------------------------------------------------
     def _arm(self) -> None:
-        loop = self.hub.loop
+        loop = self._loop
         assert loop is not None
         self._last = loop.time()
         if self._timer is None:  # one timer per batch, never one per event
@@ -340,7 +369,7 @@ class FolderWatch:
             self._timer = loop.call_at(self._last + QUIET_S, self._due)
 
     def _due(self) -> None:
-        loop = self.hub.loop
+        loop = self._loop
         assert loop is not None
         if self._flooded:
             at = self._first + FLOOD_S

@@ -134,6 +134,29 @@ def test_a_flood_comes_as_the_roots(tmp_path: Path) -> None:
     run(scenario)
 
 
+def test_a_folder_replaced_during_a_flood_is_watched_again(tmp_path: Path) -> None:
+    (tmp_path / "a").mkdir()
+
+    async def scenario() -> None:
+        hub = WatchHub()
+        try:
+            watch = await hub.watch([tmp_path], recursive=True).start()
+            # Before the loop reads anything: a queue fuller than one read (a flood: its
+            # events go unread), then the subfolder replaced by another at the same path.
+            for i in range(3000):
+                (tmp_path / f"f{i}").touch()
+            (tmp_path / "a").rmdir()
+            (tmp_path / "a").mkdir()
+            batch = await asyncio.wait_for(anext(watch.batches()), WAIT_S)
+            assert batch == {tmp_path}
+            (tmp_path / "a" / "new").write_text("x")
+            await batch_with(watch, tmp_path / "a" / "new")
+        finally:
+            hub.close()
+
+    run(scenario)
+
+
 def test_polling_sees_what_inotify_would(tmp_path: Path) -> None:
     (tmp_path / "old").mkdir()
 
