@@ -5,18 +5,23 @@ filesystem without inotify). A sweep runs on a thread of its own, never on the e
 loop, and stats at most ``MAX_ENTRIES`` entries: past that, the next sweep goes on
 where this one stopped, so a huge watched set is covered more slowly, never at more
 cost. Changes come out as inotify's do: the folder and the names that changed in it.
+The notices here say why a folder is polled, naming the limit and the fix.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import logging
 import os
+import resource
 import stat
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+
+from toold.inotify import limit
 
 log = logging.getLogger(__name__)
 
@@ -32,6 +37,51 @@ Change = tuple[str, bool]
 """A name that changed in a folder, and whether it is a folder new there."""
 Report = Callable[[Path, list[Change] | None], None]
 """A polled folder's changes (None: the folder itself is gone)."""
+
+EVERY = f"polled every {POLL_S:g} s instead"
+STILL_SEEN = "outside edits (.tasks.json, toold.toml, skills, team mailboxes) are still seen"
+RESTART = "then restart toold's engine (toold daemon stop)"
+
+
+def _descriptors_left() -> bool:
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    try:
+        return len(os.listdir("/proc/self/fd")) < soft - 1
+    except OSError:
+        return True
+
+
+def instances_notice(exc: OSError) -> str:
+    """Why everything is polled: ``inotify_init1`` failed with ``exc``."""
+    if exc.errno != errno.EMFILE:
+        return f"inotify is not available here ({exc.strerror}): the workspace is {EVERY}"
+    if not _descriptors_left():  # EMFILE is also this process's own descriptor limit
+        return f"toold's engine has no file descriptor left (ulimit -n): the workspace is {EVERY}"
+    return (
+        f"this user's inotify instances are used up (fs.inotify.max_user_instances = "
+        f"{limit('max_user_instances')}): the workspace is {EVERY}; {STILL_SEEN}. Fix: "
+        f"sudo sysctl fs.inotify.max_user_instances=1024 (keep it in /etc/sysctl.d/), {RESTART}"
+    )
+
+
+def watch_notice(folder: Path, exc: OSError) -> str:
+    """Why ``folder`` is polled: ``inotify_add_watch`` failed with ``exc``."""
+    if exc.errno != errno.ENOSPC:
+        return f"{folder} cannot be watched with inotify ({exc.strerror}): it is {EVERY}"
+    return (
+        f"this user's inotify watches are used up (fs.inotify.max_user_watches = "
+        f"{limit('max_user_watches')}): the folders toold could not watch are {EVERY}; "
+        f"{STILL_SEEN}. Fix: sudo sysctl fs.inotify.max_user_watches=524288 (keep it in "
+        f"/etc/sysctl.d/), {RESTART}"
+    )
+
+
+def remote_notice(folder: Path, filesystem: str) -> str:
+    """Why ``folder`` is polled: it is on a remote ``filesystem``."""
+    return (
+        f"{folder} is on {filesystem}, where inotify misses changes made elsewhere: it is {EVERY}"
+    )
+
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 

@@ -22,7 +22,6 @@ import asyncio
 import errno
 import logging
 import os
-import resource
 from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 
@@ -34,11 +33,10 @@ from toold.inotify import (
     NEW_DIR,
     UNWATCHABLE,
     Inotify,
-    limit,
     parse,
     remote_filesystem,
 )
-from toold.polling import POLL_S, Change, Poller
+from toold.polling import Change, Poller, instances_notice, remote_notice, watch_notice
 
 log = logging.getLogger(__name__)
 
@@ -49,41 +47,6 @@ MAX_PENDING = 1000
 """Changed paths one batch holds; past that, it reports the watched roots instead."""
 POLLING_ENV = "TOOLD_WATCH_POLLING"
 """Set to 1 to poll everything (a filesystem toold does not recognise as remote)."""
-
-EVERY = f"polled every {POLL_S:g} s instead"
-STILL_SEEN = "outside edits (.tasks.json, toold.toml, skills, team mailboxes) are still seen"
-RESTART = "then restart toold's engine (toold daemon stop)"
-
-
-def _descriptors_left() -> bool:
-    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
-    try:
-        return len(os.listdir("/proc/self/fd")) < soft - 1
-    except OSError:
-        return True
-
-
-def _instances_notice(exc: OSError) -> str:
-    if exc.errno != errno.EMFILE:
-        return f"inotify is not available here ({exc.strerror}): the workspace is {EVERY}"
-    if not _descriptors_left():  # EMFILE is also this process's own descriptor limit
-        return f"toold's engine has no file descriptor left (ulimit -n): the workspace is {EVERY}"
-    return (
-        f"this user's inotify instances are used up (fs.inotify.max_user_instances = "
-        f"{limit('max_user_instances')}): the workspace is {EVERY}; {STILL_SEEN}. Fix: "
-        f"sudo sysctl fs.inotify.max_user_instances=1024 (keep it in /etc/sysctl.d/), {RESTART}"
-    )
-
-
-def _watch_notice(folder: Path, exc: OSError) -> str:
-    if exc.errno != errno.ENOSPC:
-        return f"{folder} cannot be watched with inotify ({exc.strerror}): it is {EVERY}"
-    return (
-        f"this user's inotify watches are used up (fs.inotify.max_user_watches = "
-        f"{limit('max_user_watches')}): the folders toold could not watch are {EVERY}; "
-        f"{STILL_SEEN}. Fix: sudo sysctl fs.inotify.max_user_watches=524288 (keep it in "
-        f"/etc/sysctl.d/), {RESTART}"
-    )
 
 
 class _Dir:
@@ -140,7 +103,7 @@ class WatchHub:
                 try:
                     self._inotify = Inotify()
                 except OSError as exc:
-                    self._tell("instances", _instances_notice(exc))
+                    self._tell("instances", instances_notice(exc))
                 else:
                     self.loop.add_reader(self._inotify.fd, self._readable)
         return self._inotify
@@ -157,11 +120,7 @@ class WatchHub:
         if inotify is not None:
             remote = remote_filesystem(folder)
             if remote is not None:
-                self._tell(
-                    remote,
-                    f"{folder} is on {remote}, where inotify misses changes "
-                    f"made elsewhere: it is {EVERY}",
-                )
+                self._tell(remote, remote_notice(folder, remote))
             else:
                 try:
                     wd = inotify.add(folder)
@@ -170,7 +129,7 @@ class WatchHub:
                         if must_exist:
                             raise
                         return False  # gone again, or a symlink: nothing to watch
-                    self._tell(str(exc.errno), _watch_notice(folder, exc))
+                    self._tell(str(exc.errno), watch_notice(folder, exc))
         if wd is None and not self._poller.add(folder, baseline=baseline):
             if must_exist:
                 raise FileNotFoundError(errno.ENOENT, "no folder to watch", os.fspath(folder))
