@@ -54,10 +54,19 @@ def shorten(value: Any) -> Any:
     if isinstance(value, list):
         return [shorten(v) for v in value]
     if isinstance(value, str) and len(value) > MAX_STRING:
-        head = redact_text(value[: MAX_STRING + _CUT_MARGIN])[:MAX_STRING]
-        digest = hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()
-        return f"{head}… [{len(value)} characters, sha256:{digest}]"
+        return _shown(value)
     return value
+
+
+def _shown(value: str) -> str:
+    """``value`` redacted, or a long one's redacted excerpt, length and digest (redacted
+    apart: a digest is a long run with digits, which would send the whole excerpt through
+    every detector)."""
+    if len(value) <= MAX_STRING:
+        return redact_text(value)
+    head = redact_text(value[: MAX_STRING + _CUT_MARGIN])[:MAX_STRING]
+    digest = hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()
+    return f"{head}… [{len(value)} characters, sha256:{digest}]"
 
 
 class AuditLog:
@@ -156,5 +165,5 @@ class AuditLog:
 
 def _line(entry: dict[str, Any]) -> bytes:
     # Every field, not only the arguments: a verdict's reason may quote the command.
-    entry = redact(shorten(entry))
+    entry = redact(entry, text=_shown)
     return (json.dumps(entry, ensure_ascii=False, default=str) + "\n").encode("utf-8")

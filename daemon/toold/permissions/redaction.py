@@ -181,20 +181,22 @@ def is_secret_variable(name: str, value: str) -> bool:
     return is_secret_name(name) and not value.startswith(("/", "~"))
 
 
-def redact(value: Any, key: str = "") -> Any:
-    """A copy of ``value`` with values under secret names and secrets in strings replaced."""
+def redact(value: Any, key: str = "", text: Callable[[str], str] | None = None) -> Any:
+    """A copy of ``value`` with values under secret names and secrets in strings replaced
+    (each string by ``text``: redact_text, or the audit's excerpt of a long one)."""
+    shown = redact_text if text is None else text
     if key and is_secret_name(key):
         return REDACTED
     if isinstance(value, dict):
-        return {k: redact(v, str(k)) for k, v in value.items()}
+        return {k: redact(v, str(k), shown) for k, v in value.items()}
     if isinstance(value, list):
-        return _redact_list(value)
+        return _redact_list(value, shown)
     if isinstance(value, str):
-        return redact_text(value)
+        return shown(value)
     return value
 
 
-def _redact_list(items: list[Any]) -> list[Any]:
+def _redact_list(items: list[Any], text: Callable[[str], str]) -> list[Any]:
     """An argument list (``["mysql", "-u", "root", "--password", "x"]``) item by item,
     with the item after a secret flag, ``-u user:pass`` and mysql's ``-pX`` redacted."""
     mysql = any(isinstance(v, str) and _MYSQL_LIKE.search(v) for v in items)
@@ -202,7 +204,7 @@ def _redact_list(items: list[Any]) -> list[Any]:
     after = ""
     for item in items:
         if not isinstance(item, str):
-            shown.append(redact(item))
+            shown.append(redact(item, text=text))
         elif _BARE_FLAG.fullmatch(after):
             shown.append(REDACTED)
         elif after in ("-u", "--user") and ":" in item:
@@ -211,7 +213,7 @@ def _redact_list(items: list[Any]) -> list[Any]:
         elif mysql and item.startswith("-p") and len(item) > 2:
             shown.append("-p" + REDACTED)
         else:
-            shown.append(redact_text(item))
+            shown.append(text(item))
         after = item if isinstance(item, str) else ""
     return shown
 
