@@ -273,7 +273,7 @@ def _trust(session: Session, screens: Screens | None = None) -> None:
         screens.shot("trust-editor")
     trust.click()
     expect(ui.page.get_by_text("You trust this folder")).to_be_visible()
-    ui.command("View: Close All Editors")
+    ui.close_all_editors()
     session.trusted = True
 
 
@@ -461,7 +461,7 @@ def _agent_edits(session: Session, path: str, old: str, new: str) -> None:
 def test_an_agent_edit_shows_its_diff_before_allow(session: Session, screens: Screens) -> None:
     ui = session.ui
     _reset(session)
-    ui.command("View: Close All Editors")
+    ui.close_all_editors()
     _agent_edits(session, "greeting.txt", "hello, reviewer", "goodbye, reviewer")
     expect(ui.dialog()).to_contain_text("allow the agent's tool call?")
     # Before anyone answers: VS Code's diff editor on the edit, beside the dialog.

@@ -165,6 +165,17 @@ class Workbench:
         """A button of the modal dialog, by its title."""
         return self.dialog().locator(".monaco-button").filter(has_text=re.compile(rf"^{title}$"))
 
+    def close_all_editors(self) -> None:
+        """View: Close All Editors, answering Don't Save for the results' untitled editors."""
+        self.command("View: Close All Editors")
+        empty = self.page.locator(".editor-group-container.active.empty")
+        dont_save = self.dialog_button("Don't Save")
+        # Untitled editors holding text are dirty: VS Code asks first, as it would a person.
+        expect(empty.or_(dont_save).first).to_be_visible(timeout=WAIT_MS)
+        if dont_save.is_visible():
+            dont_save.click()
+        expect(empty).to_be_visible(timeout=WAIT_MS)
+
     def active_editor_text(self) -> Locator:
         """The lines of the active editor."""
         return self.page.locator(".editor-group-container.active .monaco-editor .view-lines")
