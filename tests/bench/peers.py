@@ -27,6 +27,7 @@ server writes in place; neither fsyncs by default, and a last row measures toold
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import platform
@@ -224,6 +225,19 @@ def operations(
         if not (str(t).startswith("Wrote") and m.startswith("Successfully wrote")):
             raise PeerError(f"write answers: {t!r} / {m!r}")
 
+    def new_file(call: Callable[[str, str], Any], prefix: str) -> Callable[[], Any]:
+        """A call writing a new file each time (each one a checkpoint for toold, so the
+        cost of history shows): ``call(path, content)``."""
+        written = itertools.count()
+
+        def write() -> Any:
+            n = next(written)
+            if n % 1000 == 0:  # the MCP server makes no folders: both get theirs made here
+                (workspace / f"{prefix}{n // 1000}").mkdir(exist_ok=True)
+            return call(f"{prefix}{n // 1000}/f{n}.txt", f"{n}\n{WRITE_CONTENT}")
+
+        return write
+
     if has_list_dir:
         list_toold: Callable[[], Any] = lambda: toold.call("list_dir", {"path": "folder"})  # noqa: E731
     else:
@@ -254,6 +268,11 @@ def operations(
                 "write_file", {"file_path": "out/toold.txt", "content": WRITE_CONTENT}
             ),
             lambda: mcp.call("write_file", {"path": f"{ws}/out/mcp.txt", "content": WRITE_CONTENT}),
+            wrote,
+        ),
+        "write a new file each call": (
+            new_file(lambda p, c: toold.call("write_file", {"file_path": p, "content": c}), "t"),
+            new_file(lambda p, c: mcp.call("write_file", {"path": f"{ws}/{p}", "content": c}), "m"),
             wrote,
         ),
         "write a file, toold with fsync": (
@@ -359,6 +378,8 @@ def bench_peers(quick: bool) -> dict[str, Any]:
                     "list_directory_with_sizes",
                     "find files by name": "glob '*.md' vs search_files '**/*.md'",
                     "write a file": "write_file (temp file + rename) vs write_file (in place)",
+                    "write a new file each call": "write_file of a new 1 KiB file in a folder "
+                    "of 1,000 (a checkpoint each for toold) vs write_file",
                     "write a file, toold with fsync": "write_file with files.fsync = true "
                     "(file and folder fsynced) vs write_file",
                 },
