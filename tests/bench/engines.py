@@ -31,8 +31,8 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, os.fspath(REPO))
 
+from tests.engine.footprint import footprint  # noqa: E402
 from tests.engine.support import live_engines  # noqa: E402
-from tests.engine.test_scale import footprint  # noqa: E402
 
 CAP = 8
 """``daemon.max_idle_engines``' default."""
