@@ -119,13 +119,14 @@ class Workbench:
         return rows.and_(self.page.locator(f'[aria-label="{label}"], [aria-label^="{label}, "]'))
 
     def check(self, title: str | re.Pattern[str], *labels: str) -> None:
-        """In a multi-select quick pick, tick ``labels`` and press OK (none: accept as is)."""
+        """In a multi-select quick pick, tick ``labels`` and click OK (none: accept as is)."""
         self.wait_title(title)
         for label in labels:
             row = self.row(label)
             row.locator(".label-name").first.click()
             expect(row).to_have_attribute("aria-checked", "true")
-        self.page.keyboard.press("Enter")
+        # OK, not Enter: a markdown preview's webview open behind may hold the keyboard.
+        self.quick_input.get_by_role("button", name="OK", exact=True).click()
 
     def answer(self, title: str | re.Pattern[str], text: str) -> None:
         """Type ``text`` into the input box titled ``title`` and press Enter."""
