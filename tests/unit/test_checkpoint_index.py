@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import threading
 from pathlib import Path
 
 import pytest
@@ -137,3 +138,24 @@ def test_a_call_that_changes_nothing_leaves_no_object(workspace: Path) -> None:
     (workspace / "same.txt").write_bytes(b"unchanged")
     assert store.record(store.snapshot(["same.txt"]), "write_file", "agent") is None
     assert os.listdir(store.folder / "objects") == []
+
+
+def test_calls_recorded_from_many_threads_all_land(workspace: Path) -> None:
+    """The gateway records from worker threads, several calls at once."""
+    store = make(workspace, max_bytes=40_000)
+
+    def calls(n: int) -> None:
+        for i in range(60):
+            write(store, f"t{n}.txt", f"{n}-{i}".encode() * 50)
+
+    threads = [threading.Thread(target=calls, args=(n,)) for n in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    kept = store.entries()
+    assert [c.id for c in make(workspace, 40_000).entries()] == [c.id for c in kept]
+    named = {d for c in kept for d in c.digests()}
+    assert named <= {p.name for p in (store.folder / "objects").iterdir()}
+    for checkpoint in kept[-6:]:
+        assert store.diff(checkpoint.id) is not None  # every object it names is there

@@ -491,9 +491,8 @@ class CheckpointStore:
     @contextlib.contextmanager
     def _reading(self) -> Iterator[CheckpointIndex]:
         """The index for reading: under the lock when there is one (nothing is created)."""
-        if not self._index.exists():
-            self._index.refresh(migrate=False)
-            yield self._index
+        if not self._index.exists():  # an empty one of its own: the cache is the lock's
+            yield CheckpointIndex(self.folder, self._size_of)
             return
         with self._locked() as index:
             yield index
