@@ -257,7 +257,7 @@ def test_a_failed_build_names_the_cause_and_is_not_retried_at_once(
     workspace: Path, tag: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # A real failure: the build lock is a symlink, which toold never follows.
-    monkeypatch.setenv("TOOLD_RUNTIME_DIR", str(tmp_path / "run"))
+    monkeypatch.setenv("TOOLD_STATE_DIR", str(tmp_path / "state"))
     lock = lock_path()
     lock.symlink_to(tmp_path / "elsewhere")
     _, outcomes, progress = _calls(workspace, _config(tag), 1)

@@ -72,12 +72,15 @@ STORE_DEPENDENCIES: dict[str, set[str]] = {
     # imported in a function: a builtin's, when a caller passes none).
     "permissions": {"config", "hooks", "storage", "tools"},  # hooks: what pre hooks said
     "planning": {"storage"},
-    "jobs": {"permissions", "storage"},  # permissions.redaction for job output
+    # permissions.redaction for job output; fairness: a job runs outside its session's share
+    "jobs": {"fairness", "permissions", "storage"},
     # checkpoints: one diff format; permissions.redaction: spill files are redacted
     "tools": {"checkpoints", "config", "permissions", "search", "storage"},
     # The runners, the worker and the channel run tools (tools.registry, tools.context);
     # tools reach only the primitives below them (and the runner as a type).
-    "sandbox": {"config", "tools"},
+    # fairness: a session's share of the runner; storage and user_state: the per-user
+    # lock around a Docker image build.
+    "sandbox": {"config", "fairness", "storage", "tools", "user_state"},
     "team": {"agents", "permissions", "storage", "tools", "watching"},  # mailbox wake-ups
     "checkpoints": {"config", "storage"},
     "hooks": {"config"},

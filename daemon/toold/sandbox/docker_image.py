@@ -11,7 +11,7 @@ the repository ``toold-sandbox`` that does not exist is built by the first call 
 it, and an image toold built whose hash differs (another toold version, another uid) is
 built again; images toold did not build are used as they are, never replaced.
 
-Builds of one machine are serialised by an flock in the runtime folder (shared by every
+Builds of one machine are serialised by an flock in the user's state folder (shared by every
 engine of the user, and by a lock per path within the process); the image is looked at
 again under the lock, so concurrent first calls build it once.
 """
@@ -168,10 +168,11 @@ def build_image(tag: str = DEFAULT_IMAGE, client: Any = None) -> str:
 
 
 def lock_path() -> Path:
-    """The flock every engine of this user takes to build an image."""
-    from toold.engine.location import runtime_dir
+    """The flock every engine of this user takes to build an image (in the user's state
+    folder: one per user, whichever runtime folder the engines use)."""
+    from toold.user_state import state_dir
 
-    return runtime_dir() / LOCK_NAME
+    return state_dir() / LOCK_NAME
 
 
 def ensure_image(tag: str = DEFAULT_IMAGE, client: Any = None) -> bool:
