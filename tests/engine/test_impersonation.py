@@ -44,7 +44,7 @@ def read(stream):
 (path,) = glob.glob(os.path.join(os.environ["TOOLD_RUNTIME_DIR"], "*.sock"))
 sock = socket.socket(socket.AF_UNIX)
 sock.connect(path)
-sock.sendall(json.dumps({"toold": 1, "kind": "session", "client": "editor"}).encode() + b"\n")
+sock.sendall(json.dumps({"toold": 2, "kind": "session", "client": "editor"}).encode() + b"\n")
 stream = sock.makefile("rb")
 print("hello", stream.readline().decode().strip(), flush=True)
 asks = [

@@ -26,7 +26,7 @@ from typing import IO, Any
 from toold import __version__
 from toold.engine.location import EnginePaths, engine_keys, open_private, runtime_dir
 
-PROTOCOL = 1
+PROTOCOL = 2
 """Version of the hello line; the engine refuses a client speaking another."""
 START_TIMEOUT = 60.0
 """Seconds a started engine has to listen (it imports its stack and binds first)."""
