@@ -49,6 +49,5 @@ def test_fresh_workspaces_leave_at_most_the_cap_of_idle_engines(
         f"\n{WORKSPACES} workspaces, cap {CAP}: {len(listed)} engines left, "
         f"{rss / 2**20:.0f} MiB resident, {instances} inotify instances"
     )
-    # Each engine holds 3 inotify instances today (workspace, skills, team watches);
-    # one per engine is on its way (issue 24): the lead tightens this to <= len(listed).
-    assert instances <= len(listed) * 3
+    # One instance per engine (toold.watching.WatchHub): every watch of a workspace on it.
+    assert instances <= len(listed)
