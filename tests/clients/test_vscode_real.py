@@ -19,10 +19,12 @@ The tests run in file order against one window, like one person's session.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import sysconfig
@@ -39,6 +41,7 @@ from tests.clients.toolchain import CLIENTS, ROOT, apt_install, run
 from tests.clients.vscode_ui import CHROMIUM_FLAGS, WAIT_MS, Screens, Workbench
 from tests.environment import in_ci, unavailable
 from tests.processes import processes_matching, wait_gone
+from tests.waiting import wait_until
 
 ARTIFACTS = ROOT / "tests" / "clients" / ".artifacts" / "vscode-real"
 VSCODE = CLIENTS / "vscode"
@@ -114,6 +117,14 @@ def _user_settings(user_data: Path) -> None:
     (folder / "settings.json").write_text(json.dumps(settings, indent=2), encoding="utf-8")
 
 
+def _group_alive(group: int) -> bool:
+    try:
+        os.killpg(group, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
 class CodeServerProcess:
     """``code-server`` serving one workspace on a free port of 127.0.0.1."""
 
@@ -143,6 +154,8 @@ class CodeServerProcess:
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
+            # Its own process group: stop() ends the file watcher and extension hosts too.
+            start_new_session=True,
         )
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
@@ -170,6 +183,12 @@ class CodeServerProcess:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
+        # code-server does not always end its children: a file watcher outlived it, holding
+        # inotify instances, after two runs of ten here.
+        group = self.proc.pid
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(group, signal.SIGTERM)
+        wait_until(lambda: not _group_alive(group), "code-server's processes to exit", 20)
         self._reader.join(timeout=10)
         if self.proc.stdout is not None:
             self.proc.stdout.close()
