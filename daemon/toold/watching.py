@@ -151,13 +151,18 @@ class WatchHub:
         if known.wd is None:
             self._poller.remove(folder)
             return
-        paths = self._wds.get(known.wd, [])
+        if not self._unlist(folder, known.wd) and self._inotify is not None:
+            self._inotify.remove(known.wd)
+
+    def _unlist(self, folder: Path, wd: int) -> bool:
+        """Take ``folder`` off kernel watch ``wd``; whether another folder still uses it
+        (one inode reached by two paths shares its watch)."""
+        paths = self._wds.get(wd, [])
         if folder in paths:
             paths.remove(folder)
         if not paths:
-            self._wds.pop(known.wd, None)
-            if self._inotify is not None:
-                self._inotify.remove(known.wd)
+            self._wds.pop(wd, None)
+        return bool(paths)
 
     def refresh(self, folder: Path) -> None:
         """After a flood (its events unread): ``folder``'s kernel watch is still its own,
@@ -171,11 +176,7 @@ class WatchHub:
             wd = None
         if wd == known.wd:
             return
-        paths = self._wds.get(known.wd, [])
-        if folder in paths:
-            paths.remove(folder)
-        if not paths:
-            self._wds.pop(known.wd, None)
+        self._unlist(folder, known.wd)
         if wd is None:
             self._lost(folder)
             return

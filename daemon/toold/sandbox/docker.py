@@ -230,21 +230,11 @@ class DockerSandbox(WorkerSandbox):
         """A new sandbox on the same settings, for the workspace as it is now."""
         return type(self)(self.workspace, self.config)
 
-    def activate(self) -> None:
-        """As WorkerSandbox.activate, except that an image toold must build first leaves
-        the pool unstarted and no problem: the first call builds it (run_tool), off the
-        event loop and with progress, rather than whoever made this sandbox."""
-        with self._lock:
-            if self._pool is not None or self._closed:
-                return
-            self.problem = self.check()
-            if self.problem is not None:
-                log.error("%s runner unavailable: %s", self.name, self.problem)
-                return
-            if self.image_wanted is not None:
-                return
-            warm = self.config.execution.warm_workers
-            self._pool = WorkerPool(self.spawn, warm, self.pool_threads)
+    def deferred(self) -> bool:
+        """An image toold must build first leaves the pool unstarted and no problem: the
+        first call builds it (run_tool), off the event loop and with progress, rather than
+        whoever made this sandbox."""
+        return self.image_wanted is not None
 
     async def run_tool(self, tool: Tool, args: Any) -> Any:
         """One call; a repository it makes where the mounts could not protect one is vetted."""

@@ -245,8 +245,14 @@ class WorkerSandbox(ABC):
             if self.problem is not None:
                 log.error("%s runner unavailable: %s", self.name, self.problem)
                 return
+            if self.deferred():
+                return
             warm = self.config.execution.warm_workers
             self._pool = WorkerPool(self.spawn, warm, self.pool_threads)
+
+    def deferred(self) -> bool:
+        """Whether the pool waits for the first call to start it (under ``_lock``)."""
+        return False
 
     def check(self) -> str | None:
         """Why this sandbox cannot run here, naming the fix; None when it can."""
