@@ -9,12 +9,13 @@ import os
 
 import pytest
 
+from toold.engine.attach import PROTOCOL
 from toold.engine.peers import PREFACE_LIMIT, Doorway, PeerRefused, parse_hello
 
 
 def _stdio_hello(**fields: object) -> tuple[bytes, list[int]]:
     read_end, write_end = os.pipe()
-    line = json.dumps({"toold": 1, "kind": "stdio", **fields}).encode() + b"\n"
+    line = json.dumps({"toold": PROTOCOL, "kind": "stdio", **fields}).encode() + b"\n"
     return line, [read_end, write_end]
 
 
