@@ -22,8 +22,9 @@ from tests.waiting import wait_until
 from toold.engine.peers import HELLO_LIMIT, UNGREETED_LIMIT
 from toold.fairness import CALL_SHARE
 
-FAST_S = 1.0
-"""The bound on the other session's read_file while one misbehaves."""
+FAST_S = 2.0
+"""The bound on the other session's read_file while one misbehaves: the issue's 1 s with
+room for a loaded CI machine (typically 0.02-0.35 s here; 15-68 s before the fix)."""
 
 
 def _quick_read(editor: WireClient) -> float:
