@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import statistics
 import subprocess
 import sys
@@ -27,16 +26,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from lsp import Client, frame, initialize_params
+from lsp import Client, frame, initialize_params, private_engines, toold_cli
 
 CALL_TARGET_MS = 100.0
 PIPELINE_DEPTH = 50
-
-
-def _toold() -> list[str]:
-    """The console script users run (``python -P -m toold`` when it is not on PATH)."""
-    script = shutil.which("toold")
-    return [script] if script else [sys.executable, "-P", "-m", "toold"]
 
 
 def _wall(argv: list[str], cwd: Path) -> float:
@@ -50,8 +43,10 @@ def _wall(argv: list[str], cwd: Path) -> float:
 
 def bench_call(workspace: Path, runs: int, private_runs: int) -> dict[str, Any]:
     """``toold call`` wall times, attached and private, interleaved."""
-    call = [*_toold(), "call", "read_file", json.dumps({"file_path": "small.txt"})]
-    subprocess.run([*_toold(), "daemon", "start"], cwd=workspace, check=True, capture_output=True)
+    call = [*toold_cli(), "call", "read_file", json.dumps({"file_path": "small.txt"})]
+    subprocess.run(
+        [*toold_cli(), "daemon", "start"], cwd=workspace, check=True, capture_output=True
+    )
     _wall(call, workspace)  # warm: the engine's first call loads the tools
     attached: list[float] = []
     private: list[float] = []
@@ -120,25 +115,12 @@ def bench_relay(workspace: Path, calls: int, rounds: int) -> dict[str, Any]:
 
 def bench_engine(quick: bool) -> dict[str, Any]:
     """Both measurements, on a scratch workspace, under a runtime folder of our own."""
-    runtime = tempfile.mkdtemp(prefix="toold-bench-", dir="/tmp")
-    saved = {key: os.environ.get(key) for key in ("TOOLD_RUNTIME_DIR", "TOOLD_NO_DAEMON")}
-    os.environ["TOOLD_RUNTIME_DIR"] = runtime
-    os.environ.pop("TOOLD_NO_DAEMON", None)
-    with tempfile.TemporaryDirectory(prefix="toold-bench-ws-") as scratch:
+    with private_engines(), tempfile.TemporaryDirectory(prefix="toold-bench-ws-") as scratch:
         workspace = Path(scratch)
         (workspace / "small.txt").write_text("".join(f"line {i}\n" for i in range(20)))
-        try:
-            calls = bench_call(workspace, 10 if quick else 30, 3 if quick else 10)
-            relay = bench_relay(workspace, 300 if quick else 2000, 2 if quick else 5)
-            return {"toold_call": calls, "read_file_relay": relay}
-        finally:
-            subprocess.run([*_toold(), "daemon", "stop"], cwd=workspace, capture_output=True)
-            shutil.rmtree(runtime, ignore_errors=True)
-            for key, value in saved.items():
-                if value is None:
-                    os.environ.pop(key, None)
-                else:
-                    os.environ[key] = value
+        calls = bench_call(workspace, 10 if quick else 30, 3 if quick else 10)
+        relay = bench_relay(workspace, 300 if quick else 2000, 2 if quick else 5)
+        return {"toold_call": calls, "read_file_relay": relay}
 
 
 def main() -> int:

@@ -10,7 +10,9 @@ as scripts, so this folder is on ``sys.path`` and they import it as ``lsp``.
   resident memory, and a ``stop`` that says goodbye (LSP ``shutdown`` + ``exit``) and
   kills the process if that fails (also on leaving a ``with`` block); subclasses say
   how answers are read;
-- ``Client``: a ``ServerProcess`` that reads answers on the caller's thread.
+- ``Client``: a ``ServerProcess`` that reads answers on the caller's thread;
+- ``toold_cli`` and ``private_engines``: for the benches of the shared engine, the
+  console script and a runtime folder of the bench's own, its engines stopped after.
 """
 
 from __future__ import annotations
@@ -18,9 +20,11 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any, Self
 
@@ -35,6 +39,32 @@ def toold_argv(workspace: Path) -> list[str]:
     """
     ws = os.fspath(workspace)
     return [sys.executable, "-m", "toold", "serve", "--no-daemon", "--workspace", ws]
+
+
+def toold_cli() -> list[str]:
+    """The console script users run (``python -P -m toold`` when it is not on PATH)."""
+    script = shutil.which("toold")
+    return [script] if script else [sys.executable, "-P", "-m", "toold"]
+
+
+@contextlib.contextmanager
+def private_engines() -> Iterator[Path]:
+    """The shared engine on (TOOLD_NO_DAEMON unset) under a runtime folder of our own;
+    every engine started there is stopped, and the environment restored, on leaving."""
+    runtime = tempfile.mkdtemp(prefix="toold-bench-", dir="/tmp")
+    saved = {key: os.environ.get(key) for key in ("TOOLD_RUNTIME_DIR", "TOOLD_NO_DAEMON")}
+    os.environ["TOOLD_RUNTIME_DIR"] = runtime
+    os.environ.pop("TOOLD_NO_DAEMON", None)
+    try:
+        yield Path(runtime)
+    finally:
+        subprocess.run([*toold_cli(), "daemon", "stop", "--all"], capture_output=True)
+        shutil.rmtree(runtime, ignore_errors=True)
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
 
 
 def initialize_params(workspace: Path, **extra: Any) -> Message:

@@ -30,7 +30,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -38,7 +37,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from lsp import Client, initialize_params
+from lsp import Client, initialize_params, private_engines, toold_cli
 
 BARE_PYGLS = Path(__file__).resolve().parent / "bare_pygls_server.py"
 ENGINE_TARGET_MIB = 45.0
@@ -79,12 +78,6 @@ def memory_kib(pid: int) -> dict[str, int]:
 
 def _mib(figures: dict[str, int]) -> dict[str, float]:
     return {key.replace("_kib", "_mib"): round(value / 1024, 1) for key, value in figures.items()}
-
-
-def _toold() -> list[str]:
-    """The console script users run (``python -m toold`` when it is not on PATH)."""
-    script = shutil.which("toold")
-    return [script] if script else [sys.executable, "-m", "toold"]
 
 
 def _settled(pid: int) -> dict[str, int]:
@@ -149,7 +142,7 @@ def floors(scratch: Path, workspace: Path) -> dict[str, dict[str, int]]:
 
 def _engine_pid(workspace: Path) -> int:
     done = subprocess.run(
-        [*_toold(), "daemon", "status", "--json", "--workspace", os.fspath(workspace)],
+        [*toold_cli(), "daemon", "status", "--json", "--workspace", os.fspath(workspace)],
         capture_output=True,
         check=True,
     )
@@ -159,11 +152,11 @@ def _engine_pid(workspace: Path) -> int:
 def measure_toold(workspace: Path, calls: int) -> dict[str, dict[str, int]]:
     """Engine and relay memory: engine alone, idle with a session, after ``calls`` calls."""
     ws = os.fspath(workspace)
-    start = [*_toold(), "daemon", "start", "--workspace", ws]
+    start = [*toold_cli(), "daemon", "start", "--workspace", ws]
     subprocess.run(start, check=True, capture_output=True)
     engine = _engine_pid(workspace)
     out = {"engine_started": _settled(engine)}
-    with Client([*_toold(), "serve", "--workspace", ws], name="relay") as relay:
+    with Client([*toold_cli(), "serve", "--workspace", ws], name="relay") as relay:
         relay.initialize(initialize_params(workspace))
         out["engine_idle_session"] = _settled(engine)
         out["relay_idle"] = memory_kib(relay.pid)
@@ -178,28 +171,12 @@ def measure_toold(workspace: Path, calls: int) -> dict[str, dict[str, int]]:
 
 def bench_memory(calls: int) -> dict[str, Any]:
     """Floors, engine and relay figures in MiB, the ratios and the targets."""
-    runtime = tempfile.mkdtemp(prefix="toold-bench-", dir="/tmp")
-    saved = {key: os.environ.get(key) for key in ("TOOLD_RUNTIME_DIR", "TOOLD_NO_DAEMON")}
-    os.environ["TOOLD_RUNTIME_DIR"] = runtime
-    os.environ.pop("TOOLD_NO_DAEMON", None)
-    with tempfile.TemporaryDirectory(prefix="toold-bench-ws-") as scratch:
+    with private_engines(), tempfile.TemporaryDirectory(prefix="toold-bench-ws-") as scratch:
         workspace = Path(scratch) / "ws"
         workspace.mkdir()
         (workspace / "small.txt").write_text("".join(f"line {i}\n" for i in range(20)))
-        try:
-            floor = floors(Path(scratch), workspace)
-            toold = measure_toold(workspace, calls)
-        finally:
-            subprocess.run(
-                [*_toold(), "daemon", "stop", "--workspace", os.fspath(workspace)],
-                capture_output=True,
-            )
-            shutil.rmtree(runtime, ignore_errors=True)
-            for key, value in saved.items():
-                if value is None:
-                    os.environ.pop(key, None)
-                else:
-                    os.environ[key] = value
+        floor = floors(Path(scratch), workspace)
+        toold = measure_toold(workspace, calls)
     engine_idle = toold["engine_idle_session"]["rss_kib"] / 1024
     relay_idle = toold["relay_idle"]["rss_kib"] / 1024
     return {
