@@ -1,48 +1,78 @@
-"""The one seam between pygls and pydantic.
+"""The one seam between JSON-RPC and pydantic, and the typed shape of a custom method.
 
-pygls hands our custom methods' params over as raw JSON values (see
-TooldProtocol.structure_message); here they become pydantic models, results go
-back as camelCase JSON, and a ValidationError becomes InvalidParams naming each
-field. Handlers raise toold's domain errors (toold.errors); here, and only here for
-this front end, they become pygls's JsonRpcException through toold.errors' one
-table (code, message, data). Every custom method is registered through
-``register_methods``, driven by toold_protocol's method table; models and handlers
-load on a method's first call. Nothing here knows the server's class: a handler
-gets whatever object the methods were registered on.
+A ``Request`` ties one custom method's name, params model, result model and handler
+together, so mypy checks the handler against its models; toold.handlers.table holds one
+row per method (a test checks the rows against toold_protocol's contract). The
+connection hands our custom methods' params over as raw JSON values; here they become
+pydantic models, results go back as camelCase JSON, and a ValidationError becomes
+InvalidParams naming each field. Handlers raise toold's domain errors (toold.errors);
+here, and only here for this front end, they become a JsonRpcException through
+toold.errors' one table (code, message, data). A handler gets a ``Context`` (the
+workspace, its session's editor, whether the client runs inside a tool call), never
+the session itself. The table loads on the first custom request, so the daemon answers
+``initialize`` before loading the protocol's models and the tools.
 """
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Awaitable, Callable, Mapping
-from functools import cache
-from typing import TYPE_CHECKING, Any, Protocol
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 from pygls.exceptions import JsonRpcException
 
-import toold_protocol
 from toold.errors import InvalidParams, TooldError, field_problems, wire_error
-from toold_protocol.names import CLIENT_REQUESTS
 
 if TYPE_CHECKING:
-    from pydantic import BaseModel
+    from toold.editor import EditorServer as Editor
+    from toold.workspace import WorkspaceState
 
-    from toold_protocol import MethodSpec
-
-MethodHandler = Callable[[Any, Any], Awaitable["BaseModel | None"]]
-"""``handler(server, params)``: the server the methods are registered on, a params model."""
+P = TypeVar("P", bound=BaseModel)
+R = TypeVar("R", bound=BaseModel)
 
 
-class FeatureHost(Protocol):
-    """What ``register_methods`` needs of a server: pygls's registration and readiness."""
+@dataclass(frozen=True)
+class Context:
+    """What a custom method's handler may use, and nothing more."""
 
-    def feature(self, feature_name: str) -> Callable[[Any], Any]:
-        """pygls's decorator registering a method's handler."""
+    workspace: WorkspaceState
+    """The bound workspace the session serves (shared between sessions in an engine)."""
+    editor: Editor
+    """The session's editor: ``$/progress`` for a work-done token, prompts, messages."""
+    from_tool: bool = False
+    """The client runs inside one of the engine's tool calls (an agent's command): its
+    calls are the agent's, and it may not loosen the shared guard."""
+
+
+@dataclass(frozen=True)
+class Request(Generic[P, R]):
+    """One custom request: its name, params and result models, and its handler."""
+
+    name: str
+    params: type[P]
+    result: type[R]
+    handler: Callable[[Context, P], Awaitable[R]]
+
+    async def __call__(self, context: Context, raw: Any) -> dict[str, Any]:
+        """Validate ``raw`` params, run the handler, answer its result as wire JSON."""
+        try:
+            return dump(await self.handler(context, parse_params(self, raw)))
+        except TooldError as exc:
+            raise as_jsonrpc(exc) from None
+
+
+class ParamsSpec(Protocol):
+    """What ``parse_params`` needs of a method: its name and params model."""
+
+    @property
+    def name(self) -> str:
+        """The method's wire name."""
         ...
 
-    async def ready(self) -> None:
-        """Wait until requests may be served (the workspace is bound)."""
+    @property
+    def params(self) -> type[BaseModel]:
+        """The model its params validate against."""
         ...
 
 
@@ -51,7 +81,7 @@ def dump(model: BaseModel) -> dict[str, Any]:
     return model.model_dump(mode="json", by_alias=True, exclude_none=True)
 
 
-def parse_params(spec: MethodSpec, raw: Any) -> BaseModel:
+def parse_params(spec: ParamsSpec, raw: Any) -> Any:
     """Validate raw params against the method's model; InvalidParams names each bad field."""
     if raw is None:
         raw = {}
@@ -65,34 +95,10 @@ def parse_params(spec: MethodSpec, raw: Any) -> BaseModel:
 
 
 def as_jsonrpc(exc: TooldError) -> JsonRpcException:
-    """A domain error as the exception pygls answers a request with."""
+    """A domain error as the exception a request is answered with."""
     error = wire_error(exc)
     return JsonRpcException(error.message, code=error.code, data=error.data)
 
 
-@cache
-def _resolve(method: str, target: str) -> tuple[MethodSpec, MethodHandler]:
-    module, _, func = target.partition(":")
-    return toold_protocol.METHODS[method], getattr(importlib.import_module(module), func)
-
-
-def register_methods(server: FeatureHost, handlers: Mapping[str, str]) -> None:
-    """Register a handler (``module:function``) for every client request of the contract."""
-    for method in CLIENT_REQUESTS:
-        if method not in handlers:
-            raise LookupError(f"no handler for {method}")
-        server.feature(method)(_adapt(server, method, handlers[method]))
-
-
-def _adapt(server: FeatureHost, method: str, target: str) -> Any:
-    async def feature(params: Any) -> Any:
-        await server.ready()
-        spec, handler = _resolve(method, target)
-        try:
-            result = await handler(server, parse_params(spec, params))
-        except TooldError as exc:
-            raise as_jsonrpc(exc) from None
-        return None if result is None else dump(result)
-
-    feature.__name__ = method.replace("/", "_")
-    return feature
+RequestTable = Callable[[], Mapping[str, Request[Any, Any]]]
+"""Loads the table of custom requests (on the first one: it imports models and tools)."""

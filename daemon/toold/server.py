@@ -20,15 +20,15 @@ from typing import TYPE_CHECKING, Any
 from lsprotocol import types
 from pygls.uris import to_fs_path
 
-from toold import __version__
+from toold import __version__, handlers
 from toold.config import LimitsConfig
 from toold.editor import EditorServer
-from toold.handlers import HANDLERS
 from toold.initialization import parse_initialization_options
 from toold.lifecycle import SessionEnd
-from toold.rpc import register_methods
+from toold.rpc import Context
 from toold.transport import FrameWriter, serve_streams
 from toold_protocol import ALL_METHODS, PROTOCOL_VERSION, errors
+from toold_protocol.names import CLIENT_REQUESTS
 
 if TYPE_CHECKING:
     from toold.tools.base import Tool
@@ -351,5 +351,18 @@ def create_server(
     def on_progress_cancel(params: types.WorkDoneProgressCancelParams) -> None:
         server.cancel_work(params.token)
 
-    register_methods(server, HANDLERS)
+    for method in CLIENT_REQUESTS:
+        server.feature(method)(_custom(server, method))
     return server
+
+
+def _custom(server: TooldServer, method: str) -> Any:
+    """The feature answering ``method`` once the workspace is ready."""
+
+    async def feature(params: Any) -> dict[str, Any]:
+        await server.ready()
+        context = Context(server.state, server, server.from_tool)
+        return await handlers.requests()[method](context, params)
+
+    feature.__name__ = method.replace("/", "_")
+    return feature

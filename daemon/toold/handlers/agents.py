@@ -15,26 +15,26 @@ from toold_protocol.models import (
 )
 
 if TYPE_CHECKING:
-    from toold.server import TooldServer
+    from toold.rpc import Context
 
 
-async def permissions_set_mode(server: TooldServer, params: SetModeParams) -> SetModeResult:
+async def permissions_set_mode(ctx: Context, params: SetModeParams) -> SetModeResult:
     """Switch the guard's mode for this daemon's life (not from inside a tool call)."""
-    if server.from_tool:
+    if ctx.from_tool:
         raise InsideToolCall(
             "permissions/setMode from inside a tool call (an agent's command) is refused: "
             "change the mode from your editor"
         )
-    server.state.guard.mode = params.mode
+    ctx.workspace.guard.mode = params.mode
     return SetModeResult(mode=params.mode)
 
 
-async def agent_run(server: TooldServer, params: AgentRunParams) -> AgentRunResult:
+async def agent_run(ctx: Context, params: AgentRunParams) -> AgentRunResult:
     """Run the agent on a prompt; with a token each tool call is a $/progress report."""
-    agents = server.state.agents
+    agents = ctx.workspace.agents
     if agents is None:
-        raise AgentUnavailable(server.state.config.agent.api_key_env)
-    with server.work_done(params.work_done_token, "agent") as progress:
+        raise AgentUnavailable(ctx.workspace.config.agent.api_key_env)
+    with ctx.editor.work_done(params.work_done_token, "agent") as progress:
         on_tool = None
         if progress.reporting:
 
@@ -48,16 +48,16 @@ async def agent_run(server: TooldServer, params: AgentRunParams) -> AgentRunResu
     return AgentRunResult(text=text)
 
 
-async def team_register(server: TooldServer, params: TeamRegisterParams) -> Teammate:
+async def team_register(ctx: Context, params: TeamRegisterParams) -> Teammate:
     """Register a teammate (not from inside a tool call: its system prompt is the user's)."""
     import asyncio
 
-    if server.from_tool:
+    if ctx.from_tool:
         raise InsideToolCall(
             "team/register from inside a tool call (an agent's command) is refused: a "
             "teammate's role and system prompt are the user's to set, from your editor"
         )
-    team = server.state.team
+    team = ctx.workspace.team
     assert team is not None, "bind() always creates the team manager"
     entry = await asyncio.to_thread(
         team.register, params.name, params.role, params.system_prompt, params.model

@@ -19,43 +19,41 @@ from toold_protocol.models import (
 
 if TYPE_CHECKING:
     from toold.checkpoints import CheckpointStore
-    from toold.server import TooldServer
+    from toold.rpc import Context
 
 
-def _store(server: TooldServer) -> CheckpointStore:
-    store = server.state.gateway.checkpoints
+def _store(ctx: Context) -> CheckpointStore:
+    store = ctx.workspace.gateway.checkpoints
     if store is None:
         raise UnknownCheckpoint("this workspace keeps no checkpoints")
     return store
 
 
-async def checkpoints_list(server: TooldServer, params: EmptyParams) -> CheckpointsListResult:
+async def checkpoints_list(ctx: Context, params: EmptyParams) -> CheckpointsListResult:
     """Every checkpoint, oldest first."""
-    entries = await asyncio.to_thread(_store(server).entries)
+    entries = await asyncio.to_thread(_store(ctx).entries)
     return CheckpointsListResult.model_validate({"checkpoints": [c.public() for c in entries]})
 
 
-async def checkpoints_diff(
-    server: TooldServer, params: CheckpointIdParams
-) -> CheckpointsDiffResult:
+async def checkpoints_diff(ctx: Context, params: CheckpointIdParams) -> CheckpointsDiffResult:
     """The diff from before the checkpoint's call to now (UnknownCheckpoint when none)."""
-    diff = await asyncio.to_thread(_store(server).diff, params.id)
+    diff = await asyncio.to_thread(_store(ctx).diff, params.id)
     return CheckpointsDiffResult(diff=diff)
 
 
 async def checkpoints_restore(
-    server: TooldServer, params: CheckpointsRestoreParams
+    ctx: Context, params: CheckpointsRestoreParams
 ) -> CheckpointsRestoreResult:
     """Put the files back as they were before the checkpoint (the last one by default);
     CheckpointConflict names files changed outside toold, or toold's own configuration
     (toold.toml, .toold/), unless ``force``. Never from inside a tool call: a restore
     writes files past the guard, so it is the user's alone."""
-    if server.from_tool:
+    if ctx.from_tool:
         raise InsideToolCall(
             "checkpoints/restore from inside a tool call (an agent's command) is refused: "
             "undo from your editor or your own shell"
         )
-    store = _store(server)
+    store = _store(ctx)
     checkpoint_id = params.id or await asyncio.to_thread(store.last_undoable)
     if checkpoint_id is None:
         raise UnknownCheckpoint("nothing to undo: no file-changing tool call is left to undo")

@@ -15,7 +15,7 @@ from toold_protocol.models import (
 )
 
 if TYPE_CHECKING:
-    from toold.server import TooldServer
+    from toold.rpc import Context
     from toold.workspace import WorkspaceState
 
 WATCH_WAIT_S = 2.0
@@ -28,22 +28,22 @@ async def _watched(state: WorkspaceState) -> None:
         await asyncio.wait_for(state.watching.wait(), WATCH_WAIT_S)
 
 
-async def todos_list(server: TooldServer, params: EmptyParams) -> TodosListResult:
+async def todos_list(ctx: Context, params: EmptyParams) -> TodosListResult:
     """The session's TODO items."""
-    return TodosListResult.model_validate({"todos": server.state.todos.items()})
+    return TodosListResult.model_validate({"todos": ctx.workspace.todos.items()})
 
 
-async def tasks_list(server: TooldServer, params: TasksListParams) -> TasksListResult:
+async def tasks_list(ctx: Context, params: TasksListParams) -> TasksListResult:
     """Persistent tasks with their ready flag; a corrupt file is an error naming the fix."""
-    tasks = server.state.tasks
-    await _watched(server.state)
+    tasks = ctx.workspace.tasks
+    await _watched(ctx.workspace)
     await asyncio.to_thread(tasks.list)  # TaskStoreError for a corrupt file
     wanted = [t for t in tasks.snapshot() if params.status is None or t["status"] == params.status]
     return TasksListResult.model_validate({"tasks": wanted})
 
 
-async def skills_list(server: TooldServer, params: EmptyParams) -> SkillsListResult:
+async def skills_list(ctx: Context, params: EmptyParams) -> SkillsListResult:
     """Every skill found."""
-    await _watched(server.state)
-    skills = await asyncio.to_thread(server.state.skills.list)
+    await _watched(ctx.workspace)
+    skills = await asyncio.to_thread(ctx.workspace.skills.list)
     return SkillsListResult.model_validate({"skills": skills})

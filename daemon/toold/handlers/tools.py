@@ -9,22 +9,22 @@ from toold.tools.context import CallContext
 from toold_protocol import ToolsCallParams, ToolsCallResult, ToolsListParams, ToolsListResult
 
 if TYPE_CHECKING:
-    from toold.server import TooldServer
+    from toold.rpc import Context
 
 
-async def tools_list(server: TooldServer, params: ToolsListParams) -> ToolsListResult:
+async def tools_list(ctx: Context, params: ToolsListParams) -> ToolsListResult:
     """Every tool's schema in the requested format."""
     render = formats.FORMATS[params.format]
-    return ToolsListResult.model_validate({"tools": [render(t) for t in server.toolset]})
+    return ToolsListResult.model_validate({"tools": [render(t) for t in ctx.workspace.toolset]})
 
 
-async def tools_call(server: TooldServer, params: ToolsCallParams) -> ToolsCallResult:
+async def tools_call(ctx: Context, params: ToolsCallParams) -> ToolsCallResult:
     """Run one tool; tool failures are isError results, an unknown name is UnknownTool."""
-    gateway = server.state.gateway
+    gateway = ctx.workspace.gateway
     name = gateway.toolset.require(params.name).name  # UnknownTool before any $/progress
     # A client inside a tool call is the agent's command, whatever origin it claims.
-    context = CallContext(origin="agent" if server.from_tool else params.origin)
-    with server.work_done(params.work_done_token, name) as progress:
+    context = CallContext(origin="agent" if ctx.from_tool else params.origin)
+    with ctx.editor.work_done(params.work_done_token, name) as progress:
         if progress.reporting:
             context.progress = progress.report
         outcome = await gateway.call(name, params.arguments, context)
