@@ -1,8 +1,8 @@
 """The VS Code extension in real VS Code: code-server 4.139.1 (VS Code 1.139.1) in Chromium.
 
-The .vsix is built with the README's command and installed into a fresh user-data and
-extensions folder; VS Code opens a workspace holding toold.toml and the extension starts
-this repository's daemon as a Python user's project would have it: the workspace's
+The .vsix is built with editor-clients/README.md's command and installed into a fresh
+user-data and extensions folder; VS Code opens a workspace holding toold.toml and the
+extension starts this repository's daemon as a Python user's project would have it: the workspace's
 ``.venv/bin/toold`` (the ``toold`` script of the interpreter running the tests). Neither
 PATH nor User settings can carry it: code-server's extension host takes PATH from a login
 shell (which drops an activated virtualenv's ``bin/``), and a remote window, which
@@ -68,7 +68,7 @@ def _set_up() -> code_server.CodeServer:
 
 
 def _build_vsix(tmp: Path) -> Path:
-    """The .vsix, built with the README's command (npm ci, then vsce package)."""
+    """The .vsix, built with editor-clients/README.md's command (npm ci, then vsce package)."""
     npm = shutil.which("npm") or unavailable("npm is missing: install Node.js 20+ with npm")
     npx = shutil.which("npx") or unavailable("npx is missing (it ships with npm)")
     installed = VSCODE / "node_modules" / ".package-lock.json"

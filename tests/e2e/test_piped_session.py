@@ -1,6 +1,6 @@
 """A framed session piped into ``toold serve`` (from a file or a pipe) gets every answer.
 
-The session is the README's producer, tests/ci/examples/session.py: initialize, a
+The session is daemon/docs/ci.md's producer, tests/ci/examples/session.py: initialize, a
 one-second bash call, a read_file, shutdown, exit, all written at once.
 """
 

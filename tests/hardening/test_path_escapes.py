@@ -521,5 +521,5 @@ def test_open_in_workspace_refuses_in_place_writes_to_hard_linked_files(
     ws, secret, _ = hard_linked
     with pytest.raises(PermissionError, match="2 hard links"):
         open_in_workspace(ws, "hard.txt", os.O_WRONLY | os.O_APPEND, single_link=True)
-    os.close(open_in_workspace(ws, "hard.txt"))  # reading stays allowed (see the README)
+    os.close(open_in_workspace(ws, "hard.txt"))  # reading stays allowed (daemon/docs/tools.md)
     assert secret.read_text(encoding="utf-8") == "HARDLINK secret\n"

@@ -127,8 +127,8 @@ def test_docker_workers_get_no_secret(secret_daemon: SecretDaemon) -> None:
 def test_the_local_runner_keeps_the_daemons_secrets_from_commands(
     secret_daemon: SecretDaemon,
 ) -> None:
-    """What the README says: local runs tools in the daemon, with its environment less the
-    variables counted as secrets (the model provider still reads them in the daemon)."""
+    """What daemon/docs/runners.md says: local runs tools in the daemon, with its environment
+    less the variables counted as secrets (the model provider still reads them in the daemon)."""
     for env in _seen_by(secret_daemon("local")):  # bash's and python_repl's
         assert CANARY not in json.dumps(env) and "ANTHROPIC_API_KEY" not in env
         assert "PATH" in env
