@@ -60,6 +60,8 @@ class TooldServer(EditorServer):
         self.root = (state.root if state is not None else workspace or Path.cwd()).resolve()
         self._max_message_flag = max_message_bytes
         self._binding: asyncio.Future[None] | None = None
+        self._opened = contextlib.AsyncExitStack()
+        """The workspace this session opened (toold.opening), closed at its end."""
         self._reload: asyncio.Future[str | None] | None = None
         self._background: set[asyncio.Task[Any]] = set()
         self.stopped = asyncio.Event()
@@ -92,28 +94,22 @@ class TooldServer(EditorServer):
     def start_binding(
         self, root: Path, overrides: dict[str, Any] | None, execution_events: bool = False
     ) -> None:
-        """Bind the workspace on a worker thread, so initialize answers at once."""
+        """Open the workspace in the background (bound on a worker thread), so initialize
+        answers at once."""
         self.root = root.resolve()
-        self.loop = loop = asyncio.get_running_loop()
-        future = loop.run_in_executor(
-            None, self.bind_workspace, self.root, overrides, execution_events
-        )
-        self._binding = asyncio.ensure_future(self._after_binding(future))
-
-    async def _after_binding(self, bound: asyncio.Future[None]) -> None:
-        await bound
-        from toold.watch import watch_workspace  # loads with the workspace, not before
-
-        self.spawn(watch_workspace(self.state, self.show_error))
+        self.loop = asyncio.get_running_loop()
+        self._binding = asyncio.ensure_future(self.bind_workspace(overrides, execution_events))
 
     async def bound(self) -> None:
         """Wait until the workspace is bound (a no-op after the first time)."""
         if self._binding is None:
             self.loop = asyncio.get_running_loop()
             if self._state is None:
-                self.bind_workspace(self.root, None)
-            self._binding = self.loop.create_future()
-            self._binding.set_result(None)
+                self.start_binding(self.root, None)
+            else:  # a shared workspace, bound by its owner
+                self._binding = self.loop.create_future()
+                self._binding.set_result(None)
+        assert self._binding is not None
         await self._binding
 
     async def ready(self) -> None:
@@ -144,25 +140,26 @@ class TooldServer(EditorServer):
         if problem:
             self.show_error(problem)
 
-    def bind_workspace(
-        self, root: Path, overrides: dict[str, Any] | None = None, execution_events: bool = False
+    async def bind_workspace(
+        self, overrides: dict[str, Any] | None = None, execution_events: bool = False
     ) -> None:
-        """Load the configuration and bind stores, runner and tools to ``root``."""
-        from toold.workspace import bind  # the tools load here, after initialize's answer
+        """Open the workspace at ``root`` (toold.opening) until the session closes."""
+        from toold.opening import open_workspace  # light: the tools load on its worker thread
 
         # Capabilities are known by now (binding follows initialize) and never change:
         # a client that cannot show message requests makes the guard non-interactive.
         can_ask = self.can_ask()
-        self._state = bind(
-            root,
-            overrides,
-            self.push,
-            self.show_error,
-            execution_events,
+        opening = open_workspace(
+            self.root,
+            push=self.push,
+            report=self.show_error,
+            overrides=overrides,
+            execution_events=execution_events,
             ask=self.ask_user if can_ask else None,
             warn=self.show_warning,
             confirm=self.confirm if can_ask else None,
         )
+        self._state = await self._opened.enter_async_context(opening)
         self.root = self._state.root
         self._set_message_cap()
 
@@ -221,9 +218,11 @@ class TooldServer(EditorServer):
             task.cancel()
         if self._watch_handle is not None:
             self._watch_handle.cancel()
-        bound = self._binding is not None and self._binding.done()
-        if self.owns_state and bound and self._state is not None:
-            await self._state.aclose()
+        if self._binding is not None and not self._binding.done():
+            self._binding.cancel()  # still binding: nothing is opened yet, and nothing will be
+        # A workspace this session opened: its watcher, jobs and sandboxes (a shared one
+        # was never entered here, so it stays open for its owner).
+        await self._opened.aclose()
 
     def request_stop(self, exit_code: int = 0) -> None:
         """Ask the session to finish (the first reason given sets the exit code)."""

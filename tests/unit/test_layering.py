@@ -58,7 +58,7 @@ STORES = (
     "checkpoints",
     "hooks",
 )
-SERVICES = ("agents", "workspace", "gateway", "watch")
+SERVICES = ("agents", "workspace", "gateway", "watch", "opening")
 """Below the wire too: they hold the workspace and the agents, whatever front end drives them."""
 
 SANDBOX_PRIMITIVES = ("toold.sandbox.paths", "toold.sandbox.process")
@@ -355,3 +355,36 @@ def test_the_sandbox_primitives_import_nothing_of_toold() -> None:
         and e.target not in SANDBOX_PRIMITIVES
     ]
     assert not wrong, "the primitives sit below every subsystem:\n" + "\n".join(wrong)
+
+
+OPENERS = {"toold.workspace": "bind", "toold.watch": "watch_workspace"}
+"""What opens a workspace: only toold.opening.open_workspace calls them (issue 28)."""
+
+
+def _openers_used(path: Path) -> set[str]:
+    """``toold.workspace.bind`` / ``toold.watch.watch_workspace`` as ``path`` reaches them:
+    imported by name, or as an attribute of their module imported whole."""
+    found = set()
+    modules: dict[str, str] = {}  # local name → module imported whole
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module in OPENERS:
+            found |= {node.module for a in node.names if a.name == OPENERS[node.module]}
+        elif isinstance(node, ast.ImportFrom) and node.module == "toold":
+            modules |= {a.asname or a.name: f"toold.{a.name}" for a in node.names}
+        elif isinstance(node, ast.Import):
+            modules |= {a.asname or a.name: a.name for a in node.names if a.name in OPENERS}
+        elif isinstance(node, ast.Attribute):
+            module = modules.get(ast.unparse(node.value), "")
+            if OPENERS.get(module) == node.attr:
+                found.add(module)
+    return found
+
+
+def test_only_open_workspace_binds_and_watches() -> None:
+    """Every front end opens its workspace through toold.opening.open_workspace: bind →
+    watch → serve → aclose in one place, never a copy of its own."""
+    users = {name: _openers_used(path) for name, path in MODULES.items()}
+    assert users["toold.opening"] == set(OPENERS), "the pin no longer sees open_workspace"
+    wrong = [f"{name} uses {', '.join(sorted(used))}" for name, used in users.items() if used]
+    wrong = [line for line in wrong if not line.startswith("toold.opening ")]
+    assert not wrong, "open the workspace with toold.opening.open_workspace:\n" + "\n".join(wrong)

@@ -40,7 +40,7 @@ from toold import __version__
 from toold.acp import history
 from toold.acp.session import AcpSession, modes
 from toold.acp.wire import READ_LIMIT, LineTransport
-from toold.workspace import bind
+from toold.opening import open_workspace
 from toold_protocol import errors as codes
 
 if TYPE_CHECKING:
@@ -177,15 +177,9 @@ class TooldAgent:
             except (RuntimeError, ValueError) as exc:
                 await session.outbox.close()
                 raise RequestError(codes.INVALID_PARAMS, str(exc)) from None
-        state = await asyncio.to_thread(
-            bind,
-            root,
-            None,
-            session.push,
-            log.error,
-            ask=session.ask,
-            warn=log.warning,
-        )
+        # Released by session.aclose (toold.opening): its watcher, jobs and sandboxes.
+        opening = open_workspace(root, push=session.push, report=log.error, ask=session.ask)
+        state = await session.opened.enter_async_context(opening)
         fs = self.client_capabilities.fs
         editor_fs = bool(fs and fs.read_text_file and fs.write_text_file)
         session.attach(state, tools, editor_fs and state.config.acp.use_client_fs)

@@ -40,7 +40,6 @@ from toold.gateway import ToolGateway
 from toold.permissions.guard import MODES, Mode
 from toold.tools.base import Tool
 from toold.tools.toolset import ToolSet
-from toold.watch import watch_workspace
 from toold.workspace import WorkspaceState
 from toold_protocol import errors as codes
 from toold_protocol import names
@@ -111,8 +110,8 @@ class AcpSession:
         self.state: WorkspaceState | None = None
         self.gateway: ToolGateway | None = None
         self.events: TurnEvents | None = None
-        self.watcher: asyncio.Task[None] | None = None
-        """Watches toold.toml, the tasks file and skills (toold.watch) while the session lives."""
+        self.opened = contextlib.AsyncExitStack()
+        """The session's workspace (toold.opening: bound and watched), closed with it."""
         self._asks = 0
 
     def attach(self, state: WorkspaceState, extra_tools: list[Tool], editor_fs: bool) -> None:
@@ -126,7 +125,6 @@ class AcpSession:
         self.gateway = state.gateway.narrowed(toolset=toolset)
         writes = files.writes if files is not None else None
         self.events = TurnEvents(state.root, toolset, self.outbox, writes)
-        self.watcher = asyncio.ensure_future(watch_workspace(state, log.warning))
 
     # -- from the workspace --------------------------------------------------------
     def push(self, method: str, params: dict[str, Any]) -> None:
@@ -293,12 +291,7 @@ class AcpSession:
         return self.events
 
     async def aclose(self) -> None:
-        """Stop the turn and the watcher, release the workspace and stop sending."""
+        """Stop the turn, release the workspace (its watcher first) and stop sending."""
         self.cancel()
-        if self.watcher is not None:
-            self.watcher.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self.watcher
-        if self.state is not None:
-            await self.state.aclose()
+        await self.opened.aclose()
         await self.outbox.close()

@@ -35,7 +35,7 @@ from toold.permissions.guard import DENIED
 from toold.tools.base import Tool, ToolArgumentError
 from toold.tools.context import CallContext
 from toold.tools.toolset import ToolOutcome
-from toold.workspace import WorkspaceState, bind
+from toold.workspace import WorkspaceState
 
 log = logging.getLogger(__name__)
 
@@ -305,8 +305,9 @@ def build_server(state: WorkspaceState) -> Server[Any]:
 
 
 async def serve(workspace: Path) -> None:
-    """Bind ``workspace`` and serve MCP on stdin/stdout until the client hangs up."""
-    from toold.watch import watch_workspace
+    """Open ``workspace`` (toold.opening) and serve MCP on stdin/stdout until the client
+    hangs up."""
+    from toold.opening import open_workspace
 
     main = asyncio.current_task()
     loop = asyncio.get_running_loop()
@@ -324,17 +325,17 @@ async def serve(workspace: Path) -> None:
         stdio_server() as (stdin, stdout),
         capped(stdin, stdout) as (read_stream, write_stream),
     ):
-        state = await asyncio.to_thread(bind, workspace, None, drop, log.error)
-        watcher = asyncio.ensure_future(watch_workspace(state, log.error))
+        opened = contextlib.AsyncExitStack()
         try:
+            state = await opened.enter_async_context(
+                open_workspace(workspace, push=drop, report=log.error)
+            )
             server = build_server(state)
             await server.run(read_stream, write_stream, server.create_initialization_options())
         finally:
-            watcher.cancel()
+            # Released inside the streams' task groups: shielded from their cancellation too.
             with anyio.CancelScope(shield=True):
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await watcher
-                await state.aclose()
+                await opened.aclose()
 
 
 def serve_mcp(workspace: Path) -> int:

@@ -79,7 +79,8 @@ class Engine:
         """The connections being served."""
         self.doorway = Doorway()
         """The connections that have not said hello yet (bounded: the oldest go)."""
-        self._watching: asyncio.Task[None] | None = None
+        self._opened = contextlib.AsyncExitStack()
+        """The workspace (toold.opening), bound once and released at the engine's end."""
         self._evicting: asyncio.Future[list[int]] | None = None
         self._listener: socket.socket | None = None
 
@@ -135,28 +136,22 @@ class Engine:
             session.server.request_stop(1)
         if self._tasks:
             await asyncio.wait(self._tasks, timeout=10)
-        if self._watching is not None:
-            self._watching.cancel()
-        if self.state is not None:
-            await self.state.aclose()
+        await self._opened.aclose()
 
     async def _bind(self) -> None:
-        from toold.watch import watch_workspace
-        from toold.workspace import bind
+        from toold.opening import open_workspace
 
         sessions = self.sessions
-        self.state = await asyncio.to_thread(
-            bind,
+        opening = open_workspace(
             self.paths.workspace,
-            None,
-            sessions.push,
-            sessions.show_error,
-            True,  # execution events: each session that asked gets them (Sessions.push)
+            push=sessions.push,
+            report=sessions.show_error,
+            execution_events=True,  # each session that asked gets them (Sessions.push)
             ask=sessions.ask,
             warn=sessions.warn,
             confirm=sessions.confirm,
         )
-        self._watching = asyncio.ensure_future(watch_workspace(self.state, sessions.show_error))
+        self.state = await self._opened.enter_async_context(opening)
         log.info("toold %s engine serving %s", __version__, self.paths.workspace)
         self._make_room()  # for this engine: idle ones beyond the cap exit
 
