@@ -1,6 +1,7 @@
 """Everything one workspace binds: configuration, stores, runner and tools.
 
-Built on a worker thread after ``initialize`` (see TooldServer.start_binding).
+Built on a worker thread by toold.opening.open_workspace, the one way every front end
+opens a workspace.
 Nothing here imports pygls: changes leave through the ``push`` callback.
 """
 
@@ -482,6 +483,7 @@ def bind(
 
     todos = TodoManager(
         state_dir / "todos.json",
+        lock_path=state_dir / "todos.lock",
         on_change=lambda items: push(names.TODOS_CHANGED, {"todos": items}),
     )
     tasks = TaskManager(
