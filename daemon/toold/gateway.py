@@ -23,6 +23,7 @@ from typing import Any
 from pydantic_core import to_jsonable_python
 
 from toold.checkpoints import CheckpointStore
+from toold.dispatch import run_tool
 from toold.errors import FileChangedError
 from toold.hooks import Hooks, PreHookVerdict
 from toold.permissions.guard import DENIED, PermissionGuard
@@ -167,10 +168,10 @@ class ToolGateway:
         store = self.checkpoints
         paths = written if store is not None and store.enabled else []
         if not paths or store is None:
-            return await self.toolset.run(tool, checked, context=context, runner=self.runner)
+            return await run_tool(tool, checked, context, self.runner)
         pending = await asyncio.to_thread(store.snapshot, paths)
         try:
-            return await self.toolset.run(tool, checked, context=context, runner=self.runner)
+            return await run_tool(tool, checked, context, self.runner)
         finally:
             # Also after a failure or a cancel: whatever did change can be undone.
             await asyncio.shield(

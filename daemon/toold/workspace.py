@@ -21,6 +21,7 @@ from toold.agents.provider import AnthropicProvider
 from toold.agents.system import AgentSystem
 from toold.checkpoints import KEY_NAME, CheckpointStore
 from toold.config import CONFIG_FILE, ConfigError, TooldConfig, load_config, strictest
+from toold.dispatch import run_judged
 from toold.gateway import ToolGateway
 from toold.hooks import Hooks
 from toold.jobs.manager import BackgroundManager, Outcome
@@ -393,12 +394,16 @@ class WorkspaceState:
     ) -> Outcome:
         """background_run's command, through bash and the configured runner.
 
-        Not through the gateway: the guard judged this command when background_run was
-        called (its arguments hold it), and asking again would ask twice.
+        Not through ``gateway.call``: the guard judged this command when background_run
+        was called (its arguments hold it), and asking again would ask twice. It runs
+        through the one dispatch (toold.dispatch) every judged call runs through.
         """
         context = CallContext(origin="agent", progress=on_output)
-        outcome = await self.toolset.invoke(
-            "bash", {"command": command, "timeout": timeout}, context=context, runner=self.runner
+        outcome = await run_judged(
+            self.toolset.require("bash"),
+            {"command": command, "timeout": timeout},
+            context,
+            self.runner,
         )
         return Outcome(
             text=outcome.content if isinstance(outcome.content, str) else str(outcome.content),

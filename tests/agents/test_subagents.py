@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from tests.agents.conftest import API_KEY, ModelServer, tool_names, tool_results
+from tests.calls import user_call
 from toold.agents.provider import AnthropicProvider
 from toold.agents.system import AGENT_TYPES, AgentSystem
 from toold.gateway import ToolGateway
@@ -213,7 +214,7 @@ def test_unknown_agent_type_falls_back_with_a_warning(
 
 def test_without_a_provider_the_tool_says_unavailable(workspace: Path) -> None:
     tools = ToolSet(BuiltinToolProvider(ToolRuntime(workspace=workspace)).get_tools())
-    outcome = asyncio.run(tools.invoke("subagent", {"task": "anything"}))
+    outcome = asyncio.run(user_call(tools, "subagent", {"task": "anything"}))
     assert outcome.content == "Subagent unavailable: provider is not configured."
 
 

@@ -31,6 +31,7 @@ from typing import Any
 
 import pytest
 
+from tests.calls import user_call
 from tests.e2e.wire import WireClient
 from tests.hardening.support import FULL, next_raw, scale, start_daemon
 from tests.sandbox.conftest import bwrap_ready, docker_ready  # noqa: F401 (fixtures)
@@ -334,7 +335,7 @@ def test_generated_paths_through_the_local_runner_read_and_write_nothing_outside
         for start in range(0, len(paths), 250):
             for path in paths[start : start + 250]:
                 for name, args in calls(path, tools, as_pattern=False):
-                    outcome = await toolset.invoke(name, args, runner=runner)
+                    outcome = await user_call(toolset, name, args, runner=runner)
                     marker = leaked(layout, outcome.content)
                     assert marker is None, (f"leaked {marker!r}", name, args, outcome)
             restore_workspace(layout, keep)
@@ -491,7 +492,7 @@ def hard_linked(tmp_path: Path) -> tuple[Path, Path, ToolSet]:
 
 
 def _invoke(toolset: ToolSet, name: str, **args: Any) -> Any:
-    return asyncio.run(toolset.invoke(name, args)).content
+    return asyncio.run(user_call(toolset, name, args)).content
 
 
 def test_replacing_writes_break_a_hard_link_instead_of_writing_through_it(

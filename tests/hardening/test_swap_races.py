@@ -26,6 +26,7 @@ from typing import Any
 
 import pytest
 
+from tests.calls import user_call
 from tests.hardening.support import scale
 from tests.sandbox.conftest import bwrap_ready  # noqa: F401 (fixture)
 from tests.waiting import wait_until
@@ -184,7 +185,7 @@ def run_races(race: Race, runner_name: str) -> Counter[str]:
         try:
             for _ in range(ROUNDS):
                 for name, args in CALLS:
-                    outcome = await toolset.invoke(name, args, runner=runner)
+                    outcome = await user_call(toolset, name, args, runner=runner)
                     text = repr(outcome.content)
                     marker = next((m for m in race.leaks if m in text), None)
                     if marker is not None:

@@ -16,12 +16,12 @@ from typing import Any
 
 import pytest
 
+from tests.calls import user_call
 from tests.e2e.wire import WireClient
 from tests.sandbox.conftest import Daemon
 from toold.config import TooldConfig
 from toold.sandbox.runner import ToolRunner
 from toold.sandbox.runners import make_runner
-from toold.tools.context import CallContext
 from toold.tools.registry import BuiltinToolProvider
 from toold.tools.runtime import ToolRuntime
 from toold.tools.toolset import ToolSet
@@ -68,10 +68,10 @@ class Calls:
 
     def bash(self, command: str, timeout: int = 60) -> str:
         async def run() -> Any:
-            return await self.toolset.invoke(
+            return await user_call(
+                self.toolset,
                 "bash",
                 {"command": command, "timeout": timeout},
-                context=CallContext(),
                 runner=self.runner,
             )
 
@@ -315,9 +315,7 @@ def test_the_web_tools_reach_the_network_and_commands_do_not(
         url = f"http://127.0.0.1:{server.server_address[1]}/"
 
         async def fetch() -> Any:
-            return await calls.toolset.invoke(
-                "http_request", {"url": url}, context=CallContext(), runner=calls.runner
-            )
+            return await user_call(calls.toolset, "http_request", {"url": url}, runner=calls.runner)
 
         assert "hello" in str(calls.loop.run_until_complete(fetch()).content)
         port = tcp_server.getsockname()[1]

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from tests.calls import user_call
 from tests.e2e.wire import WireClient
 from tests.sandbox.conftest import progress_until, start_call
 from tests.waiting import wait_until
@@ -31,7 +32,6 @@ from toold.sandbox.docker_image import (
     lock_path,
 )
 from toold.sandbox.runners import make_runner
-from toold.tools.context import CallContext
 from toold.tools.registry import BuiltinToolProvider
 from toold.tools.runtime import ToolRuntime
 from toold.tools.toolset import ToolSet
@@ -74,10 +74,11 @@ def _calls(workspace: Path, config: TooldConfig, count: int) -> tuple[Any, list[
         try:
             outcomes = await asyncio.gather(
                 *(
-                    tools.invoke(
+                    user_call(
+                        tools,
                         "read_file",
                         {"file_path": "notes.txt"},
-                        context=CallContext(progress=progress.append),
+                        progress=progress.append,
                         runner=runner,
                     )
                     for _ in range(count)
@@ -214,13 +215,16 @@ def test_an_image_removed_while_the_runner_runs_is_built_again(workspace: Path, 
         runner = make_runner(config, workspace)
         tools = ToolSet(BuiltinToolProvider(ToolRuntime(workspace, config)).get_tools())
         heard: list[str] = []
-        context = CallContext(progress=heard.append)
         outcomes = []
         try:
             for _ in range(2):
                 outcomes.append(
-                    await tools.invoke(
-                        "read_file", {"file_path": "notes.txt"}, context=context, runner=runner
+                    await user_call(
+                        tools,
+                        "read_file",
+                        {"file_path": "notes.txt"},
+                        progress=heard.append,
+                        runner=runner,
                     )
                 )
                 # As `docker rmi` would, once the call's container has gone.
@@ -277,10 +281,11 @@ def test_a_failed_build_names_the_cause_and_is_not_retried_at_once(
             outcomes = []
             for _ in range(2):
                 outcomes.append(
-                    await tools.invoke(
+                    await user_call(
+                        tools,
                         "read_file",
                         {"file_path": "notes.txt"},
-                        context=CallContext(progress=heard.append),
+                        progress=heard.append,
                         runner=runner,
                     )
                 )

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from tests.calls import user_call
 from tests.e2e.wire import WireClient
 from tests.processes import process_alive, wait_gone
 from tests.sandbox.conftest import Daemon, progress_until, start_call
@@ -186,7 +187,7 @@ def test_reloading_in_a_thread_swaps_the_sandbox_under_the_same_runner(
             assert state.runner is runner and runner.sandbox is not old
             assert state.config.execution.warm_workers == 2
             wait_gone([old_server, idle], "the old fork server and its idle worker")
-            outcome = await state.toolset.invoke("bash", {"command": "echo new"}, runner=runner)
+            outcome = await user_call(state.toolset, "bash", {"command": "echo new"}, runner=runner)
             assert outcome.content == "new"
             new: Any = runner.sandbox
             new_server = new.server.pid  # read it now: releasing the sandbox forgets it

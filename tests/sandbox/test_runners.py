@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
+from tests.calls import user_call
 from tests.processes import process_alive, wait_gone
 from toold.config import TooldConfig
 from toold.sandbox.channel import RemoteError, WorkerLost, rebuild_exception
 from toold.sandbox.runners import make_runner
 from toold.tools import tool
-from toold.tools.context import CallContext
 from toold.tools.registry import BuiltinToolProvider
 from toold.tools.runtime import ToolRuntime
 from toold.tools.toolset import ToolSet
@@ -31,7 +31,7 @@ def _invoke(workspace: Path, config: TooldConfig, name: str, **args: Any) -> Any
         runner = make_runner(config, workspace)
         toolset = ToolSet(BuiltinToolProvider(ToolRuntime(workspace, config)).get_tools())
         try:
-            return await toolset.invoke(name, args, context=CallContext(), runner=runner)
+            return await user_call(toolset, name, args, runner=runner)
         finally:
             await runner.close()
 
@@ -130,7 +130,7 @@ def test_a_tool_a_worker_cannot_rebuild_is_refused(workspace: Path) -> None:
     async def run() -> Any:
         runner = make_runner(_config("subprocess", warm_workers=0), workspace)
         try:
-            return await ToolSet([shout]).invoke("shout", {"text": "hi"}, runner=runner)
+            return await user_call(ToolSet([shout]), "shout", {"text": "hi"}, runner=runner)
         finally:
             await runner.close()
 

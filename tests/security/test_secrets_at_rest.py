@@ -24,10 +24,12 @@ from pathlib import Path
 
 import pytest
 
+from tests.calls import user_call
 from tests.e2e.wire import WireClient
 from tests.waiting import wait_until
 from toold.permissions import redaction
 from toold.permissions.redaction import REDACTED, StreamRedactor, redact, redact_text
+from toold.tools import BuiltinToolProvider, ToolRuntime, ToolSet
 from toold.workspace import bind
 
 CANARY = "Cq7" + "zN4hunter2Wx"
@@ -344,13 +346,13 @@ def test_no_spelling_reaches_toold_in_clear_and_its_files_are_private(
 def test_a_secret_across_two_reads_of_a_spilled_output_is_redacted(tmp_path: Path) -> None:
     """The bash tool reads output 64 KiB at a time: the secret is printed across the
     first boundary, with no newline near it, and must not reach the spill file whole."""
-    from toold.tools import get_handlers
-
     workspace = (tmp_path / "ws").resolve()
     workspace.mkdir()
     filler = 65536 - len("x --password ") - 5
     script = f"import sys; sys.stdout.write('y' * {filler} + ' --password {CANARY} done\\n')"
-    result = asyncio.run(get_handlers(workspace)["bash"](command=f"python3 -c {script!r}"))
+    tools = ToolSet(BuiltinToolProvider(ToolRuntime(workspace=workspace)).get_tools())
+    command = f"python3 -c {script!r}"
+    result = asyncio.run(user_call(tools, "bash", {"command": command})).content
     assert ".toold/outputs/" in str(result)
     [spill] = (workspace / ".toold" / "outputs").glob("*.txt")
     text = spill.read_text()

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from toold.tools import get_tools
+from toold.compat.bareagent import get_tools
 
 from .conftest import Call, Put
 
@@ -33,7 +33,7 @@ def test_edit_replaces_text(call: Call, put: Put, workspace: Path) -> None:
 
 def test_edit_missing_text_raises(call: Call, put: Put) -> None:
     put("sample.txt", "hello world")
-    with pytest.raises(ValueError, match="old_text not found"):
+    with call.fails(ValueError, match="old_text not found"):
         call("edit_file", file_path="sample.txt", old_text="absent", new_text="x")
 
 

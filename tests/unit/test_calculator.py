@@ -6,6 +6,7 @@ import asyncio
 
 import pytest
 
+from tests.calls import user_call
 from toold.tools import ToolSet
 from toold.tools.builtin.calculator import CalculatorTool
 
@@ -92,8 +93,8 @@ def test_schema_is_jianmu_string_wrapped_as_input() -> None:
 
 def test_bare_string_and_input_object_both_work() -> None:
     tools = ToolSet.resolve(["calculator"])
-    assert asyncio.run(tools.execute("calculator", "6*7")) == "42"
-    assert asyncio.run(tools.execute("calculator", {"input": "6*7"})) == "42"
+    assert asyncio.run(user_call(tools, "calculator", "6*7")).content == "42"
+    assert asyncio.run(user_call(tools, "calculator", {"input": "6*7"})).content == "42"
 
 
 def test_a_number_is_taken_as_its_expression(calc: CalculatorTool) -> None:
@@ -120,10 +121,10 @@ def test_a_refused_expression_is_not_echoed_whole(calc: CalculatorTool) -> None:
 
 def test_a_misnamed_argument_is_named() -> None:
     tools = ToolSet.resolve(["calculator"])
-    outcome = asyncio.run(tools.invoke("calculator", {"expression": "1+2"}))
+    outcome = asyncio.run(user_call(tools, "calculator", {"expression": "1+2"}))
     assert outcome.is_error
     assert outcome.content == (
         "Error: invalid arguments for calculator: expression: unexpected argument; give the "
         'string as input, e.g. {"input": ...}'
     )
-    assert asyncio.run(tools.invoke("calculator", {"input": "1+2"})).content == "3"
+    assert asyncio.run(user_call(tools, "calculator", {"input": "1+2"})).content == "3"

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from toold.tools import BASE_TOOLS, DEFERRED_TOOLS, ToolArgumentError, get_tools
+from toold.compat.bareagent import BASE_TOOLS, DEFERRED_TOOLS, get_tools
+from toold.tools import ToolArgumentError
 from toold.tools.registry import BuiltinToolProvider
 
 from .conftest import Call, Put
@@ -57,9 +58,9 @@ def test_glob_search_limit_and_notice(call: Call, put: Put) -> None:
 
 def test_glob_search_no_match_and_bad_path(call: Call, tree: None) -> None:
     assert call("glob_search", pattern="*.rs") == "No files matched."
-    with pytest.raises(FileNotFoundError, match="Path not found: nope"):
+    with call.fails(FileNotFoundError, match="Path not found: nope"):
         call("glob_search", pattern="*", path="nope")
-    with pytest.raises(PermissionError):
+    with call.fails(PermissionError):
         call("glob_search", pattern="*", path="../")
 
 
@@ -112,9 +113,9 @@ def test_grep_search_long_lines_are_cut(call: Call, put: Put) -> None:
 
 def test_grep_search_errors(call: Call, tree: None) -> None:
     assert call("grep_search", query="absent") == "No matches found."
-    with pytest.raises(ValueError, match="Invalid regex pattern"):
+    with call.fails(ValueError, match="Invalid regex pattern"):
         call("grep_search", query="(", regex=True)
-    with pytest.raises(ToolArgumentError, match="query"):
+    with call.fails(ToolArgumentError, match="query"):
         call("grep_search", query="")
 
 
@@ -142,10 +143,10 @@ def test_file_info_directory(call: Call, put: Put) -> None:
 
 
 def test_file_info_errors(call: Call, workspace: Path) -> None:
-    with pytest.raises(FileNotFoundError, match=r"Path not found: nope\.txt"):
+    with call.fails(FileNotFoundError, match=r"Path not found: nope\.txt"):
         call("file_info", path="nope.txt")
     (workspace / "link").symlink_to(workspace)
-    with pytest.raises(PermissionError, match="Symlink detected"):
+    with call.fails(PermissionError, match="Symlink detected"):
         call("file_info", path="link")
 
 
@@ -189,9 +190,9 @@ def test_str_replace_keeps_crlf(call: Call, put: Put, workspace: Path) -> None:
 
 def test_str_replace_nothing_matched(call: Call, put: Put, workspace: Path) -> None:
     put("a.txt", "hello")
-    with pytest.raises(ValueError, match=r"^No match in a.txt: old \(exact text"):
+    with call.fails(ValueError, match=r"^No match in a.txt: old \(exact text"):
         call("str_replace", path="a.txt", old="Hello", new="x")
-    with pytest.raises(ValueError, match=r"^No match in a.txt: the regex was not found"):
+    with call.fails(ValueError, match=r"^No match in a.txt: the regex was not found"):
         call("str_replace", path="a.txt", old="^x", new="y", regex=True)
     assert (workspace / "a.txt").read_text() == "hello"
 
@@ -199,17 +200,17 @@ def test_str_replace_nothing_matched(call: Call, put: Put, workspace: Path) -> N
 def test_str_replace_bad_input(call: Call, put: Put) -> None:
     put("a.txt", "hello")
     put("bin.dat", b"\xff\xfe")
-    with pytest.raises(ValueError, match="Invalid regex pattern"):
+    with call.fails(ValueError, match="Invalid regex pattern"):
         call("str_replace", path="a.txt", old="(", new="", regex=True)
-    with pytest.raises(ValueError, match="Invalid replacement"):
+    with call.fails(ValueError, match="Invalid replacement"):
         call("str_replace", path="a.txt", old="h", new=r"\9", regex=True)
-    with pytest.raises(UnicodeDecodeError):
+    with call.fails(UnicodeDecodeError):
         call("str_replace", path="bin.dat", old="x", new="y")
-    with pytest.raises(FileNotFoundError, match="File not found: nope"):
+    with call.fails(FileNotFoundError, match="File not found: nope"):
         call("str_replace", path="nope", old="x", new="y")
-    with pytest.raises(ToolArgumentError, match="count"):
+    with call.fails(ToolArgumentError, match="count"):
         call("str_replace", path="a.txt", old="h", new="y", count=-1)
-    with pytest.raises(PermissionError):
+    with call.fails(PermissionError):
         call("str_replace", path="../a.txt", old="h", new="y")
 
 

@@ -9,10 +9,12 @@ from typing import Any
 
 import pytest
 
+from tests.calls import user_call
 from toold.tools.base import ToolArgumentError
 from toold.tools.builtin.edits import parse_patch
 from toold.tools.builtin.files import WriteFileTool
 from toold.tools.runtime import ToolRuntime
+from toold.tools.toolset import ToolSet
 
 from .conftest import Call, Put
 
@@ -63,10 +65,10 @@ def test_a_botched_multi_edit_changes_nothing(call: Call, put: Put, workspace: P
     put("m.py", "x = 1\nx = 1\ny = 2\n")
     before = tree(workspace)
     missing = [{"old_text": "y = 2", "new_text": "y = 3"}, {"old_text": "zzz", "new_text": ""}]
-    with pytest.raises(ValueError, match=r"^edits\[1\]: old_text not found in m.py"):
+    with call.fails(ValueError, match=r"^edits\[1\]: old_text not found in m.py"):
         call("multi_edit", file_path="m.py", edits=missing)
     ambiguous = [{"old_text": "y", "new_text": "z"}, {"old_text": "x = 1", "new_text": "x = 2"}]
-    with pytest.raises(ValueError, match=r"^edits\[1\]: old_text occurs 2 times in m.py"):
+    with call.fails(ValueError, match=r"^edits\[1\]: old_text occurs 2 times in m.py"):
         call("multi_edit", file_path="m.py", edits=ambiguous)
     assert tree(workspace) == before
     every = [{"old_text": "x = 1", "new_text": "x = 2", "replace_all": True}]
@@ -76,9 +78,9 @@ def test_a_botched_multi_edit_changes_nothing(call: Call, put: Put, workspace: P
 
 def test_multi_edit_arguments_are_checked(call: Call, put: Put) -> None:
     put("m.py", "x")
-    with pytest.raises(ToolArgumentError, match="edits"):
+    with call.fails(ToolArgumentError, match="edits"):
         call("multi_edit", file_path="m.py", edits=[])
-    with pytest.raises(ToolArgumentError, match="old_text"):
+    with call.fails(ToolArgumentError, match="old_text"):
         call("multi_edit", file_path="m.py", edits=[{"old_text": "", "new_text": "y"}])
 
 
@@ -93,11 +95,11 @@ def test_multi_edit_cannot_grow_a_file_past_the_size_limits(
     put("a.txt", "a")
     doubling = [{"old_text": "a", "new_text": "aa", "replace_all": True}] * 24
     for dry_run in (True, False):
-        with pytest.raises(ValueError, match=r"edits\[20\]: a\.txt would grow to 2097152"):
+        with call.fails(ValueError, match=r"edits\[20\]: a\.txt would grow to 2097152"):
             call("multi_edit", file_path="a.txt", edits=doubling, dry_run=dry_run)
     assert (workspace / "a.txt").read_text() == "a"
     many = [{"old_text": "a", "new_text": "a"}] * 1001
-    with pytest.raises(ToolArgumentError, match="edits"):
+    with call.fails(ToolArgumentError, match="edits"):
         call("multi_edit", file_path="a.txt", edits=many, dry_run=True)
 
 
@@ -139,7 +141,7 @@ def test_a_dry_run_never_reaches_a_run_that_ignores_it(workspace: Path, put: Put
     put("a.txt", "one\n")
     tool = Careless(ToolRuntime(workspace=workspace))
     args = {"file_path": "a.txt", "content": "two\n", "dry_run": True}
-    assert "+two" in asyncio.run(tool.execute(args))
+    assert "+two" in asyncio.run(user_call(ToolSet([tool]), tool.name, args)).content
     assert (workspace / "a.txt").read_text() == "one\n"
 
 
@@ -166,7 +168,7 @@ def test_a_hunk_that_does_not_apply_changes_no_file(call: Call, put: Put, worksp
         + "@@ -10,4 +10,5 @@\n line 10\n line 11\n-line 99\n+x\n+y\n line 13\n"
     )
     before = tree(workspace)
-    with pytest.raises(ValueError) as caught:
+    with call.fails(ValueError) as caught:
         call("apply_patch", patch=bad)
     assert str(caught.value).startswith(
         "b/src/x.py hunk 2 (@@ -10,4 +10,5 @@): removed line does not match line 12"
@@ -177,10 +179,10 @@ def test_a_hunk_that_does_not_apply_changes_no_file(call: Call, put: Put, worksp
 def test_context_is_checked_exactly_and_a_moved_hunk_is_pointed_at(call: Call, put: Put) -> None:
     put("x.txt", "a\nb\nc\nd\n")
     moved = "--- a/x.txt\n+++ b/x.txt\n@@ -1,2 +1,2 @@\n c\n-d\n+D\n"
-    with pytest.raises(ValueError, match=r"hunk 1 .*line 1; its lines are found at line 3"):
+    with call.fails(ValueError, match=r"hunk 1 .*line 1; its lines are found at line 3"):
         call("apply_patch", patch=moved)
     spaced = "--- a/x.txt\n+++ b/x.txt\n@@ -1,2 +1,2 @@\n a \n-b\n+B\n"
-    with pytest.raises(ValueError, match="context does not match line 1"):
+    with call.fails(ValueError, match="context does not match line 1"):
         call("apply_patch", patch=spaced)
 
 
@@ -193,7 +195,7 @@ def test_the_search_for_a_moved_hunk_is_bounded(
     put("x.txt", "a\nb\nc\nd\n")
     moved = "--- a/x.txt\n+++ b/x.txt\n@@ -1,2 +1,2 @@\n c\n-d\n+D\n"
     monkeypatch.setattr("toold.tools.builtin.edits.HINT_BUDGET", 1)
-    with pytest.raises(ValueError, match=r"line 1; read the file again and make the patch"):
+    with call.fails(ValueError, match=r"line 1; read the file again and make the patch"):
         call("apply_patch", patch=moved, dry_run=True)
 
 
@@ -231,7 +233,7 @@ def test_a_later_write_that_fails_puts_back_the_earlier_ones(
     put("blocker", "a file, not a folder")
     patch = PATCH.split("--- a/gone.txt")[0].replace("sub/new.txt", "blocker/new.txt")
     before = tree(workspace)
-    with pytest.raises(NotADirectoryError):
+    with call.fails(NotADirectoryError):
         call("apply_patch", patch=patch)
     assert tree(workspace) == before
 
@@ -259,7 +261,7 @@ def test_a_later_write_that_fails_puts_back_the_earlier_ones(
 def test_bad_patches_are_refused_before_anything_runs(
     call: Call, workspace: Path, patch: str, error: str
 ) -> None:
-    with pytest.raises(ToolArgumentError, match=error):
+    with call.fails(ToolArgumentError, match=error):
         call("apply_patch", patch=patch)
     assert tree(workspace) == {}
 
@@ -272,22 +274,22 @@ def test_a_patch_never_goes_through_a_symlinked_folder(
     (outside / "t.txt").write_text("a\n")
     os.symlink(outside, workspace / "link")
     modify = "--- a/link/t.txt\n+++ b/link/t.txt\n@@ -1 +1 @@\n-a\n+b\n"
-    with pytest.raises(PermissionError, match="Symlink"):
+    with call.fails(PermissionError, match="Symlink"):
         call("apply_patch", patch=modify)
     create = "--- /dev/null\n+++ b/link/new.txt\n@@ -0,0 +1 @@\n+x\n"
-    with pytest.raises(PermissionError, match="Symlink"):
+    with call.fails(PermissionError, match="Symlink"):
         call("apply_patch", patch=create)
     assert sorted(os.listdir(outside)) == ["t.txt"] and (outside / "t.txt").read_text() == "a\n"
 
 
 def test_a_created_file_must_not_exist_and_a_deleted_one_must_match(call: Call, put: Put) -> None:
     put("here.txt", "x\n")
-    with pytest.raises(ValueError, match="creates it, but it already exists"):
+    with call.fails(ValueError, match="creates it, but it already exists"):
         call("apply_patch", patch="--- /dev/null\n+++ b/here.txt\n@@ -0,0 +1 @@\n+y\n")
-    with pytest.raises(ValueError, match="no such file"):
+    with call.fails(ValueError, match="no such file"):
         call("apply_patch", patch="--- a/nope.txt\n+++ b/nope.txt\n@@ -1 +1 @@\n-a\n+b\n")
     put("two.txt", "a\nb\n")
-    with pytest.raises(ValueError, match="do not remove the whole file"):
+    with call.fails(ValueError, match="do not remove the whole file"):
         call("apply_patch", patch="--- a/two.txt\n+++ /dev/null\n@@ -1 +0,0 @@\n-a\n")
 
 
@@ -307,7 +309,7 @@ def test_str_replace_cannot_grow_a_file_past_the_size_limits(
         {"old": "a", "new": "x" * 10_000},
         {"old": "(a)", "new": "\\1" * 10_000, "regex": True},
     ):
-        with pytest.raises(ValueError, match=r"a\.txt would grow to \d+ characters"):
+        with call.fails(ValueError, match=r"a\.txt would grow to \d+ characters"):
             call("str_replace", path="a.txt", dry_run=True, **args)
     assert call("str_replace", path="a.txt", old="(a)", new="\\1b", regex=True, count=2) == (
         "Replaced 2 occurrences in a.txt"

@@ -10,14 +10,16 @@ from typing import Any
 
 import pytest
 
+from tests.calls import user_call
 from toold.config import TooldConfig
 from toold.sandbox.runners import make_runner
 from toold.tools import ToolOutcome, ToolRuntime, ToolSet
-from toold.tools.context import CallContext
 from toold.tools.registry import BuiltinToolProvider
 
 
 def _invoke(workspace: Path, name: str, args: Any, runner_name: str = "local") -> ToolOutcome:
+    """One call through the gateway with the named runner: the tool's answer (content,
+    isError, exit status), without the verdict's fields."""
     config = TooldConfig.model_validate(
         {
             "execution": {"tool_runner": runner_name, "warm_workers": 0},
@@ -30,7 +32,8 @@ def _invoke(workspace: Path, name: str, args: Any, runner_name: str = "local") -
         runner = make_runner(config, workspace)
         tools = ToolSet(BuiltinToolProvider(ToolRuntime(workspace, config)).get_tools())
         try:
-            return await tools.invoke(name, args, context=CallContext(), runner=runner)
+            done = await user_call(tools, name, args, runner=runner)
+            return ToolOutcome(done.content, done.is_error, done.exit_code, done.timed_out)
         finally:
             await runner.close()
             for tool in tools:

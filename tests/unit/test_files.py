@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from toold.config import FilesConfig, LimitsConfig, TooldConfig
-from toold.tools import ToolArgumentError, get_handlers
+from toold.tools import ToolArgumentError
 
-from .conftest import Call, Put
+from .conftest import Call, Put, ToolsWith
 
 # read_file
 
@@ -49,20 +49,20 @@ def test_read_empty_file(call: Call, put: Put) -> None:
 
 def test_read_negative_offset(call: Call, put: Put) -> None:
     put("f.txt", "a\n")
-    with pytest.raises(ValueError, match=r"^offset must be >= 0$"):
+    with call.fails(ValueError, match=r"^offset must be >= 0$"):
         call("read_file", file_path="f.txt", offset=-1)
 
 
 def test_read_negative_limit(call: Call, put: Put) -> None:
     put("f.txt", "a\n")
-    with pytest.raises(ValueError, match=r"^limit must be >= 0$"):
+    with call.fails(ValueError, match=r"^limit must be >= 0$"):
         call("read_file", file_path="f.txt", limit=-1)
 
 
 def test_read_missing_file(call: Call) -> None:
-    with pytest.raises(FileNotFoundError, match=r"^File not found: nope\.txt$"):
+    with call.fails(FileNotFoundError, match=r"^File not found: nope\.txt$"):
         call("read_file", file_path="nope.txt")
-    with pytest.raises(FileNotFoundError, match=r"^File not found: no/dir/f\.txt$"):
+    with call.fails(FileNotFoundError, match=r"^File not found: no/dir/f\.txt$"):
         call("read_file", file_path="./no/dir/../dir/f.txt")
 
 
@@ -74,41 +74,41 @@ def test_a_fifo_is_not_a_file_and_never_blocks(call: Call, workspace: Path) -> N
         ("write_file", {"content": "x", "append": True}),
         ("write_file", {"content": "x"}),
     ):
-        with pytest.raises(ValueError, match=r"^Not a file: pipe"):
+        with call.fails(ValueError, match=r"^Not a file: pipe"):
             call(name, file_path="pipe", **args)
     assert stat.S_ISFIFO((workspace / "pipe").lstat().st_mode)
 
 
 def test_read_non_utf8_file(call: Call, put: Put) -> None:
     put("latin1.txt", "café".encode("latin-1"))
-    with pytest.raises(UnicodeDecodeError):
+    with call.fails(UnicodeDecodeError):
         call("read_file", file_path="latin1.txt")
 
 
 def test_read_directory_is_an_error(call: Call, workspace: Path) -> None:
     (workspace / "d").mkdir()
-    with pytest.raises(IsADirectoryError):
+    with call.fails(IsADirectoryError):
         call("read_file", file_path="d")
 
 
-def test_read_file_too_large(workspace: Path, put: Put) -> None:
+def test_read_file_too_large(tools_with: ToolsWith, put: Put) -> None:
     put("big.txt", "x" * 11)
     put("ok.txt", "x" * 10)
     config = TooldConfig(limits=LimitsConfig(max_file_size=10))
-    read = get_handlers(workspace, config=config)["read_file"]
-    assert asyncio.run(read(file_path="ok.txt")) == "1: " + "x" * 10
-    with pytest.raises(ValueError, match=r"^File too large: 11 bytes \(max: 10\)"):
-        asyncio.run(read(file_path="big.txt"))
+    call = tools_with(config=config)
+    assert call("read_file", file_path="ok.txt") == "1: " + "x" * 10
+    with call.fails(ValueError, match=r"^File too large: 11 bytes \(max: 10\)"):
+        call("read_file", file_path="big.txt")
 
 
 def test_read_requires_file_path(call: Call) -> None:
-    with pytest.raises(ToolArgumentError, match="file_path: Field required"):
+    with call.fails(ToolArgumentError, match="file_path: Field required"):
         call("read_file")
 
 
 def test_read_refuses_escape(call: Call, workspace: Path) -> None:
     (workspace.parent / "secret.txt").write_text("s")
-    with pytest.raises(PermissionError, match=r"escapes workspace"):
+    with call.fails(PermissionError, match=r"escapes workspace"):
         call("read_file", file_path="../secret.txt")
 
 
@@ -184,7 +184,7 @@ def test_append_creates_file_and_parents(call: Call, workspace: Path) -> None:
 def test_write_to_workspace_root_is_refused(call: Call, tmp_path: Path) -> None:
     before = sorted(p.name for p in tmp_path.iterdir())
     for path in ("", "."):
-        with pytest.raises(IsADirectoryError):
+        with call.fails(IsADirectoryError):
             call("write_file", file_path=path, content="x")
     # No temp file was staged next to the workspace.
     assert sorted(p.name for p in tmp_path.iterdir()) == before
@@ -192,7 +192,7 @@ def test_write_to_workspace_root_is_refused(call: Call, tmp_path: Path) -> None:
 
 def test_write_to_directory_is_refused(call: Call, workspace: Path) -> None:
     (workspace / "d").mkdir()
-    with pytest.raises(IsADirectoryError, match="Is a directory: d"):
+    with call.fails(IsADirectoryError, match="Is a directory: d"):
         call("write_file", file_path="d", content="x")
     assert list((workspace / "d").iterdir()) == []
 
@@ -203,9 +203,9 @@ def test_write_through_symlinked_folder_is_refused(
     outside = tmp_path / "outside"
     outside.mkdir()
     (workspace / "link").symlink_to(outside, target_is_directory=True)
-    with pytest.raises(PermissionError, match="Symlink detected in path chain"):
+    with call.fails(PermissionError, match="Symlink detected in path chain"):
         call("write_file", file_path="link/f.txt", content="x")
-    with pytest.raises(PermissionError, match="Symlink detected in path chain"):
+    with call.fails(PermissionError, match="Symlink detected in path chain"):
         call("write_file", file_path="link/f.txt", content="x", append=True)
     assert list(outside.iterdir()) == []
 
@@ -217,7 +217,7 @@ def test_write_to_a_symlink_is_refused_and_the_target_kept(
     target.write_text("keep")
     (workspace / "link.txt").symlink_to(target)
     for append in (False, True):
-        with pytest.raises(PermissionError, match="Symlink detected in path chain"):
+        with call.fails(PermissionError, match="Symlink detected in path chain"):
             call("write_file", file_path="link.txt", content="x", append=append)
     assert target.read_text() == "keep" and (workspace / "link.txt").is_symlink()
 
@@ -226,19 +226,23 @@ def test_an_append_to_a_hard_linked_file_is_refused(call: Call, put: Put, tmp_pa
     outside = tmp_path / "outside.txt"
     outside.write_text("keep\n")
     os.link(outside, put("dir/placeholder", "").parent / "hard.txt")
-    with pytest.raises(PermissionError, match="2 hard links"):
+    with call.fails(PermissionError, match="2 hard links"):
         call("write_file", file_path="dir/hard.txt", content="x", append=True)
     assert outside.read_text() == "keep\n"
 
 
 @pytest.mark.parametrize("fsync", [False, True])
-def test_writes_are_atomic_with_or_without_fsync(workspace: Path, put: Put, fsync: bool) -> None:
+def test_writes_are_atomic_with_or_without_fsync(
+    tools_with: ToolsWith, workspace: Path, put: Put, fsync: bool
+) -> None:
     target = put("f.txt", "old")
     os.chmod(target, 0o600)
     config = TooldConfig(files=FilesConfig(fsync=fsync))
-    handlers = get_handlers(workspace, config=config)
-    asyncio.run(handlers["write_file"](file_path="f.txt", content="new"))
-    asyncio.run(handlers["edit_file"](file_path="f.txt", old_text="new", new_text="newer"))
+    call = tools_with(config=config)
+    assert call("write_file", file_path="f.txt", content="new") == "Wrote 3 characters to f.txt"
+    assert call("edit_file", file_path="f.txt", old_text="new", new_text="newer") == (
+        "Edited f.txt"
+    )
     assert target.read_text() == "newer"
     assert stat.S_IMODE(target.stat().st_mode) == 0o600
     assert sorted(p.name for p in workspace.iterdir()) == ["f.txt"]  # no temp file left
@@ -246,13 +250,13 @@ def test_writes_are_atomic_with_or_without_fsync(workspace: Path, put: Put, fsyn
 
 def test_write_below_a_file_names_the_problem(call: Call, put: Put) -> None:
     put("f.txt", "x")
-    with pytest.raises(NotADirectoryError, match=r"^A parent of f\.txt/g\.txt is a file"):
+    with call.fails(NotADirectoryError, match=r"^A parent of f\.txt/g\.txt is a file"):
         call("write_file", file_path="f.txt/g.txt", content="x")
 
 
 def test_write_refuses_absolute_path(call: Call, tmp_path: Path) -> None:
     target = tmp_path / "abs.txt"
-    with pytest.raises(PermissionError, match="Absolute paths are not allowed"):
+    with call.fails(PermissionError, match="Absolute paths are not allowed"):
         call("write_file", file_path=os.fspath(target), content="x")
     assert not target.exists()
 
@@ -276,7 +280,7 @@ def test_edit_multiline_text(call: Call, put: Put, workspace: Path) -> None:
 
 def test_edit_missing_text_leaves_file_alone(call: Call, put: Put, workspace: Path) -> None:
     put("f.txt", "hello")
-    with pytest.raises(ValueError, match=r"^old_text not found in file$"):
+    with call.fails(ValueError, match=r"^old_text not found in file$"):
         call("edit_file", file_path="f.txt", old_text="bye", new_text="x")
     assert (workspace / "f.txt").read_text() == "hello"
 
@@ -284,18 +288,18 @@ def test_edit_missing_text_leaves_file_alone(call: Call, put: Put, workspace: Pa
 def test_edit_is_case_and_whitespace_exact(call: Call, put: Put) -> None:
     put("f.txt", "Hello  world")
     for old in ("hello", "Hello world"):
-        with pytest.raises(ValueError, match="old_text not found in file"):
+        with call.fails(ValueError, match="old_text not found in file"):
             call("edit_file", file_path="f.txt", old_text=old, new_text="x")
 
 
 def test_edit_empty_old_text_is_an_argument_error(call: Call, put: Put) -> None:
     put("f.txt", "hello")
-    with pytest.raises(ToolArgumentError, match="old_text"):
+    with call.fails(ToolArgumentError, match="old_text"):
         call("edit_file", file_path="f.txt", old_text="", new_text="x")
 
 
 def test_edit_missing_file(call: Call) -> None:
-    with pytest.raises(FileNotFoundError, match=r"^File not found: nope\.txt$"):
+    with call.fails(FileNotFoundError, match=r"^File not found: nope\.txt$"):
         call("edit_file", file_path="nope.txt", old_text="a", new_text="b")
 
 
@@ -309,18 +313,19 @@ def test_edit_keeps_crlf_and_mode(call: Call, put: Put) -> None:
 
 def test_edit_non_utf8_file(call: Call, put: Put) -> None:
     put("f.txt", b"caf\xe9")
-    with pytest.raises(UnicodeDecodeError):
+    with call.fails(UnicodeDecodeError):
         call("edit_file", file_path="f.txt", old_text="caf", new_text="x")
 
 
-def test_concurrent_edits_lose_nothing(workspace: Path, put: Put) -> None:
+def test_concurrent_edits_lose_nothing(call: Call, put: Put) -> None:
     target = put("log.txt", "END")
-    edit = get_handlers(workspace)["edit_file"]
 
     async def many() -> None:
-        await asyncio.gather(
-            *(edit(file_path="log.txt", old_text="END", new_text=f"{i}\nEND") for i in range(40))
+        edits = (
+            call.run("edit_file", file_path="log.txt", old_text="END", new_text=f"{i}\nEND")
+            for i in range(40)
         )
+        assert not any(done.is_error for done in await asyncio.gather(*edits))
 
     asyncio.run(many())
     lines = target.read_text().split("\n")

@@ -185,7 +185,7 @@ def test_a_symlinked_start_is_refused_not_followed(
     put("real/a.py", "")
     (workspace / "real" / "up").symlink_to(outside, target_is_directory=True)
     for path in ("out", "out/secret.py", "real/up", "real/up/secret.py"):
-        with pytest.raises(PermissionError, match="Symlink detected in path chain"):
+        with call.fails(PermissionError, match="Symlink detected in path chain"):
             call("glob", pattern="*", path=path)
     assert call("glob", pattern="*", path="real") == ["real/a.py"]
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import re
 from pathlib import Path
 
@@ -12,9 +11,9 @@ from toold.config import LimitsConfig, TooldConfig
 from toold.search import grep as grep_module
 from toold.search.grep import GrepQuery, grep_lines
 from toold.search.walk import Tree
-from toold.tools import get_handlers
+from toold.tools import BuiltinToolProvider, ToolRuntime, ToolSet
 
-from .conftest import Call, Put
+from .conftest import Call, Caller, Put, ToolsWith
 
 MB = 1_048_576
 
@@ -109,11 +108,11 @@ def test_at_most_1000_matches(call: Call, put: Put) -> None:
         assert result[-1] == "b.txt:400:hit"
 
 
-def test_match_limit_from_config(workspace: Path, put: Put) -> None:
+def test_match_limit_from_config(tools_with: ToolsWith, put: Put) -> None:
     put("a.txt", "hit\n" * 10)
     config = TooldConfig(limits=LimitsConfig(grep_max_matches=3))
-    grep = get_handlers(workspace, config=config)["grep"]
-    assert asyncio.run(grep(pattern="hit")) == ["a.txt:1:hit", "a.txt:2:hit", "a.txt:3:hit"]
+    call = tools_with(config=config)
+    assert call("grep", pattern="hit") == ["a.txt:1:hit", "a.txt:2:hit", "a.txt:3:hit"]
 
 
 @pytest.mark.parametrize(
@@ -254,10 +253,7 @@ def test_literal_and_regex_agree_under_a_skipped_folder_name(
     (ws / "sub" / "f.txt").write_text("needle\n")
     (ws / ".git").mkdir()
     (ws / ".git" / "g.txt").write_text("needle\n")
-    handlers = get_handlers(ws)
-
-    def call_ws(name: str, /, **args: str) -> list[str]:
-        return asyncio.run(handlers[name](**args))
+    call_ws = Caller(ToolSet(BuiltinToolProvider(ToolRuntime(workspace=ws)).get_tools()))
 
     for result in _grep_all_ways(call_ws, monkeypatch, pattern="needle"):
         assert result == ["sub/f.txt:1:needle"]

@@ -18,8 +18,9 @@ from typing import Any
 import pytest
 from aiohttp import web
 
+from tests.calls import user_call
 from toold.config import TooldConfig
-from toold.tools import ToolRuntime
+from toold.tools import ToolRuntime, ToolSet
 from toold.tools.builtin._http_policy import HostPolicy, Refused
 from toold.tools.builtin.web import HttpRequestTool, backoff_delay
 
@@ -135,7 +136,7 @@ def make_tool(workspace: Path, **http: Any) -> HttpRequestTool:
 
 
 async def request(tool: HttpRequestTool, **args: Any) -> str:
-    result = await tool.execute(args)
+    result = (await user_call(ToolSet([tool]), tool.name, args)).content
     assert isinstance(result, str)
     return result
 

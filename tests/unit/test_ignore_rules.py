@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
 from pathlib import Path
 
@@ -11,9 +10,8 @@ import pytest
 
 from toold.config import SearchConfig, TooldConfig
 from toold.search.ignore import MAX_RULES_BYTES
-from toold.tools import get_handlers
 
-from .conftest import Call, Put
+from .conftest import Call, Put, ToolsWith
 
 
 @pytest.fixture
@@ -87,10 +85,9 @@ def test_a_search_started_below_the_root_keeps_the_roots_rules(call: Call, repo:
     assert call("glob", pattern="*", path="build") == ["build/out.py"]
 
 
-def test_the_config_can_turn_it_off(workspace: Path, repo: None) -> None:
+def test_the_config_can_turn_it_off(tools_with: ToolsWith, repo: None) -> None:
     config = TooldConfig(search=SearchConfig(respect_gitignore=False))
-    glob = get_handlers(workspace, config=config)["glob"]
-    found = asyncio.run(glob(pattern="*.log"))
+    found = tools_with(config=config)("glob", pattern="*.log")
     assert found == ["debug.log", "keep.log", "src/important.log"]
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.calls import user_call
 from toold.config import FilesConfig, LimitsConfig, TooldConfig
 from toold.sandbox.paths import LOCAL_FILESYSTEMS, filesystem_type
 from toold.tools.registry import BuiltinToolProvider
@@ -82,8 +83,8 @@ def test_inline_calls_stay_on_the_loop_thread_and_others_leave_it(tmp_path: Path
         tool.run = spy  # type: ignore[method-assign]
 
     async def main() -> int:
-        await tools.invoke("read_file", {"file_path": "f.txt"})
-        await tools.invoke("grep", {"pattern": "x"})
+        assert not (await user_call(tools, "read_file", {"file_path": "f.txt"})).is_error
+        assert not (await user_call(tools, "grep", {"pattern": "x"})).is_error
         return threading.get_ident()
 
     loop_thread = asyncio.run(main())

@@ -15,8 +15,11 @@ import pytest
 from tests.processes import process_gone
 from toold.config import ConfigError, load_config
 from toold.jobs.manager import BackgroundManager, Outcome
+from toold.tools.context import CallContext
 from toold.workspace import WorkspaceState, bind
 from toold_protocol import METHODS, names
+
+from .conftest import Call
 
 SUBMITTED = re.compile(r"^Submitted background task (\S+)$")
 RANDOM_ID = re.compile(r"^[A-Za-z0-9]{8}$")
@@ -84,7 +87,9 @@ async def wait_gone(pid: int) -> None:
 
 def test_done_job_result_notification_and_queue(workspace: Path) -> None:
     async def scenario(b: Bound) -> None:
-        outcome = await b.state.toolset.invoke("background_run", {"command": "echo hello"})
+        outcome = await b.state.gateway.call(
+            "background_run", {"command": "echo hello"}, CallContext(origin="user")
+        )
         match = SUBMITTED.match(outcome.content)
         assert match and not outcome.is_error
         job_id = match.group(1)
@@ -284,13 +289,8 @@ def test_close_cancels_running_jobs(workspace: Path) -> None:
     run(workspace, scenario, LOCAL)
 
 
-def test_unbound_tool_says_unavailable(workspace: Path) -> None:
-    from toold.tools import get_handlers
-
-    handlers = get_handlers(workspace)
-    assert asyncio.run(handlers["background_run"](command="true")) == (
-        "Background manager unavailable."
-    )
+def test_unbound_tool_says_unavailable(call: Call, workspace: Path) -> None:
+    assert call.failed("background_run", command="true") == "Background manager unavailable."
     assert os.listdir(workspace) == []
 
 

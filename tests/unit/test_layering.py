@@ -86,9 +86,9 @@ STORE_DEPENDENCIES: dict[str, set[str]] = {
     "hooks": {"config"},
 }
 TYPE_ONLY_DEPENDENCIES: dict[str, set[str]] = {
-    # ToolRuntime names the managers it holds and ToolSet.run the runner it is handed
-    # (under TYPE_CHECKING): they are built above the tools, never imported by them.
-    "tools": {"agents", "jobs", "planning", "sandbox", "team"},
+    # ToolRuntime names the managers it holds (under TYPE_CHECKING): they are built above
+    # the tools, never imported by them.
+    "tools": {"agents", "jobs", "planning", "team"},
 }
 
 
@@ -388,3 +388,66 @@ def test_only_open_workspace_binds_and_watches() -> None:
     wrong = [f"{name} uses {', '.join(sorted(used))}" for name, used in users.items() if used]
     wrong = [line for line in wrong if not line.startswith("toold.opening ")]
     assert not wrong, "open the workspace with toold.opening.open_workspace:\n" + "\n".join(wrong)
+
+
+RUNS_TOOLS = ("toold.dispatch", "toold.sandbox", "toold.compat")
+"""Where a tool is run (``Tool.call``, ``runner.run(tool, args)``): the one dispatch below
+ToolGateway.call, the sandboxes it hands calls to, and the seeds' faces (issue 28)."""
+DISPATCHED_BY = {"toold.gateway", "toold.workspace"}
+"""Who reaches toold.dispatch: the gateway, and a background job's command (judged when the
+job was submitted) in WorkspaceState.run_job_command."""
+
+
+def _tool_runs(tree: ast.AST) -> list[int]:
+    """Lines that run a tool: ``<x>.call(args)`` (Tool.call takes one argument; a gateway's
+    call takes three) or ``<runner>.run(tool, args)``."""
+    return [
+        node.lineno
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and not node.keywords
+        and (
+            (node.func.attr == "call" and len(node.args) == 1)
+            or (
+                node.func.attr == "run"
+                and len(node.args) == 2
+                and "runner" in ast.unparse(node.func.value).lower()
+            )
+        )
+    ]
+
+
+def test_one_run_path() -> None:
+    """A tool runs only through ToolGateway.call → toold.dispatch (and the sandboxes below
+    it) or a seed's face in toold.compat; ToolSet is a collection that runs nothing."""
+    runs = {
+        name: _tool_runs(ast.parse(path.read_text(encoding="utf-8")))
+        for name, path in MODULES.items()
+    }
+    assert runs["toold.dispatch"] and runs["toold.compat.bareagent"], "the pin sees no run"
+    wrong = [
+        f"{name} line {line}"
+        for name, lines in runs.items()
+        if not within(name, RUNS_TOOLS)
+        for line in lines
+    ]
+    assert not wrong, "run a tool through ToolGateway.call:\n" + "\n".join(wrong)
+    importers = {e.source for e in EDGES if e.target == "toold.dispatch"}
+    assert importers == DISPATCHED_BY
+    toolset = ast.parse(MODULES["toold.tools.toolset"].read_text(encoding="utf-8"))
+    [cls] = [n for n in toolset.body if isinstance(n, ast.ClassDef) and n.name == "ToolSet"]
+    methods = {n.name for n in cls.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
+    assert not methods & {"run", "call", "execute", "invoke"}, "ToolSet only collects tools"
+    base = ast.parse(MODULES["toold.tools.base"].read_text(encoding="utf-8"))
+    [tool] = [n for n in base.body if isinstance(n, ast.ClassDef) and n.name == "Tool"]
+    assert "execute" not in {n.name for n in tool.body if isinstance(n, ast.AsyncFunctionDef)}
+
+
+def test_the_run_path_pin_can_fail() -> None:
+    """The pin sees a Tool.call and a runner's run, and neither a gateway's call nor another
+    object's run."""
+    source = "async def f(tool, runner, gateway):\n"
+    source += "    await gateway.call('bash', {}, ctx)\n    await tool.call({})\n"
+    source += "    await self.runner.run(tool, {})\n    ScriptRunner(s).run(script)\n"
+    assert _tool_runs(ast.parse(source)) == [3, 4]

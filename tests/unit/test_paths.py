@@ -155,6 +155,6 @@ def test_every_file_and_search_tool_is_guarded(
     call: Call, workspace: Path, tool: str, args: dict[str, str]
 ) -> None:
     path = args.get("file_path", args.get("path"))
-    with pytest.raises(PermissionError) as info:
+    with call.fails(PermissionError) as info:
         call(tool, **args)
     assert str(info.value) == f"Path '{path}' escapes workspace {workspace}"

@@ -10,12 +10,18 @@ from typing import Any
 
 import pytest
 
+from tests.calls import failure, user_call
 from tests.processes import process_alive, wait_gone
 from toold.config import TooldConfig
 from toold.tools import ToolArgumentError, ToolRuntime, ToolSet
 from toold.tools.builtin.python_repl import PythonReplTool
 
 Run = Callable[[str], str]
+
+
+def _call(tool: PythonReplTool, args: dict[str, Any]) -> Any:
+    """The content of one call of ``tool`` through the gateway, as the user."""
+    return asyncio.run(user_call(ToolSet([tool]), tool.name, args)).content
 
 
 @pytest.fixture
@@ -41,7 +47,7 @@ def repl(make_repl: Callable[..., PythonReplTool]) -> PythonReplTool:
 @pytest.fixture
 def run(repl: PythonReplTool) -> Run:
     def _run(code: str) -> str:
-        result = asyncio.run(repl.execute({"code": code}))
+        result = _call(repl, {"code": code})
         assert isinstance(result, str)
         return result
 
@@ -82,8 +88,9 @@ def test_empty_code(run: Run) -> None:
 
 
 def test_missing_code_names_the_field(repl: PythonReplTool) -> None:
-    with pytest.raises(ToolArgumentError, match="code: Field required"):
-        asyncio.run(repl.execute({}))
+    outcome = asyncio.run(user_call(ToolSet([repl]), repl.name, {}))
+    assert failure(outcome, ToolArgumentError).message.startswith("invalid arguments")
+    assert "code: Field required" in outcome.content
 
 
 def test_exception_text_and_traceback(run: Run) -> None:
@@ -119,7 +126,7 @@ def test_output_truncation_notice(run: Run) -> None:
 
 def test_max_output_length_from_config(make_repl: Callable[..., PythonReplTool]) -> None:
     tool = make_repl(max_output_length=100)
-    result = asyncio.run(tool.execute({"code": "'c' * 150"}))
+    result = _call(tool, {"code": "'c' * 150"})
     assert result == "c" * 100 + "\n... (truncated, 150 chars total)"
 
 
@@ -145,7 +152,7 @@ def test_allowed_modules_are_enforced(make_repl: Callable[..., PythonReplTool]) 
     tool = make_repl(allowed_modules=["json", "math"])
 
     def run(code: str) -> Any:
-        return asyncio.run(tool.execute({"code": code}))
+        return _call(tool, {"code": code})
 
     assert run("import json; print(json.dumps([1]))") == "[1]"
     assert run("from math import sqrt; print(sqrt(9))") == "3.0"
@@ -163,7 +170,7 @@ def test_timeout_kills_the_worker_and_its_children(
     tool = make_repl(timeout=1.0)
 
     def run(code: str) -> Any:
-        return asyncio.run(tool.execute({"code": code}))
+        return _call(tool, {"code": code})
 
     run("state = 'old'")
     child = int(run("import subprocess; print(subprocess.Popen(['sleep', '60']).pid)"))
@@ -200,16 +207,16 @@ def test_cancel_kills_the_worker_and_the_loop_stays_responsive(
     started = workspace / "started"
 
     async def scenario() -> int:
-        await tools.execute("python_repl", {"code": "marker = 1"})
+        await user_call(tools, "python_repl", {"code": "marker = 1"})
         worker = tool.worker.pid
         assert worker is not None
         code = "open('started', 'w').close()\nimport time\nwhile True: time.sleep(0.01)"
-        running = asyncio.create_task(tools.execute("python_repl", {"code": code}))
+        running = asyncio.create_task(user_call(tools, "python_repl", {"code": code}))
         async with asyncio.timeout(20):
             while not started.exists():
                 await asyncio.sleep(0.01)
         # The event loop answers other calls while the snippet runs.
-        assert await tools.execute("calculator", "6*7") == "42"
+        assert (await user_call(tools, "calculator", "6*7")).content == "42"
         running.cancel()
         with pytest.raises(asyncio.CancelledError):
             await running
@@ -217,21 +224,21 @@ def test_cancel_kills_the_worker_and_the_loop_stays_responsive(
 
     worker = asyncio.run(scenario())
     wait_gone([worker])
-    after = asyncio.run(tool.execute({"code": "marker"}))
+    after = _call(tool, {"code": "marker"})
     assert after.startswith("[python_repl: the previous call was cancelled; this is a fresh")
 
 
 def test_cancel_before_the_snippet_starts_keeps_the_interpreter(repl: PythonReplTool) -> None:
     from toold.tools.builtin.python_repl import ReplCall
 
-    asyncio.run(repl.execute({"code": "kept = 'yes'"}))
+    _call(repl, {"code": "kept = 'yes'"})
     call = ReplCall()
     repl.worker.cancel(call)
     assert (
         repl.worker.execute(call, "kept = 'no'", timeout=5, max_output=100, allowed_modules=None)
         == ""
     )
-    assert asyncio.run(repl.execute({"code": "kept"})) == "yes"
+    assert _call(repl, {"code": "kept"}) == "yes"
 
 
 def test_close_stops_the_worker(repl: PythonReplTool, run: Run) -> None:
@@ -247,7 +254,7 @@ def test_alias_python_eval() -> None:
     tool = tools.require("python_eval")
     assert tool.name == "python_repl"
     try:
-        assert asyncio.run(tools.execute("python_eval", {"code": "3*3"})) == "9"
+        assert asyncio.run(user_call(tools, "python_eval", {"code": "3*3"})).content == "9"
     finally:
         assert isinstance(tool, PythonReplTool)
         tool.close()

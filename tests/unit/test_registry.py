@@ -1,4 +1,5 @@
-"""get_tools/get_handlers, TOOL_HANDLERS stubs, aliases and the provider."""
+"""The seeds' faces (toold.compat): get_tools/get_handlers, TOOL_HANDLERS stubs, Jianmu's
+execute; aliases and the provider."""
 
 from __future__ import annotations
 
@@ -8,19 +9,23 @@ from typing import Any, ClassVar
 
 import pytest
 
-from toold.tools import (
+from toold.compat import jianmu
+from toold.compat.bareagent import (
     BASE_TOOLS,
     DEFERRED_TOOLS,
+    TOOL_HANDLERS,
+    get_handlers,
+    get_tools,
+)
+from toold.tools import (
     BuiltinToolProvider,
     Tool,
+    ToolArgumentError,
     ToolRuntime,
     ToolSet,
     canonical_tool_name,
-    get_handlers,
-    get_tools,
     registry,
 )
-from toold.tools.bareagent import TOOL_HANDLERS
 
 from .conftest import Call
 
@@ -132,6 +137,18 @@ def test_handlers_are_bound_to_their_own_workspace(tmp_path: Path) -> None:
     assert (two / "f.txt").read_text() == "2"
 
 
+def test_handlers_raise_the_tools_exceptions(workspace: Path) -> None:
+    """BareAgent's handlers answer a failure with the exception (its agent loop writes the
+    ``Error: <Class>: <message>`` text), not with an isError outcome."""
+    (workspace / "f.txt").write_text("hello", encoding="utf-8")
+    edit = get_handlers(workspace)["edit_file"]
+    with pytest.raises(ValueError, match=r"^old_text not found in file$"):
+        asyncio.run(edit(file_path="f.txt", old_text="zz", new_text="x"))
+    with pytest.raises(ToolArgumentError, match="bogus: unexpected argument"):
+        asyncio.run(edit(file_path="f.txt", old_text="h", new_text="j", bogus=1))
+    assert (workspace / "f.txt").read_text(encoding="utf-8") == "hello"
+
+
 def test_tool_handlers_stubs_say_how_to_bind() -> None:
     assert list(TOOL_HANDLERS) == list(BASE_TOOLS + DEFERRED_TOOLS)
     for name, stub in TOOL_HANDLERS.items():
@@ -147,11 +164,11 @@ def test_unbound_workspace_tool_raises() -> None:
     with pytest.raises(
         RuntimeError, match=r"read_file is not bound to a workspace: use get_handlers"
     ):
-        asyncio.run(read_file.execute({"file_path": "x"}))
+        asyncio.run(jianmu.execute(read_file, {"file_path": "x"}))
 
 
 def test_handlers_validate_arguments(call: Call) -> None:
-    with pytest.raises(ValueError, match="unexpected argument"):
+    with call.fails(ValueError, match="unexpected argument"):
         call("glob", pattern="*", bogus=1)
 
 
@@ -191,7 +208,7 @@ def test_toolset_get_resolves_aliases(workspace: Path) -> None:
 
 
 def test_resolve_accepts_aliases(workspace: Path) -> None:
-    tools = ToolSet.resolve(["file_read"], ToolRuntime(workspace=workspace))
+    tools = jianmu.ToolSet.resolve(["file_read"], ToolRuntime(workspace=workspace))
     assert tools.names() == ["read_file"]
     (workspace / "f.txt").write_text("x\n")
     assert asyncio.run(tools.execute("file_read", {"file_path": "f.txt"})) == "1: x"
@@ -227,7 +244,7 @@ def test_register_tool_with_aliases() -> None:
     BuiltinToolProvider.register_tool("shout", Shout, aliases=("yell",))
     assert canonical_tool_name("yell") == "shout"
     assert BuiltinToolProvider.aliases_of("shout") == ["yell"]
-    tools = ToolSet.resolve(["yell"])
+    tools = jianmu.ToolSet.resolve(["yell"])
     assert asyncio.run(tools.execute("yell", "hi")) == "HI"
     assert [t["name"] for t in get_tools()][-1] == "shout"
 
@@ -248,7 +265,7 @@ def test_a_registry_of_its_own(workspace: Path) -> None:
     own = registry.ToolRegistry(aliases={"yell": "shout"})
     own.register("shout", Shout)
     assert list(own.classes()) == ["shout"]
-    tools = ToolSet.resolve(["yell"], ToolRuntime(workspace=workspace), registry=own)
+    tools = jianmu.ToolSet.resolve(["yell"], ToolRuntime(workspace=workspace), registry=own)
     assert asyncio.run(tools.execute("shout", "hi")) == "HI"
     assert BuiltinToolProvider.get_tool_class("shout") is None
     with pytest.raises(KeyError, match="Unknown tool: read_file"):

@@ -14,6 +14,7 @@ import pytest
 
 import toold.search.grep as grep_module
 import toold.tools.builtin.coding as coding
+from tests.calls import user_call
 from toold.tools import ToolRuntime
 from toold.tools.toolset import ToolSet
 
@@ -24,8 +25,9 @@ SLOW_EVEN_PRUNED = r"(a|aa)+$"
 
 
 def invoke(workspace: Path, tool: str, **args: Any) -> Any:
+    """One call through the gateway, as the user: its outcome."""
     tools = ToolSet.resolve([tool], ToolRuntime(workspace=workspace))
-    return asyncio.run(tools.invoke(tool, args))
+    return asyncio.run(user_call(tools, tool, args))
 
 
 @pytest.fixture
@@ -84,7 +86,7 @@ def test_the_event_loop_runs_while_a_slow_pattern_is_matched(
     tools = ToolSet.resolve(["grep"], ToolRuntime(workspace=runs))
 
     async def scenario() -> None:
-        search = asyncio.create_task(tools.invoke("grep", {"pattern": SLOW_EVEN_PRUNED}))
+        search = asyncio.create_task(user_call(tools, "grep", {"pattern": SLOW_EVEN_PRUNED}))
         for _ in range(5):
             await asyncio.sleep(0.01)
         assert not search.done(), "the loop turned only once the match had ended"

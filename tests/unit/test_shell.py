@@ -10,14 +10,13 @@ from pathlib import Path
 
 import pytest
 
+from tests.calls import user_call
 from tests.processes import wait_gone
 from tests.waiting import wait_until
 from toold.config import LimitsConfig, TooldConfig
-from toold.tools import ToolArgumentError, ToolRuntime, ToolSet, get_handlers
-from toold.tools.context import CallContext
-from toold.tools.toolset import ToolOutcome
+from toold.tools import ToolArgumentError, ToolRuntime, ToolSet
 
-from .conftest import Call
+from .conftest import Call, ToolsWith
 
 LIMIT = 30_000
 
@@ -57,7 +56,7 @@ def test_relative_files_land_in_workspace(call: Call, workspace: Path) -> None:
 
 
 def test_timeout_must_be_at_least_one(call: Call) -> None:
-    with pytest.raises(ToolArgumentError, match="timeout"):
+    with call.fails(ToolArgumentError, match="timeout"):
         call("bash", command="true", timeout=0)
 
 
@@ -114,9 +113,9 @@ def test_cancellation_kills_the_process_group(workspace: Path) -> None:
 
     async def scenario() -> int:
         lines: asyncio.Queue[str] = asyncio.Queue()
-        ctx = CallContext(progress=lines.put_nowait)
+        progress = lines.put_nowait
         task = asyncio.create_task(
-            tools.invoke("bash", {"command": "sleep 1000 & echo $!; wait"}, context=ctx)
+            user_call(tools, "bash", {"command": "sleep 1000 & echo $!; wait"}, progress=progress)
         )
         first = await asyncio.wait_for(lines.get(), 30)
         task.cancel()
@@ -130,10 +129,14 @@ def test_cancellation_kills_the_process_group(workspace: Path) -> None:
 
 def test_exit_code_reaches_the_outcome(workspace: Path) -> None:
     tools = ToolSet.resolve(["bash"], ToolRuntime(workspace=workspace))
-    outcome = asyncio.run(tools.invoke("bash", {"command": "echo x; exit 7"}))
-    assert outcome == ToolOutcome("Command failed with exit code 7\nx", exit_code=7)
-    outcome = asyncio.run(tools.invoke("bash", {"command": "echo ok"}))
-    assert outcome == ToolOutcome("ok", exit_code=0)
+    outcome = asyncio.run(user_call(tools, "bash", {"command": "echo x; exit 7"}))
+    assert (outcome.content, outcome.is_error, outcome.exit_code) == (
+        "Command failed with exit code 7\nx",
+        False,
+        7,
+    )
+    outcome = asyncio.run(user_call(tools, "bash", {"command": "echo ok"}))
+    assert (outcome.content, outcome.is_error, outcome.exit_code) == ("ok", False, 0)
 
 
 def _marker(dropped: int) -> str:
@@ -181,22 +184,22 @@ def test_long_output_after_failure_line(call: Call, workspace: Path) -> None:
     assert rest == "y\n" * (LIMIT // 4) + _marker(199_999 - LIMIT) + "\ny" * (LIMIT // 4)
 
 
-def test_output_at_the_limit_is_kept_whole(workspace: Path) -> None:
+def test_output_at_the_limit_is_kept_whole(tools_with: ToolsWith, workspace: Path) -> None:
     config = TooldConfig(limits=LimitsConfig(bash_output_chars=1000))
-    bash = get_handlers(workspace, config=config)["bash"]
-    exact = asyncio.run(bash(command="head -c 1000 /dev/zero | tr '\\0' x"))
+    bash = tools_with(config=config)
+    exact = bash("bash", command="head -c 1000 /dev/zero | tr '\\0' x")
     assert exact == "x" * 1000
-    over = asyncio.run(bash(command="head -c 1001 /dev/zero | tr '\\0' x"))
+    over = bash("bash", command="head -c 1001 /dev/zero | tr '\\0' x")
     assert _cut(over, workspace, "x" * 1001) == "x" * 500 + _marker(1) + "x" * 500
     assert len(list((workspace / ".toold" / "outputs").iterdir())) == 1  # none for "exact"
 
 
-def test_combined_streams_over_the_limit_are_capped(workspace: Path) -> None:
+def test_combined_streams_over_the_limit_are_capped(tools_with: ToolsWith, workspace: Path) -> None:
     config = TooldConfig(limits=LimitsConfig(bash_output_chars=1000))
-    bash = get_handlers(workspace, config=config)["bash"]
+    bash = tools_with(config=config)
     # Each stream fits under the cap alone; together (600 + 1 + 600) they do not.
-    result = asyncio.run(
-        bash(command="head -c 600 /dev/zero | tr '\\0' o; head -c 600 /dev/zero | tr '\\0' e >&2")
+    result = bash(
+        "bash", command="head -c 600 /dev/zero | tr '\\0' o; head -c 600 /dev/zero | tr '\\0' e >&2"
     )
     result = _cut(result, workspace, "o" * 600 + "e" * 600)
     assert result == "o" * 500 + _marker(201) + "e" * 500
@@ -208,23 +211,23 @@ def test_invalid_utf8_split_across_reads(call: Call) -> None:
     assert result == "你\ufffd!"
 
 
-def test_only_the_newest_spills_are_kept(workspace: Path) -> None:
+def test_only_the_newest_spills_are_kept(tools_with: ToolsWith, workspace: Path) -> None:
     config = TooldConfig(limits=LimitsConfig(bash_output_chars=1000, max_finished_jobs=2))
-    bash = get_handlers(workspace, config=config)["bash"]
+    bash = tools_with(config=config)
     for _ in range(4):
-        asyncio.run(bash(command="head -c 5000 /dev/zero | tr '\\0' x"))
+        bash("bash", command="head -c 5000 /dev/zero | tr '\\0' x")
     assert len(list((workspace / ".toold" / "outputs").iterdir())) == 2
 
 
 def test_a_symlinked_outputs_folder_is_never_written_through(
-    workspace: Path, tmp_path: Path
+    tools_with: ToolsWith, workspace: Path, tmp_path: Path
 ) -> None:
     outside = tmp_path / "outside"
     outside.mkdir()
     (workspace / ".toold").mkdir()
     os.symlink(outside, workspace / ".toold" / "outputs")
     config = TooldConfig(limits=LimitsConfig(bash_output_chars=1000))
-    bash = get_handlers(workspace, config=config)["bash"]
-    result = asyncio.run(bash(command="head -c 5000 /dev/zero | tr '\\0' x"))
+    bash = tools_with(config=config)
+    result = bash("bash", command="head -c 5000 /dev/zero | tr '\\0' x")
     assert "characters truncated" in result and "Output cut" not in result
     assert list(outside.iterdir()) == []

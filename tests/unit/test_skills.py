@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 import pytest
 
 from toold.planning.skills import BUNDLED_SKILLS, SkillLoader, describe
-from toold.tools import get_handlers
 from toold_protocol.models import SkillsListResult
+
+from .conftest import Call, ToolsWith
 
 
 def skill(folder: Path, name: str, text: str) -> Path:
@@ -88,25 +88,24 @@ def test_list_shape_and_order(workspace: Path) -> None:
     assert "not-a-skill" not in names_
 
 
-def test_load_skill_tool_texts_and_errors(workspace: Path) -> None:
+def test_load_skill_tool_texts_and_errors(tools_with: ToolsWith, workspace: Path) -> None:
     skill(workspace / ".toold" / "skills", "mine", "\n\n# Mine\n\nDo it.\n\n")
-    handlers = get_handlers(workspace, skills=SkillLoader(workspace, env={}))
+    call = tools_with(skills=SkillLoader(workspace, env={}))
 
     def load(name: str) -> str:
-        return asyncio.run(handlers["load_skill"](skill_name=name))
+        return call("load_skill", skill_name=name)
 
     assert load("mine") == "# Mine\n\nDo it."
     assert load("  mine ") == "# Mine\n\nDo it."
-    with pytest.raises(ValueError, match=r"^skill_name must not be empty$"):
+    with call.fails(ValueError, match=r"^skill_name must not be empty$"):
         load("   ")
-    with pytest.raises(ValueError, match=r"^Unknown skill: nope$"):
+    with call.fails(ValueError, match=r"^Unknown skill: nope$"):
         load("nope")
     (workspace / "secret").mkdir()
     (workspace / "secret" / "SKILL.md").write_text("leak", encoding="utf-8")
-    with pytest.raises(ValueError, match=r"^Unknown skill: \.\./\.\./secret$"):
+    with call.fails(ValueError, match=r"^Unknown skill: \.\./\.\./secret$"):
         load("../../secret")
 
 
-def test_unbound_tool_says_unavailable(workspace: Path) -> None:
-    handlers = get_handlers(workspace)
-    assert asyncio.run(handlers["load_skill"](skill_name="x")) == "Skill loader unavailable."
+def test_unbound_tool_says_unavailable(call: Call) -> None:
+    assert call.failed("load_skill", skill_name="x") == "Skill loader unavailable."

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
 import subprocess
@@ -16,8 +15,9 @@ from typing import Any
 import pytest
 
 from toold.planning.tasks import TaskManager, TaskStoreError
-from toold.tools import get_handlers
 from toold_protocol import METHODS, names
+
+from .conftest import Call, ToolsWith
 
 ID = re.compile(r"^[A-Za-z0-9]{8}$")
 FIELDS = {"id", "title", "description", "status", "depends_on", "created_at", "updated_at"}
@@ -53,10 +53,9 @@ def tasks(workspace: Path, changes: list[Any]) -> TaskManager:
 
 
 @pytest.fixture
-def task(workspace: Path, tasks: TaskManager) -> Any:
+def task(tools_with: ToolsWith, tasks: TaskManager) -> Call:
     """Call the task tools bound to ``tasks``, as the daemon does."""
-    handlers = get_handlers(workspace, tasks=tasks)
-    return lambda name, /, **args: asyncio.run(handlers[name](**args))
+    return tools_with(tasks=tasks)
 
 
 def on_disk(workspace: Path) -> dict[str, Any]:
@@ -146,11 +145,11 @@ def test_depends_on_is_stripped_deduplicated_and_checked(task: Any, workspace: P
     ],
 )
 def test_create_errors_write_nothing(
-    task: Any, workspace: Path, changes: list[Any], args: dict[str, Any], message: str
+    task: Call, workspace: Path, changes: list[Any], args: dict[str, Any], message: str
 ) -> None:
     first = task("task_create", title="first")
     data = (workspace / ".tasks.json").read_bytes()
-    with pytest.raises(ValueError) as caught:
+    with task.fails(ValueError) as caught:
         task("task_create", **args)
     assert str(caught.value) == message
     assert (workspace / ".tasks.json").read_bytes() == data
@@ -237,11 +236,11 @@ def test_update_that_changes_nothing_writes_nothing(task: Any, changes: list[Any
     ],
 )
 def test_update_errors_write_nothing(
-    task: Any, workspace: Path, changes: list[Any], args: dict[str, Any], message: str
+    task: Call, workspace: Path, changes: list[Any], args: dict[str, Any], message: str
 ) -> None:
     created = task("task_create", title="t")
     data = (workspace / ".tasks.json").read_bytes()
-    with pytest.raises(ValueError) as caught:
+    with task.fails(ValueError) as caught:
         task("task_update", **{"task_id": created["id"], **args})
     assert str(caught.value) == message
     assert (workspace / ".tasks.json").read_bytes() == data
@@ -254,12 +253,12 @@ def test_get_and_list(task: Any) -> None:
     b = task("task_create", title="b")
     task("task_update", task_id=b["id"], status="failed")
     assert task("task_get", task_id=f" {a['id']} ") == a
-    with pytest.raises(ValueError, match=r"^Unknown task id: zzzzzzzz$"):
+    with task.fails(ValueError, match=r"^Unknown task id: zzzzzzzz$"):
         task("task_get", task_id="zzzzzzzz")
     assert [t["title"] for t in task("task_list")] == ["a", "b"]
     assert [t["title"] for t in task("task_list", status="failed")] == ["b"]
     assert task("task_list", status="done") == []
-    with pytest.raises(ValueError) as caught:
+    with task.fails(ValueError) as caught:
         task("task_list", status="open")
     assert str(caught.value) == INVALID_STATUS.format("open")
 
@@ -418,6 +417,5 @@ def test_failed_write_rolls_back_memory_and_leaves_the_file(workspace: Path) -> 
     assert report["files"] == [".tasks.json", ".toold"]  # no temp file left behind
 
 
-def test_unbound_tools_say_unavailable(workspace: Path) -> None:
-    handlers = get_handlers(workspace)
-    assert asyncio.run(handlers["task_list"]()) == "Task manager unavailable."
+def test_unbound_tools_say_unavailable(call: Call) -> None:
+    assert call.failed("task_list") == "Task manager unavailable."

@@ -9,10 +9,9 @@ from typing import Any
 import pytest
 
 from toold.planning.todos import TodoManager
-from toold.tools import get_handlers
 from toold_protocol import METHODS, names
 
-from .conftest import Call
+from .conftest import Call, ToolsWith
 
 
 @pytest.fixture
@@ -31,16 +30,9 @@ def todos(workspace: Path, changes: list[list[dict[str, Any]]]) -> TodoManager:
 
 
 @pytest.fixture
-def todo(workspace: Path, todos: TodoManager) -> Call:
+def todo(tools_with: ToolsWith, todos: TodoManager) -> Call:
     """Call the todo tools bound to ``todos``, as the daemon does."""
-    handlers = get_handlers(workspace, todos=todos)
-
-    def _call(name: str, /, **args: Any) -> Any:
-        import asyncio
-
-        return asyncio.run(handlers[name](**args))
-
-    return _call
+    return tools_with(todos=todos)
 
 
 def test_add_update_read_exact_texts(todo: Call) -> None:
@@ -90,7 +82,7 @@ def test_errors_change_nothing(
 ) -> None:
     todo("todo_write", action="add", task="first")
     snapshot = todos.snapshot.read_bytes() if todos.snapshot else b""
-    with pytest.raises(ValueError) as caught:
+    with todo.fails(ValueError) as caught:
         todo("todo_write", **args)
     assert str(caught.value) == message
     assert len(changes) == 1
@@ -105,7 +97,7 @@ def test_unknown_action_text(todos: TodoManager) -> None:
 
 
 def test_unknown_action_through_the_tool_is_an_argument_error(todo: Call) -> None:
-    with pytest.raises(ValueError, match="action"):
+    with todo.fails(ValueError, match="action"):
         todo("todo_write", action="remove", task="x")
 
 
@@ -153,4 +145,4 @@ def test_failed_snapshot_write_leaves_the_list_unchanged(
 
 
 def test_unbound_tools_say_unavailable(call: Call) -> None:
-    assert call("todo_read") == "TODO manager unavailable."
+    assert call.failed("todo_read") == "TODO manager unavailable."

@@ -1,4 +1,5 @@
-"""The Tool base class and @tool: defaults, schemas, validation and execute()."""
+"""The Tool base class and @tool: defaults, schemas, validation, and Jianmu's execute()
+(toold.compat.jianmu: injected arguments, a dict as keywords, exceptions propagating)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Any, ClassVar
 import pytest
 from pydantic import Field
 
+from toold.compat.jianmu import execute
 from toold.tools import FunctionTool, Tool, ToolArgumentError, tool
 from toold.tools.base import ToolArguments
 
@@ -82,8 +84,8 @@ def test_parameters_is_a_deep_copy() -> None:
 
 def test_string_tool_takes_a_plain_value_or_input_object() -> None:
     main = threading.get_ident()
-    assert asyncio.run(Bare().execute("hi"))["got"] == "hi"
-    result = asyncio.run(Bare().execute({"input": "wrapped"}))
+    assert asyncio.run(execute(Bare(), "hi"))["got"] == "hi"
+    result = asyncio.run(execute(Bare(), {"input": "wrapped"}))
     assert result["got"] == "wrapped"
     # A synchronous run() goes to a worker thread.
     assert result["thread"] != main
@@ -91,16 +93,16 @@ def test_string_tool_takes_a_plain_value_or_input_object() -> None:
 
 def test_async_run_is_awaited_on_the_loop() -> None:
     async def scenario() -> tuple[Any, int]:
-        return await AsyncEcho().execute({"a": 1}), threading.get_ident()
+        return await execute(AsyncEcho(), {"a": 1}), threading.get_ident()
 
     result, loop_thread = asyncio.run(scenario())
     assert result == {"kwargs": {"a": 1}, "thread": loop_thread}
 
 
 def test_dict_args_become_keywords_anything_else_one_positional() -> None:
-    assert asyncio.run(Echo().execute({"a": 1})) == {"args": [], "kwargs": {"a": 1}}
-    assert asyncio.run(Echo().execute([1, 2])) == {"args": [[1, 2]], "kwargs": {}}
-    assert asyncio.run(Echo().execute("text")) == {"args": ["text"], "kwargs": {}}
+    assert asyncio.run(execute(Echo(), {"a": 1})) == {"args": [], "kwargs": {"a": 1}}
+    assert asyncio.run(execute(Echo(), [1, 2])) == {"args": [[1, 2]], "kwargs": {}}
+    assert asyncio.run(execute(Echo(), "text")) == {"args": ["text"], "kwargs": {}}
 
 
 @pytest.mark.parametrize(
@@ -108,20 +110,20 @@ def test_dict_args_become_keywords_anything_else_one_positional() -> None:
 )
 def test_injected_arguments(prefer: bool, expected: dict[str, int]) -> None:
     result = asyncio.run(
-        Echo().execute({"a": 1}, injected={"a": 2, "b": 3}, prefer_injected=prefer)
+        execute(Echo(), {"a": 1}, injected={"a": 2, "b": 3}, prefer_injected=prefer)
     )
     assert result == {"args": [], "kwargs": expected}
 
 
 def test_injected_without_args() -> None:
-    assert asyncio.run(Echo().execute(None, injected={"a": 5})) == {
+    assert asyncio.run(execute(Echo(), None, injected={"a": 5})) == {
         "args": [],
         "kwargs": {"a": 5},
     }
 
 
 def test_injected_ignored_for_positional_args() -> None:
-    assert asyncio.run(Echo().execute("x", injected={"a": 5})) == {"args": ["x"], "kwargs": {}}
+    assert asyncio.run(execute(Echo(), "x", injected={"a": 5})) == {"args": ["x"], "kwargs": {}}
 
 
 class GreetArguments(ToolArguments):
@@ -149,9 +151,9 @@ def test_arguments_model_derives_the_schema() -> None:
 
 
 def test_arguments_model_validates_and_fills_defaults() -> None:
-    assert asyncio.run(Greet().execute({"who": "ann"})) == "hi ann"
-    assert asyncio.run(Greet().execute({"who": "ann", "times": 2})) == "hi ann hi ann"
-    assert asyncio.run(Greet().execute(None, injected={"who": "bo"})) == "hi bo"
+    assert asyncio.run(execute(Greet(), {"who": "ann"})) == "hi ann"
+    assert asyncio.run(execute(Greet(), {"who": "ann", "times": 2})) == "hi ann hi ann"
+    assert asyncio.run(execute(Greet(), None, injected={"who": "bo"})) == "hi bo"
 
 
 def test_run_gets_the_parsed_model_and_call_takes_json() -> None:
@@ -176,7 +178,7 @@ def test_tool_arguments_refuse_unknown_names_and_stay_as_parsed() -> None:
 
 def test_validation_error_names_each_bad_field() -> None:
     with pytest.raises(ToolArgumentError) as info:
-        asyncio.run(Greet().execute({"times": 0}))
+        asyncio.run(execute(Greet(), {"times": 0}))
     message = str(info.value)
     assert message.startswith("invalid arguments for greet: ")
     assert "who: Field required" in message
@@ -185,7 +187,7 @@ def test_validation_error_names_each_bad_field() -> None:
 
 def test_validation_refuses_non_objects() -> None:
     with pytest.raises(ToolArgumentError, match="expected an object, got list"):
-        asyncio.run(Greet().execute(["ann"]))
+        asyncio.run(execute(Greet(), ["ann"]))
 
 
 # @tool
@@ -238,19 +240,19 @@ def test_decorator_description_fallback() -> None:
 
 
 def test_sync_function_runs_in_a_worker_thread() -> None:
-    result = asyncio.run(add.execute({"a": 1}))
+    result = asyncio.run(execute(add, {"a": 1}))
     assert result["sum"] == 3
     assert result["thread"] != threading.get_ident()
 
 
 def test_async_function_is_awaited() -> None:
-    assert asyncio.run(loud.execute({"text": "hi", "suffix": "!"})) == "HI!"
-    assert asyncio.run(loud.execute({"text": "hi"})) == "HI"
+    assert asyncio.run(execute(loud, {"text": "hi", "suffix": "!"})) == "HI!"
+    assert asyncio.run(execute(loud, {"text": "hi"})) == "HI"
 
 
 def test_function_tool_validation() -> None:
     with pytest.raises(ToolArgumentError) as info:
-        asyncio.run(add.execute({"a": "x", "c": 1}))
+        asyncio.run(execute(add, {"a": "x", "c": 1}))
     message = str(info.value)
     assert "a: Input should be a valid integer" in message
     assert "c: unexpected argument; remove it" in message
@@ -261,10 +263,10 @@ def test_function_tool_injected_argument() -> None:
     def whoami(user: str) -> str:
         return user
 
-    assert asyncio.run(whoami.execute({"user": "model"}, injected={"user": "daemon"})) == "daemon"
+    assert asyncio.run(execute(whoami, {"user": "model"}, injected={"user": "daemon"})) == "daemon"
     assert (
         asyncio.run(
-            whoami.execute({"user": "model"}, injected={"user": "d"}, prefer_injected=False)
+            execute(whoami, {"user": "model"}, injected={"user": "d"}, prefer_injected=False)
         )
         == "model"
     )

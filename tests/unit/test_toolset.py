@@ -1,14 +1,24 @@
-"""ToolSet: merging, lookup and invoke()'s isError outcomes."""
+"""ToolSet (a plain collection): merging and lookup; and how a call's failures become
+isError outcomes on the one run path (ToolGateway.call, then toold.dispatch)."""
 
 from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from toold.tools import ToolOutcome, ToolRuntime, ToolSet, UnknownToolError, tool
-from toold.tools.context import CallContext, report_progress
+from tests.calls import user_call
+from toold.tools import ToolRuntime, ToolSet, UnknownToolError, tool
+from toold.tools.context import report_progress
+
+
+def _run(tools: ToolSet, name: str, args: Any, **context: Any) -> tuple[Any, bool]:
+    """The content and isError flag of one call through the gateway, as the user."""
+    outcome = asyncio.run(user_call(tools, name, args, **context))
+    assert (outcome.exit_code, outcome.timed_out) == (None, False)
+    return outcome.content, outcome.is_error
 
 
 def _named(name: str, text: str):  # type: ignore[no-untyped-def]
@@ -25,7 +35,7 @@ def test_merge_last_wins() -> None:
     assert len(merged) == 2
     assert sorted(merged.names()) == ["x", "y"]
     assert merged.get("x") is second
-    assert asyncio.run(merged.execute("x", {})) == "second"
+    assert _run(merged, "x", {}) == ("second", False)
     back = ToolSet.merge([second], ToolSet([first]))
     assert back.get("x") is first
 
@@ -52,26 +62,25 @@ def test_require_unknown() -> None:
     assert str(info.value) == "Unknown tool: nope"
 
 
-def test_invoke_unknown_raises() -> None:
+def test_a_call_unknown_raises() -> None:
     with pytest.raises(UnknownToolError):
-        asyncio.run(ToolSet().invoke("nope", {}))
+        asyncio.run(user_call(ToolSet(), "nope", {}))
 
 
-def test_invoke_success() -> None:
+def test_a_call_success() -> None:
     tools = ToolSet([_named("hello", "hi there")])
-    assert asyncio.run(tools.invoke("hello", {})) == ToolOutcome("hi there")
+    assert _run(tools, "hello", {}) == ("hi there", False)
 
 
-def test_invoke_makes_results_json_ready() -> None:
+def test_a_call_makes_results_json_ready() -> None:
     @tool
     def paths() -> dict[str, object]:
         return {"p": Path("a/b"), "t": (1, 2)}
 
-    outcome = asyncio.run(ToolSet([paths]).invoke("paths", {}))
-    assert outcome == ToolOutcome({"p": "a/b", "t": [1, 2]})
+    assert _run(ToolSet([paths]), "paths", {}) == ({"p": "a/b", "t": [1, 2]}, False)
 
 
-def test_invoke_turns_exceptions_into_error_outcomes() -> None:
+def test_a_call_turns_exceptions_into_error_outcomes() -> None:
     @tool
     def boom(kind: str) -> str:
         if kind == "value":
@@ -79,32 +88,31 @@ def test_invoke_turns_exceptions_into_error_outcomes() -> None:
         raise KeyError("k")
 
     tools = ToolSet([boom])
-    assert asyncio.run(tools.invoke("boom", {"kind": "value"})) == ToolOutcome(
-        "Error: ValueError: bad value", is_error=True
-    )
-    assert asyncio.run(tools.invoke("boom", {"kind": "key"})) == ToolOutcome(
-        "Error: KeyError: 'k'", is_error=True
-    )
+    assert _run(tools, "boom", {"kind": "value"}) == ("Error: ValueError: bad value", True)
+    assert _run(tools, "boom", {"kind": "key"}) == ("Error: KeyError: 'k'", True)
 
 
-def test_invoke_builtin_failures(workspace: Path) -> None:
+def test_a_call_builtin_failures(workspace: Path) -> None:
     (workspace / "f.txt").write_text("hello")
     tools = ToolSet.resolve(["edit_file", "read_file"], ToolRuntime(workspace=workspace))
-    outcome = asyncio.run(
-        tools.invoke("edit_file", {"file_path": "f.txt", "old_text": "zz", "new_text": "x"})
+    edit = {"file_path": "f.txt", "old_text": "zz", "new_text": "x"}
+    assert _run(tools, "edit_file", edit) == (
+        "Error: ValueError: old_text not found in file",
+        True,
     )
-    assert outcome == ToolOutcome("Error: ValueError: old_text not found in file", is_error=True)
-    outcome = asyncio.run(tools.invoke("file_read", {"file_path": "f.txt", "offset": -1}))
-    assert outcome == ToolOutcome("Error: ValueError: offset must be >= 0", is_error=True)
-    outcome = asyncio.run(tools.invoke("read_file", {"file_path": "../x"}))
-    assert outcome == ToolOutcome(
-        f"Error: PermissionError: Path '../x' escapes workspace {workspace}", is_error=True
+    assert _run(tools, "file_read", {"file_path": "f.txt", "offset": -1}) == (
+        "Error: ValueError: offset must be >= 0",
+        True,
+    )
+    assert _run(tools, "read_file", {"file_path": "../x"}) == (
+        f"Error: PermissionError: Path '../x' escapes workspace {workspace}",
+        True,
     )
 
 
-def test_invoke_schema_failure_names_each_bad_field(workspace: Path) -> None:
+def test_a_call_schema_failure_names_each_bad_field(workspace: Path) -> None:
     tools = ToolSet.resolve(["read_file"], ToolRuntime(workspace=workspace))
-    outcome = asyncio.run(tools.invoke("read_file", {"offset": "x", "bogus": 1}))
+    outcome = asyncio.run(user_call(tools, "read_file", {"offset": "x", "bogus": 1}))
     assert outcome.is_error
     assert outcome.content.startswith("Error: invalid arguments for read_file: ")
     assert "file_path: Field required" in outcome.content
@@ -113,21 +121,21 @@ def test_invoke_schema_failure_names_each_bad_field(workspace: Path) -> None:
     assert "bogus: unexpected argument; remove it" in outcome.content
 
 
-def test_invoke_non_object_arguments(workspace: Path) -> None:
+def test_a_call_non_object_arguments(workspace: Path) -> None:
     tools = ToolSet.resolve(["glob"], ToolRuntime(workspace=workspace))
-    outcome = asyncio.run(tools.invoke("glob", ["*.py"]))
-    assert outcome == ToolOutcome(
-        "Error: invalid arguments for glob: expected an object, got list", is_error=True
+    assert _run(tools, "glob", ["*.py"]) == (
+        "Error: invalid arguments for glob: expected an object, got list",
+        True,
     )
 
 
-def test_invoke_propagates_cancellation() -> None:
+def test_a_call_propagates_cancellation() -> None:
     @tool
     async def forever() -> None:
         await asyncio.Event().wait()
 
     async def scenario() -> None:
-        task = asyncio.create_task(ToolSet([forever]).invoke("forever", {}))
+        task = asyncio.create_task(user_call(ToolSet([forever]), "forever", {}))
         await asyncio.sleep(0)
         task.cancel()
         await task
@@ -136,7 +144,7 @@ def test_invoke_propagates_cancellation() -> None:
         asyncio.run(scenario())
 
 
-def test_invoke_delivers_progress_from_worker_threads() -> None:
+def test_a_call_delivers_progress_from_worker_threads() -> None:
     @tool
     def chatty() -> str:
         report_progress("step 1")
@@ -145,10 +153,7 @@ def test_invoke_delivers_progress_from_worker_threads() -> None:
         return "done"
 
     seen: list[str] = []
-    outcome = asyncio.run(
-        ToolSet([chatty]).invoke("chatty", {}, context=CallContext(progress=seen.append))
-    )
-    assert outcome == ToolOutcome("done")
+    assert _run(ToolSet([chatty]), "chatty", {}, progress=seen.append) == ("done", False)
     assert seen == ["step 1", "step 2"]
 
 

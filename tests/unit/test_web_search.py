@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from tests.calls import user_call
 from toold.config import TooldConfig
 from toold.tools import ToolRuntime, ToolSet
 from toold.tools.builtin.web import DuckDuckGoSearchTool, format_results, resolve_ddgs_cls
@@ -25,6 +26,11 @@ from toold.tools.builtin.web import DuckDuckGoSearchTool, format_results, resolv
 def make_tool(workspace: Path, **settings: Any) -> DuckDuckGoSearchTool:
     config = TooldConfig.model_validate({"web_search": settings})
     return DuckDuckGoSearchTool(ToolRuntime(workspace=workspace, config=config))
+
+
+def _search(tool: DuckDuckGoSearchTool) -> Any:
+    """The content of a search for ``python`` through the gateway, as the user."""
+    return asyncio.run(user_call(ToolSet([tool]), tool.name, {"query": "python"})).content
 
 
 def test_missing_dependency_raises_the_documents_error(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -49,7 +55,7 @@ def test_missing_dependency_through_the_tool(
     monkeypatch.setitem(sys.modules, "ddgs", None)
     monkeypatch.setitem(sys.modules, "duckduckgo_search", None)
     tools = ToolSet.from_tools([make_tool(workspace)])
-    outcome = asyncio.run(tools.invoke("web_search", {"query": "python"}))
+    outcome = asyncio.run(user_call(tools, "web_search", {"query": "python"}))
     assert outcome.is_error
     assert outcome.content.startswith(
         "Error: RuntimeError: DuckDuckGoSearchTool requires optional dependency 'ddgs'"
@@ -105,7 +111,7 @@ def test_offline_search_returns_a_clear_error(
 ) -> None:
     pytest.importorskip("ddgs", reason="the optional 'web' extra (ddgs) is not installed")
     monkeypatch.setenv("DDGS_PROXY", f"http://127.0.0.1:{refusing_port}")
-    result = asyncio.run(make_tool(workspace, timeout=10).execute({"query": "python"}))
+    result = _search(make_tool(workspace, timeout=10))
     assert result.startswith("Error performing search: ")
 
 
@@ -114,7 +120,7 @@ def test_unanswered_search_times_out(
 ) -> None:
     pytest.importorskip("ddgs", reason="the optional 'web' extra (ddgs) is not installed")
     monkeypatch.setenv("DDGS_PROXY", f"http://127.0.0.1:{silent_port}")
-    result = asyncio.run(make_tool(workspace, timeout=0.5).execute({"query": "python"}))
+    result = _search(make_tool(workspace, timeout=0.5))
     assert result == "Error performing search: no answer within 0.5s"
 
 

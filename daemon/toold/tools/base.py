@@ -208,40 +208,14 @@ class Tool(ABC):
         except ValidationError as exc:
             raise ToolArgumentError(format_validation_error(self.name, exc)) from None
 
-    def _merge_call_args(
-        self, args: Any, injected: Mapping[str, Any] | None, prefer_injected: bool
-    ) -> Any:
-        if not injected:
-            return args
-        if args is None:
-            return dict(injected)
-        if not isinstance(args, Mapping):
-            return args
-        return {**args, **injected} if prefer_injected else {**injected, **args}
-
-    async def execute(
-        self,
-        args: Any,
-        *,
-        injected: Mapping[str, Any] | None = None,
-        prefer_injected: bool = True,
-    ) -> Any:
-        """Merge injected arguments, validate, then run here (exceptions propagate).
-
-        Where a call runs (here or in a sandbox) is ToolSet.run's choice, and whether
-        it may run is the gateway's (toold.gateway): this only validates and runs.
-        """
-        return await self.call(
-            self.validate_args(self._merge_call_args(args, injected, prefer_injected))
-        )
-
     async def call(self, call_args: Any) -> Any:
         """Run with arguments ``validate_args`` returned, in this process.
 
-        A declared ``Arguments`` model parses them again (a sandbox sends them as JSON;
-        parsing a validated dict costs microseconds) and ``run`` gets the model. Sync
-        ``run`` goes to a worker thread unless ``runs_inline`` says otherwise.
-        Sandboxes (toold.sandbox) call this in their own process.
+        Called by the one dispatch (toold.dispatch, below ``ToolGateway.call``), by a
+        sandbox in its own process, and by the seeds' faces (toold.compat). A declared
+        ``Arguments`` model parses them again (a sandbox sends them as JSON; parsing a
+        validated dict costs microseconds) and ``run`` gets the model. Sync ``run`` goes
+        to a worker thread unless ``runs_inline`` says otherwise.
         """
         if self.is_dry_run(call_args):
             # Answered here, before ``run``: a dry run never reaches code that writes, even

@@ -44,7 +44,7 @@ def failed(text: str) -> str:
 
     For tools whose spec answers a failure with text (``Error: ...``, "unavailable"):
     the text stays the result, the flag travels in the call's meta (also back from a
-    sandbox worker) and ToolSet.invoke turns it into ``is_error``.
+    sandbox worker) and the dispatch (toold.dispatch) turns it into ``is_error``.
     """
     ctx = current_call.get()
     if ctx is not None:

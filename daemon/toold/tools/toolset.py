@@ -1,21 +1,21 @@
-"""ToolSet: an assembled set of tool instances, and the one place calls are run."""
+"""ToolSet: an assembled set of tool instances: lookup by name or alias, merge, names.
+
+A plain collection: nothing here runs a tool. Calls run through ``ToolGateway.call``
+(toold.gateway), and from there through toold.dispatch; the seeds' ``execute`` faces
+live in toold.compat.
+"""
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from pydantic_core import to_jsonable_python
-
 from toold.errors import UnknownTool
-from toold.tools.base import Tool, ToolArgumentError
-from toold.tools.context import CallContext, current_call
+from toold.tools.base import Tool
 from toold.tools.registry import BuiltinToolProvider
 
 if TYPE_CHECKING:
-    from toold.sandbox.runner import ToolRunner
     from toold.tools.registry import ToolRegistry
     from toold.tools.runtime import ToolRuntime
 
@@ -77,7 +77,7 @@ class ToolSet:
                 merged[t.name] = t
         return cls(merged.values())
 
-    def __iter__(self) -> Any:
+    def __iter__(self) -> Iterator[Tool]:
         return iter(self._tools.values())
 
     def __len__(self) -> int:
@@ -102,61 +102,3 @@ class ToolSet:
         if found is None:
             raise UnknownToolError(name)
         return found
-
-    async def execute(
-        self, name: str, args: Any, *, injected: Mapping[str, Any] | None = None
-    ) -> Any:
-        """Run one tool here; exceptions propagate (Jianmu's contract)."""
-        return await self.require(name).execute(args, injected=injected)
-
-    async def invoke(
-        self,
-        name: str,
-        args: Any,
-        *,
-        context: CallContext | None = None,
-        runner: ToolRunner | None = None,
-    ) -> ToolOutcome:
-        """Validate and run one tool, turning every failure into an isError outcome.
-
-        Only an unknown name raises (UnknownToolError); cancellation propagates.
-        No permission check: callers on behalf of a model go through toold.gateway.
-        """
-        found = self.require(name)
-        try:
-            checked = found.validate_args(args)
-        except ToolArgumentError as exc:
-            return ToolOutcome(f"Error: {exc}", is_error=True)
-        return await self.run(found, checked, context=context, runner=runner)
-
-    async def run(
-        self,
-        tool: Tool,
-        checked: Any,
-        *,
-        context: CallContext | None = None,
-        runner: ToolRunner | None = None,
-    ) -> ToolOutcome:
-        """Run ``tool`` with validated arguments: through ``runner`` when it is sandboxable,
-        else here. ``context`` reaches the tool (progress, exit code, the isError flag)."""
-        ctx = context or CallContext()
-        token = current_call.set(ctx)
-        try:
-            if runner is not None and tool.sandboxable:
-                result = await runner.run(tool, checked)
-            else:
-                result = await tool.call(checked)
-        except ToolArgumentError as exc:
-            return ToolOutcome(f"Error: {exc}", is_error=True)
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
-            return ToolOutcome(error_text(exc), is_error=True)
-        finally:
-            current_call.reset(token)
-        return ToolOutcome(
-            to_jsonable_python(result, fallback=str),
-            is_error=bool(ctx.meta.get("is_error")),
-            exit_code=ctx.meta.get("exit_code"),
-            timed_out=bool(ctx.meta.get("timed_out")),
-        )

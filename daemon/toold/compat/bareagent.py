@@ -1,9 +1,14 @@
-"""BareAgent's two layers over the one registry: get_tools() and get_handlers().
+"""BareAgent's face, a compatibility adapter: get_tools() and get_handlers().
 
-get_tools() exposes every schema (deferred ones from the start); get_handlers()
-binds the runtime objects and returns name -> callable. The module-level
-TOOL_HANDLERS are unbound stubs that say how to bind them; DEFERRED_TOOLS names the
-tools whose class says ``deferred`` (both computed on first use).
+BareAgent (one of the two tool systems toold implements) exposes its tools in two layers:
+get_tools() lists every schema (deferred ones from the start); get_handlers() binds the
+runtime objects and returns name -> callable. The module-level TOOL_HANDLERS are unbound
+stubs that say how to bind them; DEFERRED_TOOLS names the tools whose class says
+``deferred`` (both computed on first use).
+
+A handler validates its keyword arguments and calls ``Tool.call``: it returns the tool's
+result and raises its exceptions, as BareAgent's handlers do, and runs no guard. Calls on
+behalf of a model go through ``ToolGateway.call`` (toold.gateway).
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from toold.tools import formats
+from toold.tools.base import Tool
 from toold.tools.registry import BuiltinToolProvider
 from toold.tools.runtime import ToolRuntime
 
@@ -30,14 +36,14 @@ def get_handlers(workspace: str | Path, **runtime: Any) -> dict[str, Handler]:
 
     Keyword arguments are ToolRuntime fields (config, todos, tasks, skills,
     background, team, agents). Each handler takes the tool's arguments
-    as keywords and returns an awaitable of its result.
+    as keywords and returns an awaitable of its result (the tool's exceptions propagate).
     """
     bound = ToolRuntime(workspace=Path(workspace), **runtime)
     handlers: dict[str, Handler] = {}
     for t in BuiltinToolProvider(bound).get_tools():
 
-        async def handler(_tool: Any = t, **kwargs: Any) -> Any:
-            return await _tool.execute(kwargs)
+        async def handler(_tool: Tool = t, **kwargs: Any) -> Any:
+            return await _tool.call(_tool.validate_args(kwargs))
 
         handlers[t.name] = handler
     return handlers
