@@ -172,3 +172,74 @@ def test_close_lets_running_calls_finish_then_stops_the_fork_server(workspace: P
     result, server = asyncio.run(run())
     assert result.splitlines()[-1] == "finished"
     wait_gone(server, "the fork server, with its runner closed")
+
+
+def _exchange(proc: subprocess.Popen[bytes], request: dict[str, Any]) -> dict[str, Any]:
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write(json.dumps(request).encode() + b"\n")
+    proc.stdin.flush()
+    answer: dict[str, Any] = json.loads(proc.stdout.readline())
+    return answer
+
+
+def test_a_worker_serves_shareable_calls_until_its_stdin_closes(workspace: Path) -> None:
+    read = {"tool": "read_file", "workspace": str(workspace), "reuse": True}
+    with subprocess.Popen(
+        [sys.executable, "-m", "toold.sandbox.worker"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+    ) as proc:
+        first = _exchange(proc, {**read, "args": {"file_path": "notes.txt"}})
+        assert first == {"result": "1: alpha\n2: beta", "meta": {}, "next": True}
+        missing = _exchange(proc, {**read, "args": {"file_path": "missing.txt"}})
+        assert missing["error"]["type"] == "FileNotFoundError"
+        # A failed call is the worker's last: it waits for stdin's end, then exits.
+        assert proc.stdin is not None
+        proc.stdin.close()
+        assert proc.wait(timeout=30) == 0
+
+
+def test_a_call_not_marked_for_reuse_is_the_workers_last(workspace: Path) -> None:
+    request = {"tool": "read_file", "args": {"file_path": "notes.txt"}, "workspace": str(workspace)}
+    with subprocess.Popen(
+        [sys.executable, "-m", "toold.sandbox.worker"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+    ) as proc:
+        assert _exchange(proc, request) == {"result": "1: alpha\n2: beta", "meta": {}}
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write(json.dumps({**request, "reuse": True}).encode() + b"\n")
+        proc.stdin.close()  # the second request is read as the end's prelude, not run
+        assert proc.stdout.read() == b""
+        assert proc.wait(timeout=30) == 0
+
+
+def test_file_calls_share_a_worker_and_bash_gets_one_of_its_own(workspace: Path) -> None:
+    async def run() -> tuple[set[int], int, int]:
+        config = _config("subprocess", warm_workers=1)
+        runner = make_runner(config, workspace)
+        read, bash = BuiltinToolProvider(ToolRuntime(workspace, config)).resolve_named_tools(
+            ["read_file", "bash"]
+        )
+        sandbox: Any = runner.sandbox
+        shared: set[int] = set()
+        try:
+            for _ in range(4):
+                result = await runner.run(read, read.validate_args({"file_path": "notes.txt"}))
+                assert result == "1: alpha\n2: beta"
+                shared.update(worker.pid for worker in sandbox._pool._idle)
+            ran = await runner.run(bash, bash.validate_args({"command": "echo worker=$PPID"}))
+            own = int(ran.splitlines()[-1].partition("=")[2])
+            after = await runner.run(read, read.validate_args({"file_path": "notes.txt"}))
+            assert after == "1: alpha\n2: beta"
+            shared.update(worker.pid for worker in sandbox._pool._idle)
+            kept = next(iter(shared))
+            assert process_alive(kept)
+        finally:
+            await runner.close()
+        return shared, own, kept
+
+    shared, own, kept = asyncio.run(run())
+    assert len(shared) == 1, f"file calls ran in several workers: {shared}"
+    assert own not in shared, "bash ran in the shared worker"
+    wait_gone([own, kept], "bash's worker, and the shared one with its runner closed")

@@ -55,6 +55,16 @@ class _ConfigCache:
 _configs = _ConfigCache()
 
 
+def shareable(tool: Tool) -> bool:
+    """Whether ``tool``'s calls may share a worker, one after the other: it starts no
+    process, runs no code and reaches nothing outside the workspace (its annotations say
+    so; a tool that says nothing gets a worker of its own per call, as do bash and the
+    code runners). Its work is the daemon's own Python on files, which leaves nothing in
+    the worker that a later call could see but caches of what it may read anyway."""
+    marks = tool.annotations
+    return not (marks.open_world or marks.runs_code or marks.shell)
+
+
 def encode_request(tool: Tool, args: Any, workspace: Path, config: TooldConfig) -> bytes:
     """The request line for ``tool``; the tool's own runtime wins over the sandbox's."""
     from toold.tools.registry import BuiltinToolProvider
@@ -75,6 +85,7 @@ def encode_request(tool: Tool, args: Any, workspace: Path, config: TooldConfig) 
         "workspace": str(workspace),
         "config": _configs.dump(config),
         "origin": ctx.origin if ctx is not None else "agent",
+        "reuse": shareable(tool),
     }
     return (json.dumps(request, ensure_ascii=False) + "\n").encode()
 
@@ -120,6 +131,11 @@ def apply_meta(meta: Any) -> None:
 
 async def read_answer(readline: Callable[[], Awaitable[bytes]], who: str) -> Any:
     """Forward progress lines; return the result or raise the tool's exception."""
+    return (await read_reply(readline, who))[0]
+
+
+async def read_reply(readline: Callable[[], Awaitable[bytes]], who: str) -> tuple[Any, bool]:
+    """read_answer's result, and whether the worker offered to serve another call."""
     while True:
         line = await readline()
         if not line:
@@ -134,6 +150,6 @@ async def read_answer(readline: Callable[[], Awaitable[bytes]], who: str) -> Any
             report_progress(str(message["progress"]))
         elif "result" in message:
             apply_meta(message.get("meta"))
-            return message["result"]
+            return message["result"], message.get("next") is True
         elif "error" in message:
             raise rebuild_exception(message["error"])

@@ -160,8 +160,8 @@ class ContainerWorker(WorkerHandle):
         self.stream = stream
         """The file object docker-py wraps the socket in (it holds the socket open)."""
 
-    async def call(self, request: bytes) -> Any:
-        """One exchange over the attach socket."""
+    async def call(self, request: bytes, shared: bool = False) -> Any:
+        """One exchange over the attach socket (a container serves one call: never shared)."""
         loop = asyncio.get_running_loop()
         frames = _Frames(self.sock)
         self.sock.setblocking(False)

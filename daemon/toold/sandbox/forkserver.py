@@ -57,9 +57,9 @@ class ForkedWorker(PipeWorker):
         self.pid = pid
         self._kill = kill
 
-    async def cancelled(self, reader: asyncio.StreamReader) -> None:
+    async def cancelled(self) -> None:
         """Give the worker time to cancel its tool and sweep; then kill its group."""
-        if not await self.wait_exit(reader, CANCEL_GRACE):
+        if not await self.wait_exit(CANCEL_GRACE):
             # No EOF yet, so it is alive and the pid is still its own.
             await asyncio.to_thread(self._kill, self.pid)
 

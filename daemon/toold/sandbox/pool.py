@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import select
 import sys
 import threading
 import weakref
@@ -21,7 +22,14 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from toold.sandbox.channel import READ_LIMIT, SandboxUnavailable, encode_request, read_answer
+from toold.sandbox.channel import (
+    READ_LIMIT,
+    SandboxUnavailable,
+    WorkerLost,
+    encode_request,
+    read_reply,
+    shareable,
+)
 from toold.sandbox.worker import ORIGINAL_PYTHONPATH
 
 if TYPE_CHECKING:
@@ -69,86 +77,162 @@ def worker_env(base: dict[str, str]) -> dict[str, str]:
 
 
 class WorkerHandle(ABC):
-    """One started worker, good for one call."""
+    """One started worker, good for one call (and, when it offers, the shareable ones
+    that follow: see ``reusable``)."""
 
     who: str = "sandbox"
+    reusable: bool = False
+    """Its last call was shareable and it offered to serve another (set by call())."""
 
     @abstractmethod
-    async def call(self, request: bytes) -> Any:
-        """Send the request, forward progress, return the result or raise its exception."""
+    async def call(self, request: bytes, shared: bool = False) -> Any:
+        """Send the request, forward progress, return the result or raise its exception;
+        ``shared``: the call's tool may share the worker with later calls."""
 
     @abstractmethod
     def discard(self) -> None:
-        """Release a worker that never got a call (from any thread)."""
+        """Release a worker that is not running a call (from any thread)."""
+
+    def alive(self) -> bool:
+        """Whether an idle worker can still take a call (cheap; no blocking)."""
+        return True
 
 
 def _close_fds(fds: list[int]) -> None:
-    for fd in fds:
+    while fds:
         with contextlib.suppress(OSError):
-            os.close(fd)
+            os.close(fds.pop())
+
+
+async def _ready(fd: int, writing: bool) -> None:
+    """Wait until ``fd`` can be written (or read) without blocking."""
+    loop = asyncio.get_running_loop()
+    waiter = loop.create_future()
+
+    def wake() -> None:
+        if not waiter.done():
+            waiter.set_result(None)
+
+    if writing:
+        loop.add_writer(fd, wake)
+    else:
+        loop.add_reader(fd, wake)
+    try:
+        await waiter
+    finally:
+        if writing:
+            loop.remove_writer(fd)
+        else:
+            loop.remove_reader(fd)
 
 
 class PipeWorker(WorkerHandle):
-    """A worker process reached through two pipes: its stdin and its stdout."""
+    """A worker process reached through two pipes: its stdin and its stdout.
+
+    The exchange uses the descriptors directly (non-blocking, woken by the event loop):
+    no transports to build and tear down per call, and the pipes stay open when the
+    worker offers to serve another call.
+    """
 
     def __init__(self, in_fd: int, out_fd: int) -> None:
         self.in_fd = in_fd
         self.out_fd = out_fd
-        # An unused worker dropped without discard() still gets its pipes closed (and exits).
-        self._finalizer = weakref.finalize(self, _close_fds, [in_fd, out_fd])
+        self._fds = [in_fd, out_fd]
+        """Still open (closing one removes it, so nothing is closed twice)."""
+        self._buffer = bytearray()
+        self._eof = False
+        os.set_blocking(in_fd, False)
+        os.set_blocking(out_fd, False)
+        # A worker dropped without discard() still gets its pipes closed (and exits).
+        self._finalizer = weakref.finalize(self, _close_fds, self._fds)
 
     @abstractmethod
     def finished(self, exited: bool) -> None:
-        """The exchange is over (answered, failed or cancelled); end the worker if that is
-        this kind's way. ``exited``: its stdout closed, so it is gone already."""
+        """The exchange is over (answered, failed or cancelled) and the worker not kept;
+        end it if that is this kind's way. ``exited``: its stdout closed, so it is gone."""
 
-    async def cancelled(self, reader: asyncio.StreamReader) -> None:
+    async def cancelled(self) -> None:
         """The call was cancelled and the worker's stdin closed (by default: no grace)."""
 
-    async def call(self, request: bytes) -> Any:
-        """One exchange over the pipes."""
-        loop = asyncio.get_running_loop()
-        self._finalizer.detach()
-        reader = asyncio.StreamReader(limit=READ_LIMIT, loop=loop)
-        read_pipe = os.fdopen(self.out_fd, "rb", buffering=0)
-        write_pipe = os.fdopen(self.in_fd, "wb", buffering=0)
-        writer: asyncio.WriteTransport | None = None
-        read_transport: asyncio.BaseTransport | None = None
-        try:
-            # Most requests fit the pipe: hand them over before setting up the transports,
-            # so the worker starts while we do.
-            os.set_blocking(self.in_fd, False)
-            try:
-                sent = os.write(self.in_fd, request)
-            except (BlockingIOError, BrokenPipeError):
-                sent = 0
-            read_transport, _ = await loop.connect_read_pipe(
-                lambda: asyncio.StreamReaderProtocol(reader, loop=loop), read_pipe
-            )
-            writer, _ = await loop.connect_write_pipe(asyncio.Protocol, write_pipe)
-            if sent < len(request):
-                writer.write(request[sent:])
-            try:
-                return await read_answer(reader.readline, self.who)
-            except asyncio.CancelledError:
-                writer.abort()  # the worker cancels its tool when its stdin closes
-                await self.cancelled(reader)
-                raise
-        finally:
-            self.finished(exited=reader.at_eof())
-            for transport, pipe in ((writer, write_pipe), (read_transport, read_pipe)):
-                if transport is not None:
-                    transport.close()
-                else:
-                    pipe.close()
+    def alive(self) -> bool:
+        """Nothing waiting on its stdout: an idle worker that exited would show EOF."""
+        if self._eof or self.out_fd not in self._fds:
+            return False
+        return not select.select([self.out_fd], [], [], 0)[0]
 
-    @staticmethod
-    async def wait_exit(reader: asyncio.StreamReader, timeout: float) -> bool:
+    async def call(self, request: bytes, shared: bool = False) -> Any:
+        """One exchange over the pipes."""
+        self.reusable = False
+        offered = False
+        try:
+            try:
+                await self._send(request)
+                result, offered = await read_reply(self._readline, self.who)
+            except asyncio.CancelledError:
+                self._close_stdin()  # the worker cancels its tool when its stdin closes
+                await self.cancelled()
+                raise
+            return result
+        finally:
+            if offered and shared and not self._buffer:
+                self.reusable = True
+            else:
+                self.finished(exited=self._eof)
+                self._finalizer()
+
+    def _close_stdin(self) -> None:
+        if self.in_fd in self._fds:
+            self._fds.remove(self.in_fd)
+            with contextlib.suppress(OSError):
+                os.close(self.in_fd)
+
+    async def _send(self, request: bytes) -> None:
+        # Most requests fit the pipe: one write, no wait.
+        view = memoryview(request)
+        while view:
+            try:
+                view = view[os.write(self.in_fd, view) :]
+            except BlockingIOError:
+                await _ready(self.in_fd, writing=True)
+            except BrokenPipeError:
+                return  # the worker is gone: reading its stdout says so
+
+    async def _read_some(self) -> None:
+        while True:
+            try:
+                chunk = os.read(self.out_fd, 65536)
+            except BlockingIOError:
+                await _ready(self.out_fd, writing=False)
+                continue
+            if chunk:
+                self._buffer += chunk
+            else:
+                self._eof = True
+            return
+
+    async def _readline(self) -> bytes:
+        """The next line from the worker; what is left (maybe b"") once its stdout ends."""
+        while True:
+            end = self._buffer.find(b"\n")
+            if end >= 0:
+                line = bytes(self._buffer[: end + 1])
+                del self._buffer[: end + 1]
+                return line
+            if self._eof:
+                line = bytes(self._buffer)
+                self._buffer.clear()
+                return line
+            if len(self._buffer) > READ_LIMIT:
+                raise WorkerLost(f"the {self.who} worker sent a line over {READ_LIMIT} bytes")
+            await self._read_some()
+
+    async def wait_exit(self, timeout: float) -> bool:
         """Drain the worker's stdout until it closes; False if ``timeout`` passed first."""
 
         async def drain() -> None:
-            while await reader.read(65536):
-                pass
+            while not self._eof:
+                self._buffer.clear()
+                await self._read_some()
 
         try:
             await asyncio.wait_for(drain(), timeout)
@@ -170,6 +254,8 @@ class WorkerPool:
         self.size = size
         self._executor = ThreadPoolExecutor(threads, thread_name_prefix="toold-sandbox")
         self._ready: deque[Future[WorkerHandle]] = deque()
+        self._idle: deque[WorkerHandle] = deque()
+        """Workers that served a shareable call and offered another (at most ``size``)."""
         self.closed = False
         self.fill()
 
@@ -178,13 +264,19 @@ class WorkerPool:
         while not self.closed and len(self._ready) < self.size:
             self._ready.append(self._executor.submit(self._spawn, True))
 
-    async def acquire(self, refill: bool = True) -> WorkerHandle:
-        """A worker of its own for one call: a ready one, else one started now.
+    async def acquire(self, refill: bool = True, shared: bool = False) -> WorkerHandle:
+        """A worker of its own for one call: for a ``shared`` one, an idle worker that
+        offered another call; else a ready one, else one started now.
 
         ``refill``: start its replacement at once; otherwise call fill() when convenient.
         """
         if self.closed:
             raise SandboxUnavailable("the runner is closed")
+        while shared and self._idle:
+            worker = self._idle.pop()
+            if worker.alive():
+                return worker
+            worker.discard()
         ready = self._ready
         future = ready.popleft() if ready else self._executor.submit(self._spawn, False)
         if refill:
@@ -197,9 +289,28 @@ class WorkerPool:
             future.add_done_callback(_discard_result)
             raise
 
+    def give_back(self, worker: WorkerHandle) -> None:
+        """Keep a worker that offered another call for the next shareable one (up to
+        ``size`` of them; one more is released)."""
+        if len(self._idle) >= self.size:
+            worker.discard()
+            return
+        self._idle.append(worker)
+        if self.closed:  # closed meanwhile, from another thread
+            self._release_idle()
+
+    def _release_idle(self) -> None:
+        while self._idle:
+            try:
+                worker = self._idle.pop()
+            except IndexError:
+                return
+            worker.discard()
+
     def close(self) -> None:
         """Release every idle worker; calls already running keep theirs."""
         self.closed = True
+        self._release_idle()
         while self._ready:
             future = self._ready.popleft()
             if not future.cancel():
@@ -275,11 +386,15 @@ class WorkerSandbox(ABC):
             if self._pool is None:
                 raise SandboxUnavailable(self.problem or f"the {self.name} runner is closed")
         request = encode_request(tool, args, self.workspace, self.config)
+        shared = shareable(tool)
         pool = self._pool
         self._running += 1
         try:
-            worker = await pool.acquire(refill=not self.refill_after_call)
-            return self.explain(await worker.call(request))
+            worker = await pool.acquire(refill=not self.refill_after_call, shared=shared)
+            result = await worker.call(request, shared)
+            if worker.reusable:
+                pool.give_back(worker)
+            return self.explain(result)
         finally:
             self._running -= 1
             loop = asyncio.get_running_loop()

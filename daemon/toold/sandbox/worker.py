@@ -12,6 +12,11 @@ every process the call left behind (it is their subreaper, so even daemonised on
 exits. Closing stdin while the tool runs cancels the call: the tool's own clean-up runs
 (bash kills its process group), then the same sweep, and the worker exits without a reply.
 
+A request with ``"reuse": true`` (the daemon sends it for tools that start no process and
+run no code: see toold.sandbox.channel.shareable) is answered with ``"next": true`` when
+it succeeded and the worker has served fewer than MAX_CALLS: the worker then sweeps and
+reads the next request, or stdin's end. Any other call is the worker's last.
+
 ``--fork-server`` turns the process into a fork server: it imports everything once and
 forks one such worker per request received on its control socket (stdin), so a worker is
 ready in a few milliseconds instead of the ~200 ms a fresh interpreter spends importing.
@@ -44,6 +49,8 @@ ORIGINAL_PYTHONPATH = "TOOLD_ORIGINAL_PYTHONPATH"
 """The daemon's own PYTHONPATH, put back once the worker has imported toold."""
 SWEEP_SECONDS = 5.0
 """How long the final sweep keeps killing and reaping what the call left behind."""
+MAX_CALLS = 100
+"""Calls one worker serves at most (only shareable ones follow its first)."""
 
 _PR_SET_PDEATHSIG = 1
 _PR_SET_CHILD_SUBREAPER = 36
@@ -170,7 +177,10 @@ def _build_tool(request: dict[str, Any]) -> Any:
     return tool_cls(runtime)
 
 
-async def _run(tool: Any, request: dict[str, Any], in_fd: int, channel: _Channel) -> None:
+async def _run(
+    tool: Any, request: dict[str, Any], in_fd: int, channel: _Channel, last: bool
+) -> bool:
+    """Run the call and send its answer; True when the worker offered to serve another."""
     from pydantic_core import to_jsonable_python
 
     from toold.tools.context import CallContext, current_call
@@ -193,17 +203,23 @@ async def _run(tool: Any, request: dict[str, Any], in_fd: int, channel: _Channel
     try:
         result = await tool.call(request.get("args"))
     except asyncio.CancelledError:
-        return
+        return False
     except Exception as exc:
         loop.remove_reader(in_fd)
         channel.send({"error": error_payload(exc)})
-        return
+        return False
     loop.remove_reader(in_fd)
-    channel.send({"result": to_jsonable_python(result, fallback=str), "meta": ctx.meta})
+    answer = {"result": to_jsonable_python(result, fallback=str), "meta": ctx.meta}
+    offered = request.get("reuse") is True and not last
+    if offered:
+        answer["next"] = True
+    channel.send(answer)
+    return offered
 
 
 def serve_one(in_fd: int, out_fd: int, warm_up: bool | None = None) -> None:
-    """Answer one request read from ``in_fd`` on ``out_fd``, then clean up after it.
+    """Answer a request read from ``in_fd`` on ``out_fd`` (and the shareable ones that
+    follow it, see MAX_CALLS), then clean up after it.
 
     ``warm_up``: dry-run first (a worker started ahead of its call); by default only when
     no request is waiting yet.
@@ -215,18 +231,21 @@ def serve_one(in_fd: int, out_fd: int, warm_up: bool | None = None) -> None:
         warm_up = not select.select([in_fd], [], [], 0)[0]
     if warm_up:
         loop.run_until_complete(_warm_up())
-    line = _read_line(in_fd)
-    if not line.strip():
-        return  # the pool was closed before we got a call
     channel = _Channel(out_fd)
-    try:
-        request = json.loads(line)
-        tool = _build_tool(request)
-        os.chdir(request["workspace"])
-    except Exception as exc:
-        channel.send({"error": error_payload(exc)})
-    else:
-        loop.run_until_complete(_run(tool, request, in_fd, channel))
+    for served in range(1, MAX_CALLS + 1):
+        line = _read_line(in_fd)
+        if not line.strip():
+            return  # the pool was closed before we got a (further) call
+        try:
+            request = json.loads(line)
+            tool = _build_tool(request)
+            os.chdir(request["workspace"])
+        except Exception as exc:
+            channel.send({"error": error_payload(exc)})
+            break
+        if not loop.run_until_complete(_run(tool, request, in_fd, channel, served == MAX_CALLS)):
+            break
+        sweep_descendants()  # nothing a call left behind sees the next one
     _wait_for_eof(in_fd)  # the daemon has the answer (or gave up on it)
     sweep_descendants()
 
