@@ -28,7 +28,8 @@ from typing import TYPE_CHECKING, Any
 
 from toold.sandbox.channel import SandboxUnavailable, WorkerLost
 from toold.sandbox.environment import sandbox_environment
-from toold.sandbox.pool import CANCEL_GRACE, PipeWorker, WorkerSandbox, worker_env
+from toold.sandbox.pipes import PipeWorker
+from toold.sandbox.pool import CANCEL_GRACE, WorkerSandbox, worker_env
 from toold.sandbox.process import kill_group
 from toold.sandbox.toolchains import git_identity, toolchain_env
 from toold.sandbox.worker import COLD, KILL, PID_FORMAT, WARM
