@@ -1,11 +1,10 @@
 """The editor on the other end of one session: messages, prompts and progress.
 
-``EditorServer`` is a pygls LanguageServer with toold's ways of talking to the
-client: ``window/showMessage`` (show_error, show_warning), permission and
-confirmation prompts over ``window/showMessageRequest`` (ask_user, confirm),
-``$/progress`` for a request carrying a workDoneToken (work_done, WorkDone, and the
-client's cancel of it), and the contract's notifications (push). Each is safe to
-call from any thread. Everything here belongs to one session, never to the
+``Editor`` talks to the client the way toold does: ``window/showMessage`` (show_error,
+show_warning), permission and confirmation prompts over ``window/showMessageRequest``
+(ask_user, confirm), ``$/progress`` for a request carrying a workDoneToken (work_done,
+WorkDone, and the client's cancel of it), and the contract's notifications (push). Each
+is safe to call from any thread. Everything here belongs to one session, never to the
 workspace: sessions sharing a workspace each talk to their own editor.
 """
 
@@ -13,23 +12,20 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
-from pygls.exceptions import JsonRpcException
-from pygls.lsp.server import LanguageServer
-from pygls.protocol import default_converter
 
 import toold_protocol
 from toold.config import PermissionsConfig
-from toold.connection import TooldProtocol
+from toold.connection import ResponseError
 from toold.rpc import dump
 from toold_protocol.names import PERMISSIONS_PREVIEW
 
 if TYPE_CHECKING:
+    from toold.connection import JsonRpcConnection
     from toold.tools.base import Tool
 
 log = logging.getLogger(__name__)
@@ -43,8 +39,8 @@ class WorkDone:
     (``done`` unless the handler says otherwise; ``cancelled`` or ``failed`` when it
     was cancelled or raised)."""
 
-    def __init__(self, server: EditorServer, token: types.ProgressToken | None) -> None:
-        self._server, self._token = server, token
+    def __init__(self, editor: Editor, token: types.ProgressToken | None) -> None:
+        self._editor, self._token = editor, token
         self.outcome = "done"
 
     @property
@@ -55,29 +51,35 @@ class WorkDone:
     def report(self, text: str) -> None:
         """One ``$/progress`` report."""
         if self._token is not None:
-            self._server.work_done_progress.report(
-                self._token, types.WorkDoneProgressReport(message=text)
-            )
+            self._editor.progress(self._token, types.WorkDoneProgressReport(message=text))
 
 
-_shared_converter = functools.cache(default_converter)
+def _default_timeout() -> float:
+    return float(PermissionsConfig().ask_timeout)
 
 
-class EditorServer(LanguageServer):
-    """A pygls LanguageServer that talks to its editor the way toold does."""
+class Editor:
+    """One session's editor, over its JSON-RPC connection."""
 
-    protocol: TooldProtocol
-
-    def __init__(self, name: str, version: str) -> None:
-        # One converter per process: cattrs generates its code once, not for each of an
-        # engine's sessions (about 30 ms each).
-        converter = _shared_converter
-        super().__init__(name, version, protocol_cls=TooldProtocol, converter_factory=converter)
+    def __init__(
+        self,
+        connection: JsonRpcConnection,
+        *,
+        tool_named: Callable[[str], Tool | None] = lambda name: None,
+        prompt_timeout: Callable[[], float] = _default_timeout,
+    ) -> None:
+        """``tool_named`` finds the tool a prompt previews; ``prompt_timeout`` gives
+        ``permissions.ask_timeout`` (both read the workspace once it is bound)."""
+        self.connection = connection
+        self.tool_named = tool_named
+        self.prompt_timeout = prompt_timeout
+        self.capabilities: types.ClientCapabilities | None = None
+        """What the client said it can do (initialize's ``capabilities``)."""
         self.loop: asyncio.AbstractEventLoop | None = None
         """The loop serving this session (messages from other threads are sent on it)."""
         self._cancellable: dict[types.ProgressToken, asyncio.Task[Any]] = {}
 
-    def _in_loop(self, func: Any, *args: Any) -> None:
+    def _in_loop(self, func: Callable[..., Any], *args: Any) -> None:
         loop = self.loop
         try:
             running = asyncio.get_running_loop()
@@ -89,6 +91,11 @@ class EditorServer(LanguageServer):
             loop.call_soon_threadsafe(func, *args)
 
     # -- progress ------------------------------------------------------------------
+    def progress(self, token: types.ProgressToken, value: Any) -> None:
+        """One ``$/progress`` notification (begin, report or end)."""
+        params = types.ProgressParams(token=token, value=value)
+        self._in_loop(self.connection.notify, types.PROGRESS, params)
+
     @contextlib.contextmanager
     def work_done(self, token: types.ProgressToken | None, title: str) -> Iterator[WorkDone]:
         """``$/progress`` begin, reports and end for a request carrying ``token``.
@@ -101,9 +108,7 @@ class EditorServer(LanguageServer):
         if token is None:
             yield done
             return
-        self.work_done_progress.begin(
-            token, types.WorkDoneProgressBegin(title=title, cancellable=True)
-        )
+        self.progress(token, types.WorkDoneProgressBegin(title=title, cancellable=True))
         task = asyncio.current_task()
         if task is not None:
             self._cancellable[token] = task
@@ -117,19 +122,21 @@ class EditorServer(LanguageServer):
             raise
         finally:
             self._cancellable.pop(token, None)
-            self.work_done_progress.end(token, types.WorkDoneProgressEnd(message=done.outcome))
+            self.progress(token, types.WorkDoneProgressEnd(message=done.outcome))
 
     def cancel_work(self, token: types.ProgressToken) -> None:
         """Cancel the request whose progress ``token`` the client cancelled."""
         task = self._cancellable.get(token)
         if task is not None:
             task.cancel()
+        else:
+            log.warning("ignoring work done progress cancel for unknown token %s", token)
 
     # -- notifications -------------------------------------------------------------
     def push(self, method: str, params: dict[str, Any]) -> None:
         """Send one of the contract's notifications, validated against its model."""
         payload = dump(toold_protocol.METHODS[method].params.model_validate(params))
-        self._in_loop(self.protocol.notify, method, payload)
+        self._in_loop(self.connection.notify, method, payload)
 
     def show_error(self, message: str, kind: types.MessageType = types.MessageType.Error) -> None:
         """window/showMessage an error (or a message of another ``kind``) to the user."""
@@ -137,7 +144,7 @@ class EditorServer(LanguageServer):
             logging.ERROR if kind == types.MessageType.Error else logging.WARNING, "%s", message
         )
         params = types.ShowMessageParams(type=kind, message=f"toold: {message}")
-        self._in_loop(self.window_show_message, params)
+        self._in_loop(self.connection.notify, types.WINDOW_SHOW_MESSAGE, params)
 
     def show_warning(self, message: str) -> None:
         """window/showMessage a warning to the user."""
@@ -146,13 +153,14 @@ class EditorServer(LanguageServer):
     # -- prompts -------------------------------------------------------------------
     def can_ask(self) -> bool:
         """Whether the client said it can show message requests with actions."""
-        capabilities = getattr(self.protocol, "client_capabilities", None)
-        window = getattr(capabilities, "window", None)
+        window = getattr(self.capabilities, "window", None)
         return getattr(window, "show_message", None) is not None
 
-    def prompt_timeout(self) -> float:
-        """Seconds a permission prompt waits for the user (``permissions.ask_timeout``)."""
-        return float(PermissionsConfig().ask_timeout)
+    def shows_diffs(self) -> bool:
+        """Whether the client set ``experimental.toold.diffPreview`` in its capabilities."""
+        experimental = getattr(self.capabilities, "experimental", None)
+        ours = experimental.get("toold") if isinstance(experimental, dict) else None
+        return isinstance(ours, dict) and ours.get("diffPreview") is True
 
     async def ask_user(
         self, tool: str, args: Any, reason: str, timeout: float | None = None
@@ -167,17 +175,6 @@ class EditorServer(LanguageServer):
         wait = self.prompt_timeout() if timeout is None else timeout
         title = await self.confirm(message, list(ASK_ACTIONS), wait)
         return None if title is None else ASK_ACTIONS[title]
-
-    def tool_named(self, name: str) -> Tool | None:
-        """The bound workspace's tool called ``name`` (what a prompt previews); None here."""
-        return None
-
-    def shows_diffs(self) -> bool:
-        """Whether the client set ``experimental.toold.diffPreview`` in its capabilities."""
-        capabilities = getattr(self.protocol, "client_capabilities", None)
-        experimental = getattr(capabilities, "experimental", None)
-        ours = experimental.get("toold") if isinstance(experimental, dict) else None
-        return isinstance(ours, dict) and ours.get("diffPreview") is True
 
     async def _with_preview(self, message: str, tool: str, args: Any, reason: str) -> str:
         """Send ``permissions/preview`` to a client that shows diffs, or add the capped
@@ -202,10 +199,11 @@ class EditorServer(LanguageServer):
             message=f"toold: {message}",
             actions=[types.MessageActionItem(title=t) for t in actions],
         )
+        asked = self.connection.send_request(types.WINDOW_SHOW_MESSAGE_REQUEST, params)
         try:
-            item = await asyncio.wait_for(self.window_show_message_request_async(params), timeout)
-        except (TimeoutError, JsonRpcException) as exc:
+            item = await asyncio.wait_for(asked, timeout)
+        except (TimeoutError, ResponseError) as exc:
             log.info("no answer to %r: %s", message, exc or "timeout")
             return None
-        title = getattr(item, "title", None)
+        title = item.get("title") if isinstance(item, dict) else None
         return title if isinstance(title, str) and title in actions else None

@@ -5,23 +5,27 @@ A CI script piped into the daemon sends its requests, ``shutdown`` and ``exit`` 
 ``exit`` behind it waits for that answer, and the end of stdin lets running requests
 finish too. ``limits.shutdown_grace`` bounds each wait; what is still running then is
 cancelled (answered -32800, its process group killed), logged, and the exit status is 1.
-A client process that dies (watch_client) stops the daemon at once instead.
+A client process that dies (ClientWatch) stops the session at once instead.
 
-SessionEnd is given what it needs (the connection's requests, the grace, a way to stop)
-and knows nothing of the server.
+SessionEnd and ClientWatch are given what they need (the connection's requests, the
+grace, a way to stop) and know nothing of the session.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from toold.connection import TooldProtocol
+    from toold.connection import JsonRpcConnection
 
 log = logging.getLogger(__name__)
+
+POLL_CLIENT_S = 2.0
+"""How often a client process is checked where pidfd_open is missing."""
 
 
 class SessionEnd:
@@ -29,7 +33,7 @@ class SessionEnd:
 
     def __init__(
         self,
-        connection: TooldProtocol,
+        connection: JsonRpcConnection,
         grace: Callable[[], Awaitable[float]],
         stop: Callable[[int], None],
     ) -> None:
@@ -93,3 +97,58 @@ class SessionEnd:
         first; status 0 after ``shutdown``, 1 without it."""
         await self.settle()
         self._stop(0 if self._connection.shutting_down else 1)
+
+
+class ClientWatch:
+    """Ends a session when its editor's process dies (LSP's processId, --clientProcessId)."""
+
+    def __init__(self, stop: Callable[[int], None]) -> None:
+        """``stop`` ends the session with an exit code (0: the editor went away)."""
+        self._stop = stop
+        self._poll: asyncio.TimerHandle | None = None
+        self._fds: list[int] = []
+        self.watched: set[int] = set()
+
+    def watch(self, pid: int) -> None:
+        """Stop when process ``pid`` exits (on the running loop; a pid already watched is
+        left alone)."""
+        if pid in self.watched:
+            return
+        self.watched.add(pid)
+        loop = asyncio.get_running_loop()
+        try:
+            fd = os.pidfd_open(pid)
+        except (OSError, AttributeError):
+            self._check(pid)
+            return
+        self._fds.append(fd)
+
+        def on_exit() -> None:
+            loop.remove_reader(fd)
+            self._fds.remove(fd)
+            os.close(fd)
+            log.info("client process %s exited; stopping", pid)
+            self._stop(0)
+
+        loop.add_reader(fd, on_exit)
+
+    def _check(self, pid: int) -> None:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            log.info("client process %s exited; stopping", pid)
+            self._stop(0)
+            return
+        except PermissionError:
+            pass
+        self._poll = asyncio.get_running_loop().call_later(POLL_CLIENT_S, self._check, pid)
+
+    def close(self) -> None:
+        """Stop watching."""
+        if self._poll is not None:
+            self._poll.cancel()
+        loop = asyncio.get_running_loop()
+        for fd in self._fds:
+            loop.remove_reader(fd)
+            os.close(fd)
+        self._fds.clear()

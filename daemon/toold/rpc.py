@@ -6,7 +6,7 @@ row per method (a test checks the rows against toold_protocol's contract). The
 connection hands our custom methods' params over as raw JSON values; here they become
 pydantic models, results go back as camelCase JSON, and a ValidationError becomes
 InvalidParams naming each field. Handlers raise toold's domain errors (toold.errors);
-here, and only here for this front end, they become a JsonRpcException through
+here, and only here for this front end, they become a connection.ResponseError through
 toold.errors' one table (code, message, data). A handler gets a ``Context`` (the
 workspace, its session's editor, whether the client runs inside a tool call), never
 the session itself. The table loads on the first custom request, so the daemon answers
@@ -15,17 +15,17 @@ the session itself. The table loads on the first custom request, so the daemon a
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from pydantic import BaseModel, ValidationError
-from pygls.exceptions import JsonRpcException
 
+from toold.connection import ResponseError
 from toold.errors import InvalidParams, TooldError, field_problems, wire_error
 
 if TYPE_CHECKING:
-    from toold.editor import EditorServer as Editor
+    from toold.editor import Editor
     from toold.workspace import WorkspaceState
 
 P = TypeVar("P", bound=BaseModel)
@@ -94,11 +94,7 @@ def parse_params(spec: ParamsSpec, raw: Any) -> Any:
         raise InvalidParams(f"{spec.name}: invalid params: {problems}") from None
 
 
-def as_jsonrpc(exc: TooldError) -> JsonRpcException:
-    """A domain error as the exception a request is answered with."""
+def as_jsonrpc(exc: TooldError) -> ResponseError:
+    """A domain error as the error a request is answered with."""
     error = wire_error(exc)
-    return JsonRpcException(error.message, code=error.code, data=error.data)
-
-
-RequestTable = Callable[[], Mapping[str, Request[Any, Any]]]
-"""Loads the table of custom requests (on the first one: it imports models and tools)."""
+    return ResponseError(error.message, error.code, error.data)

@@ -53,7 +53,7 @@ _HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 
 
 class Connection(Protocol):
-    """What the framing loop drives (connection.TooldProtocol): the writer for replies,
+    """What the framing loop drives (connection.JsonRpcConnection): the writer for replies,
     each checked message, error answers, and the cap on one message's size."""
 
     max_message_bytes: int
@@ -62,7 +62,9 @@ class Connection(Protocol):
         """The client's requests read and not answered yet."""
         ...
 
-    def set_writer(self, writer: Any, include_headers: bool = True) -> None: ...
+    def set_writer(self, writer: Any) -> None:
+        """Where replies go from now on."""
+        ...
 
     def dispatch(self, data: dict[str, Any]) -> None: ...
 
@@ -272,8 +274,11 @@ async def serve_stdio(session: Session, stdin: BinaryIO, stdout: BinaryIO) -> in
     try:
         return await session.serve(reader, writer)
     finally:
+        # Opened here, so closed here: an embedding process (the in-process tests) keeps
+        # running. The output's queued bytes are flushed before its pipe closes.
         if read_transport is not None:
-            read_transport.close()  # an embedding process (the in-process tests) keeps running
+            read_transport.close()
+        writer.close()
 
 
 async def _read_loop(
@@ -347,5 +352,5 @@ def run(session: Session) -> int:
     except KeyboardInterrupt:
         return 130
     finally:
-        with contextlib.suppress(OSError):
+        with contextlib.suppress(OSError, ValueError):  # ValueError: closed by serve_stdio
             os.close(stdout.fileno())

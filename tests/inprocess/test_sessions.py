@@ -16,7 +16,7 @@ import socket
 from pathlib import Path
 from typing import Any
 
-from toold.server import TooldServer, create_server
+from toold.server import LspSession, create_server
 from toold.transport import HEADER_LIMIT, FrameWriter
 from toold.workspace import WorkspaceState, bind
 
@@ -28,7 +28,7 @@ class SocketSession:
     """A session served over one end of a socketpair; the test speaks raw frames."""
 
     def __init__(self, state: WorkspaceState) -> None:
-        self.server: TooldServer = create_server(state=state)
+        self.server: LspSession = create_server(state=state)
         self.notifications: list[dict[str, Any]] = []
         self._ids = itertools.count(1)
 
@@ -95,7 +95,7 @@ def test_two_socket_sessions_share_one_workspace(workspace: Path) -> None:
                 state.root
             )
             # Capabilities are the session's own, never the workspace's.
-            assert first.server.can_ask() and not second.server.can_ask()
+            assert first.server.editor.can_ask() and not second.server.editor.can_ask()
             assert first.server.state is second.server.state is state
 
             added = await first.tool("todo_write", action="add", task="shared")

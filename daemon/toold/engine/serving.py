@@ -27,7 +27,7 @@ from toold.fairness import caller
 
 if TYPE_CHECKING:
     from toold.engine.engine import Engine
-    from toold.server import TooldServer
+    from toold.server import LspSession
     from toold.transport import FrameWriter
     from toold.workspace import WorkspaceState
 
@@ -39,7 +39,7 @@ PREFACE_TIMEOUT = 30.0
 
 def session_server(
     state: WorkspaceState, hello: dict[str, Any], from_tool: bool = False
-) -> TooldServer:
+) -> LspSession:
     """A server for one session on the shared, already bound ``state`` (``from_tool``: its
     client runs inside one of the engine's tool calls)."""
     from toold.server import create_server

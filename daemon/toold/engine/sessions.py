@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from toold_protocol.names import EXECUTION_EVENT
 
 if TYPE_CHECKING:
-    from toold.server import TooldServer
+    from toold.server import LspSession
 
 log = logging.getLogger(__name__)
 
@@ -33,7 +33,7 @@ class Session:
     id: int
     kind: str
     """``stdio`` (``toold serve`` handed its stdout over) or ``session`` (framed on the socket)."""
-    server: TooldServer
+    server: LspSession
     peer_pid: int
     client: str = ""
     """What the client called itself in its hello (``toold call``, ``toold serve``)."""
@@ -63,7 +63,7 @@ class Sessions:
         self._live: dict[int, Session] = {}
         self._ids = itertools.count(1)
 
-    def open(self, kind: str, server: TooldServer, peer_pid: int, client: str) -> Session:
+    def open(self, kind: str, server: LspSession, peer_pid: int, client: str) -> Session:
         """Register a new session (the caller sets ``current`` in its task)."""
         session = Session(next(self._ids), kind, server, peer_pid, client)
         self._live[session.id] = session
@@ -88,9 +88,9 @@ class Sessions:
         for session in self.all():
             if events and not session.server.execution_events:
                 continue
-            if session.server.protocol.initialized:
+            if session.server.initialized:
                 try:
-                    session.server.push(method, params)
+                    session.server.editor.push(method, params)
                 except Exception:
                     log.exception("could not send %s to session %d", method, session.id)
 
@@ -98,15 +98,15 @@ class Sessions:
         """A problem with the shared configuration: every session is told."""
         log.error("%s", message)
         for session in self.all():
-            if session.server.protocol.initialized:
-                session.server.show_error(message)
+            if session.server.initialized:
+                session.server.editor.show_error(message)
 
     def warn(self, message: str) -> None:
         """A warning about the shared workspace: every session is told."""
         log.warning("%s", message)
         for session in self.all():
-            if session.server.protocol.initialized:
-                session.server.show_warning(message)
+            if session.server.initialized:
+                session.server.editor.show_warning(message)
 
     async def ask(self, tool: str, arguments: Any, reason: str) -> str | None:
         """A permission prompt, to the session whose call asks (None: denied, as today)."""
@@ -114,17 +114,17 @@ class Sessions:
         if session is None or session.id not in self._live or not _asks_the_user(session):
             log.info("permission prompt for %s has no session that can ask: denied", tool)
             return None
-        return await session.server.ask_user(tool, arguments, reason)
+        return await session.server.editor.ask_user(tool, arguments, reason)
 
     async def confirm(self, message: str, actions: list[str], timeout: float) -> str | None:
         """A question about the shared configuration, to the newest session that can ask."""
         for session in reversed(self.all()):
-            if session.server.protocol.initialized and _asks_the_user(session):
-                return await session.server.confirm(message, actions, timeout)
+            if session.server.initialized and _asks_the_user(session):
+                return await session.server.editor.confirm(message, actions, timeout)
         return None
 
 
 def _asks_the_user(session: Session) -> bool:
     """Whether a question to ``session`` reaches a person: its client can show one and
     runs outside the engine's tool calls (an agent's client would answer for itself)."""
-    return session.server.can_ask() and not session.server.from_tool
+    return session.server.editor.can_ask() and not session.server.from_tool
