@@ -22,6 +22,59 @@ os.environ.setdefault("PYENV_REHASH_TIMEOUT", "1")
 os.environ.setdefault("TOOLD_NO_DAEMON", "1")
 
 
+# The fast loop, ``python -m pytest -m "not slow"``, leaves out what spawns processes
+# (daemons, editors, containers) or generates hundreds of sandboxed calls; the full suite
+# (no -m) runs everything. A folder here is slow as a whole, except the files listed as
+# fast in it; a file of a fast folder can be slow too. Paths are relative to tests/.
+SLOW_FOLDERS = {
+    "acp": "spawns toold acp (and Node's ACP client)",
+    "agents": "spawns toold serve with the scripted model",
+    "bench": "benchmarks against spawned peers",
+    "ci": "spawns toold ci / the run script",
+    "clients": "real Neovim and VS Code",
+    "e2e": "spawns toold serve: exit codes, signals, stdin, logs",
+    "engine": "spawned shared engines, scale and flood",
+    "hardening": "bwrap, fuzzing and races against spawned daemons",
+    "mcp": "spawns toold mcp",
+    "sandbox": "bwrap and Docker sandboxes",
+    "security": "generated spellings through spawned daemons and bwrap",
+}
+FAST_FILES = {
+    "acp/test_updates.py",
+    "agents/test_loop.py",
+    "agents/test_subagents.py",
+    "security/test_descriptor_leaks.py",
+    "security/test_equivalence_readonly.py",
+    "security/test_outside_corpora.py",
+    "security/test_parse_agrees_with_bash.py",
+    "security/test_readonly_pipelines.py",
+}
+"""Files of a slow folder that take seconds (measured): in the fast loop."""
+SLOW_FILES: set[str] = set()
+"""Files of a fast folder that are slow."""
+TESTS = Path(__file__).resolve().parent
+
+
+def slow_reason(path: Path) -> str | None:
+    """Why the test file at ``path`` is out of the fast loop; None when it is in."""
+    try:
+        relative = path.resolve().relative_to(TESTS).as_posix()
+    except ValueError:
+        return None
+    if relative in SLOW_FILES:
+        return "listed in SLOW_FILES"
+    if relative in FAST_FILES:
+        return None
+    return SLOW_FOLDERS.get(relative.partition("/")[0])
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark ``slow`` what the fast loop leaves out (the lists above)."""
+    for item in items:
+        if slow_reason(item.path) is not None:
+            item.add_marker(pytest.mark.slow)
+
+
 @pytest.fixture(scope="session", autouse=True)
 def engine_runtime() -> Iterator[Path]:
     """A runtime folder of this run's own for engine sockets (never a stale shared one);

@@ -2,23 +2,14 @@
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
-from typing import Any
 
 from tests.interaction.conftest import Connect
 from tests.waiting import wait_until
 
 CORE = ["bash", "read_file", "write_file", "edit_file", "glob", "grep"]
 BYPASS = '[permissions]\nmode = "bypass"\n'
-
-
-def decisions(workspace: Path, tool: str) -> list[dict[str, Any]]:
-    """The guard's audited decisions about ``tool`` (every front end writes the same log)."""
-    lines = (workspace / ".toold" / "audit.jsonl").read_text(encoding="utf-8").splitlines()
-    entries = [json.loads(line) for line in lines]
-    return [e for e in entries if e["event"] == "decision" and e["tool"] == tool]
 
 
 def test_the_catalogue_is_listed_once(connect: Connect, workspace: Path) -> None:
@@ -58,8 +49,6 @@ def test_a_write_nobody_can_allow_is_refused_in_default_mode(
     assert refused.is_error
     assert refused.job_id is None
     assert not (workspace / "x.txt").exists()
-    (decision,) = decisions(workspace, "write_file")
-    assert (decision["origin"], decision["decision"]) == ("agent", "denied")
     # Reads need nobody's word: the same session still reads.
     assert not session.call("read_file", {"file_path": "src/main.py"}).is_error
 
