@@ -26,13 +26,14 @@ from toold.checkpoints import CheckpointStore
 from toold.dispatch import run_tool
 from toold.errors import FileChangedError
 from toold.hooks import Hooks, PreHookVerdict
+from toold.outcome import ToolOutcome, error_text
 from toold.permissions.guard import DENIED, PermissionGuard
 from toold.sandbox.runner import ToolRunner
 from toold.tools.base import Tool, ToolArgumentError
 from toold.tools.context import CallContext
 from toold.tools.filestate import FileTracker
 from toold.tools.runtime import ToolRuntime
-from toold.tools.toolset import ToolOutcome, ToolSet, error_text
+from toold.tools.toolset import ToolSet
 
 
 @dataclass(frozen=True)
@@ -59,33 +60,49 @@ class ToolGateway:
         )
 
     async def call(self, name: str, arguments: Any, context: CallContext) -> ToolOutcome:
-        """Run one call the guard allows; every refusal or failure is an isError outcome.
+        """Judge and run one call; every refusal or failure is an isError outcome whose
+        fields say how it was decided (toold.outcome). One audit line records it.
 
         Only an unknown name raises (toold.tools.toolset.UnknownToolError): each front
-        end answers it in its own protocol. Cancellation propagates.
+        end answers it in its own protocol. Cancellation propagates (and is recorded).
         """
         tool = self.toolset.require(name)
+        entry: dict[str, Any] = {"arguments": arguments}
+        try:
+            outcome = await self._call(tool, arguments, context, entry)
+        except asyncio.CancelledError:
+            self._audit(tool.name, context.origin, entry, outcome="cancelled")
+            raise
+        self._audit(tool.name, context.origin, entry, **_recorded(outcome))
+        return outcome
+
+    async def _call(
+        self, tool: Tool, arguments: Any, context: CallContext, entry: dict[str, Any]
+    ) -> ToolOutcome:
+        """``call`` without its audit line: what was judged and run goes into ``entry``."""
         try:
             checked = tool.validate_args(arguments)
         except ToolArgumentError as exc:
-            return ToolOutcome(f"Error: {exc}", is_error=True)
+            return _refused(f"Error: {exc}", entry)
         # Tools without an arguments model keep the call's own shape (rules are written for it).
         seen = (
             to_jsonable_python(checked, fallback=str) if isinstance(checked, Mapping) else arguments
         )
+        entry["arguments"] = seen  # what the guard judged: aliases folded, defaults filled
         hooked = PreHookVerdict()
         if self.hooks is not None:
             hooked = await self.hooks.before(tool.name, seen, context.origin)
             if hooked.blocked is not None:
-                self._audit("hook", tool.name, context.origin, seen, decision="blocked")
-                return ToolOutcome(hooked.blocked, is_error=True)
+                entry["decision"] = "blocked"
+                blocked = hooked.blocked
+                return ToolOutcome(blocked, True, decision="denied_by_rule", reason=blocked)
         try:
             # Every file the call names (a patch's too), for the guard and the stale-file
             # check; a call whose files cannot be named does not run (fail closed).
             named = tool.named_paths(checked)
             written = tool.written_paths(checked)
         except ValueError as exc:
-            return ToolOutcome(f"Error: {exc}", is_error=True)
+            return _refused(f"Error: {exc}", entry)
         # The guard judges the tool by its own annotations (a user's tool included); a dry
         # run changes nothing, so it is judged as a read.
         verdict = await self.guard.check(
@@ -96,30 +113,43 @@ class ToolGateway:
             steer=hooked,
             paths=named,
         )
+        entry["decision"] = verdict.decision
+        judged = ToolOutcome(
+            verdict.message or DENIED,
+            is_error=True,
+            decision=verdict.kind or "refused",
+            reason=verdict.reason,
+            rule=verdict.rule,
+            approvable=verdict.approvable,
+            ask_reason=verdict.ask_reason,
+            remedy=verdict.remedy,
+        )
         if not verdict.allowed:
-            return ToolOutcome(verdict.message or DENIED, is_error=True)
+            return judged
         started = time.perf_counter()
         outcome = await self._tracked(tool, checked, context, written)
+        entry["durationMs"] = round((time.perf_counter() - started) * 1000, 3)
         if self.hooks is not None:
             said = await self.hooks.after(tool.name, seen, outcome.content, context.origin)
             if said:
                 outcome = replace(outcome, content=with_hook_output(outcome.content, said))
-        self._audit(
-            "call",
-            tool.name,
-            context.origin,
-            arguments,
-            durationMs=round((time.perf_counter() - started) * 1000, 3),
-            outcome="error" if outcome.is_error else "ok",
-            exitCode=outcome.exit_code,
+        if outcome.decision == "refused":  # the stale-file check, at the moment it would run
+            return outcome
+        job = context.meta.get("job_id")
+        return replace(
+            judged,
+            content=outcome.content,
+            is_error=outcome.is_error,
+            exit_code=outcome.exit_code,
+            timed_out=outcome.timed_out,
+            job_id=job if isinstance(job, str) else None,
+            written=[] if outcome.is_error else written,
         )
-        return outcome
 
-    def _audit(self, event: str, tool: str, origin: str, arguments: Any, **fields: Any) -> None:
+    def _audit(self, tool: str, origin: str, entry: dict[str, Any], **fields: Any) -> None:
+        """The call's one line: what was judged, how it was decided and what came of it."""
         if self.guard.audit is not None:
-            self.guard.audit.record(
-                event=event, tool=tool, origin=origin, arguments=arguments, **fields
-            )
+            self.guard.audit.record(event="call", tool=tool, origin=origin, **entry, **fields)
 
     async def _stale(
         self, tool: Tool, checked: Any, context: CallContext, written: list[str]
@@ -132,7 +162,7 @@ class ToolGateway:
         try:
             await _on_disk(tool.runs_inline(checked), files.require_seen, written)
         except FileChangedError as exc:
-            return ToolOutcome(error_text(exc), is_error=True)
+            return ToolOutcome(error_text(exc), is_error=True, decision="refused")
         return None
 
     async def _tracked(
@@ -177,6 +207,25 @@ class ToolGateway:
             await asyncio.shield(
                 asyncio.to_thread(store.record, pending, tool.name, context.origin)
             )
+
+
+def _refused(text: str, entry: dict[str, Any]) -> ToolOutcome:
+    """A call refused before the guard judged it (arguments, files that cannot be named)."""
+    entry["decision"] = "refused"
+    return ToolOutcome(text, is_error=True, decision="refused", reason=text)
+
+
+def _recorded(outcome: ToolOutcome) -> dict[str, Any]:
+    """The audit line's account of an outcome: its kind, the rule and, once it ran, how."""
+    fields: dict[str, Any] = {"verdict": outcome.decision, "reason": outcome.reason}
+    if outcome.rule is not None:
+        fields["rule"] = outcome.rule
+    if outcome.ran:
+        fields["outcome"] = "error" if outcome.is_error else "ok"
+        fields["exitCode"] = outcome.exit_code
+    if outcome.job_id is not None:
+        fields["jobId"] = outcome.job_id
+    return fields
 
 
 def _agent_files(tool: Tool, context: CallContext) -> FileTracker | None:

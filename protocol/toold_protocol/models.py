@@ -143,6 +143,16 @@ class ToolsCallResult(WireModel):
     """True when the call failed: bad arguments, a handler exception, a refusal."""
     exit_code: int | None = None
     """Exit status of the command, for tools that run one (bash, background jobs)."""
+    decision: Literal["allowed", "denied_by_rule", "denied_by_user", "refused"] | None = None
+    """How the call was decided, when not simply run: ``allowed`` (the user allowed it, now
+    or by an earlier "Always allow"), ``denied_by_rule`` (a forbid or deny rule, plan mode,
+    a hook, or nobody to ask), ``denied_by_user`` (the user said no, or did not answer),
+    ``refused`` (invalid arguments, a stale file, an invalid configuration, a command not
+    checked in time). Absent when the rules let it run without asking."""
+    rule: str | None = None
+    """The text of the rule that decided the call (forbid, deny or allow), when one did."""
+    job_id: str | None = None
+    """The background job the call started (background_run): for jobs/get, jobs/cancel."""
 
 
 class ServerInfo(WireModel):

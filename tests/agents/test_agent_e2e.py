@@ -169,21 +169,18 @@ def test_allow_deny_always_allow_and_plan_mode(
     assert prompts_left(client) == []
     assert not (workspace / "plan.txt").exists()
 
-    # Every decision and call is in the audit log.
-    entries = [(e["event"], e["tool"], e.get("decision")) for e in audit(workspace, 10)]
+    # Every call is in the audit log: one line, its decision and what came of it.
+    lines = audit(workspace, 6)
+    entries = [(e["event"], e["tool"], e["decision"], e.get("outcome")) for e in lines]
     assert entries == [
-        ("decision", "write_file", "user-allowed"),
-        ("call", "write_file", None),
-        ("decision", "write_file", "denied"),
-        ("decision", "write_file", "always-allowed"),
-        ("call", "write_file", None),
-        ("decision", "write_file", "allowed"),
-        ("call", "write_file", None),
-        ("decision", "write_file", "denied"),
-        ("decision", "read_file", "allowed"),
-        ("call", "read_file", None),
+        ("call", "write_file", "user-allowed", "ok"),
+        ("call", "write_file", "denied", None),
+        ("call", "write_file", "always-allowed", "ok"),
+        ("call", "write_file", "allowed", "ok"),
+        ("call", "write_file", "denied", None),
+        ("call", "read_file", "allowed", "ok"),
     ]
-    reasons = [e["reason"] for e in audit(workspace, 10) if e["event"] == "decision"]
+    reasons = [e["reason"] for e in lines]
     assert reasons[1] == "user denied (write_file always asks)"
     assert reasons[3].startswith("always allowed this session")
     assert reasons[4] == "write_file always asks"  # plan mode's refusal of an always-ask tool
@@ -200,7 +197,7 @@ def test_a_client_that_cannot_show_requests_is_never_asked(
     assert tool_results(model.wait_requests(2)[1])[0]["content"] == "User denied."
     (workspace / "build").mkdir()
     result = client.tool("bash", origin="agent", command="rm -rf build")
-    assert result == {"content": "User denied.", "isError": True}
+    assert result == {"content": "User denied.", "isError": True, "decision": "denied_by_rule"}
     assert (workspace / "build").is_dir()
     assert prompts_left(client) == []
     assert [e["reason"] for e in audit(workspace, 2)] == [
@@ -292,7 +289,11 @@ def test_an_agent_tools_call_of_a_dangerous_command_asks(start: Start, workspace
     prompt = next_prompt(client)
     assert "dangerous command (recursive rm)" in prompt["params"]["message"]
     answer(client, prompt, "Deny")
-    assert client.response(call)["result"] == {"content": "User denied.", "isError": True}
+    assert client.response(call)["result"] == {
+        "content": "User denied.",
+        "isError": True,
+        "decision": "denied_by_user",
+    }
     assert (workspace / "build").is_dir()
 
     call = client.request(
@@ -312,22 +313,22 @@ def test_user_calls_skip_the_prompt_but_obey_deny_rules(start: Start, workspace:
     assert client.tool("bash", command="rm notes.txt") == {
         "content": "User denied.",
         "isError": True,
+        "decision": "denied_by_rule",
+        "rule": "bash(prefix:rm*)",
     }
     assert (workspace / "notes.txt").exists()
     assert client.tool("bash", command="touch made.txt")["isError"] is False
     assert client.tool("write_file", file_path="w.txt", content="x")["isError"] is False
     assert prompts_left(client) == []
-    entries = audit(workspace, 5)
-    assert [(e["event"], e["tool"], e.get("decision")) for e in entries] == [
-        ("decision", "bash", "denied"),
-        ("decision", "bash", "allowed"),
-        ("call", "bash", None),
-        ("decision", "write_file", "allowed"),
-        ("call", "write_file", None),
+    entries = audit(workspace, 3)
+    assert [(e["event"], e["tool"], e["decision"]) for e in entries] == [
+        ("call", "bash", "denied"),
+        ("call", "bash", "allowed"),
+        ("call", "write_file", "allowed"),
     ]
     assert entries[0]["reason"] == "deny rule bash(prefix:rm*)"
     assert all(e["origin"] == "user" for e in entries)
-    assert entries[2]["exitCode"] == 0 and "durationMs" in entries[2]
+    assert entries[1]["exitCode"] == 0 and "durationMs" in entries[1]
 
 
 def test_mode_and_rules_from_initialization_options(start: Start, workspace: Path) -> None:
@@ -341,11 +342,17 @@ def test_mode_and_rules_from_initialization_options(start: Start, workspace: Pat
     assert (workspace / "made.txt").exists()
     # ...unless a deny rule covers it.
     denied = client.tool("bash", origin="agent", command="touch blocked.txt")
-    assert denied == {"content": "User denied.", "isError": True}
+    assert denied == {
+        "content": "User denied.",
+        "isError": True,
+        "decision": "denied_by_rule",
+        "rule": "bash(prefix:touch blocked*)",
+    }
     assert not (workspace / "blocked.txt").exists()
     assert client.call("permissions/setMode", {"mode": "plan"}) == {"mode": "plan"}
     result = client.tool("bash", origin="agent", command="touch again.txt")
-    assert result == {"content": "Plan mode: bash blocked (read-only)", "isError": True}
+    plan = {"content": "Plan mode: bash blocked (read-only)", "isError": True}
+    assert result == {**plan, "decision": "denied_by_rule"}
     bad = client.response(client.request("permissions/setMode", {"mode": "yolo"}))
     assert bad["error"]["code"] == -32602
     assert "mode" in bad["error"]["message"]
@@ -354,12 +361,11 @@ def test_mode_and_rules_from_initialization_options(start: Start, workspace: Pat
 def test_audit_redacts_secrets(start: Start, workspace: Path) -> None:
     client = start()
     client.tool("write_file", file_path="cfg.env", content="API_KEY=sk-ant-abcdefghijklmnop12")
-    [decision, call] = audit(workspace, 2)
+    [call] = audit(workspace, 1)
     # The guard judges (and the audit records) the validated arguments, defaults filled in.
-    assert decision["arguments"]["file_path"] == "cfg.env"
-    assert (decision["arguments"]["append"], decision["arguments"]["encoding"]) == (False, "utf-8")
-    assert "[REDACTED]" in decision["arguments"]["content"]
-    assert "sk-ant" not in json.dumps(decision)
+    assert call["arguments"]["file_path"] == "cfg.env"
+    assert (call["arguments"]["append"], call["arguments"]["encoding"]) == (False, "utf-8")
+    assert "[REDACTED]" in call["arguments"]["content"]
     assert "sk-ant" not in json.dumps(call)
 
 

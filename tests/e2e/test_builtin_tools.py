@@ -197,6 +197,7 @@ def test_failures_are_error_results(shared: WireClient) -> None:
         "content": "Error: invalid arguments for read_file: "
         "file_path: Field required; pass file_path (or path)",
         "isError": True,
+        "decision": "refused",
     }
 
 

@@ -70,6 +70,7 @@ def test_an_outside_change_between_read_and_edit_is_caught(
         "content": "Error: FileChangedError: a.txt changed since it was last read; "
         "read it again before editing",
         "isError": True,
+        "decision": "refused",
     }
     assert (workspace / "a.txt").read_text() == "one, typed in the editor\n"
     agent(bypass, "read_file", file_path="a.txt")
@@ -109,7 +110,7 @@ def test_a_dry_run_changes_nothing_and_needs_no_permission(
     (workspace / "a.txt").write_text("one\n")
     # Default mode, and this client cannot answer prompts: a write would be refused.
     refused = agent(client, "write_file", file_path="n.txt", content="x")
-    assert refused == {"content": "User denied.", "isError": True}
+    assert refused == {"content": "User denied.", "isError": True, "decision": "denied_by_rule"}
     diff = agent(
         client, "edit_file", file_path="a.txt", old_text="one", new_text="two", dry_run=True
     )
@@ -155,7 +156,8 @@ def test_a_client_that_shows_diffs_gets_the_preview_before_the_prompt(workspace:
         # The diff went to the diff editor: the message ends with the question.
         assert prompt["params"]["message"].endswith("(apply_patch always asks). Allow it?")
         answer(client, prompt, "Deny")
-        assert client.response(call)["result"] == {"content": "User denied.", "isError": True}
+        denied = {"content": "User denied.", "isError": True, "decision": "denied_by_user"}
+        assert client.response(call)["result"] == denied
         assert (workspace / "a.txt").read_text() == "one\n" and not (workspace / "b.txt").exists()
     finally:
         client.close()

@@ -122,10 +122,11 @@ def test_the_guard_refuses_write_file_in_default_mode(workspace: Path) -> None:
     assert not (workspace / "x.txt").exists()
     decision = next(e for e in audit(workspace) if e["tool"] == "write_file")
     assert (decision["event"], decision["origin"], decision["decision"]) == (
-        "decision",
+        "call",
         "agent",
         "denied",
     )
+    assert decision["verdict"] == "denied_by_rule" and "outcome" not in decision
 
 
 def test_allow_rules_cover_other_tools_but_never_write_file(workspace: Path) -> None:

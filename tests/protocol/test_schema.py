@@ -25,7 +25,14 @@ def test_schema_describes_every_method() -> None:
     params = schema["$defs"][call["params"]["$ref"].rsplit("/", 1)[1]]
     assert set(params["properties"]) == {"name", "arguments", "origin", "workDoneToken"}
     result = schema["$defs"][call["result"]["$ref"].rsplit("/", 1)[1]]
-    assert set(result["properties"]) == {"content", "isError", "exitCode"}
+    assert set(result["properties"]) == {
+        "content",
+        "isError",
+        "exitCode",
+        "decision",
+        "rule",
+        "jobId",
+    }
     assert schema["errorCodes"]["ServerNotInitialized"] == -32002
 
 

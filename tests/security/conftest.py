@@ -235,13 +235,13 @@ def daemon_for(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DaemonFacto
         daemon.client.close()
 
 
+HELD = {"denied_by_rule", "denied_by_user", "refused"}
+"""tools/call's ``decision`` for a call that did not run: a rule, plan mode or nobody to ask;
+the user's no; or arguments, files or a command the guard could not judge."""
+
+
 def held(result: dict[str, Any]) -> bool:
-    """Whether the daemon refused the call: denied, plan mode, or invalid arguments."""
+    """Whether the daemon refused the call (its ``decision`` says it did not run)."""
     if "error" in result:
         return True
-    content = str(result.get("content"))
-    return bool(result.get("isError")) and (
-        content == DENIED
-        or content.startswith("Plan mode:")
-        or content.startswith("Error: invalid arguments")
-    )
+    return bool(result.get("isError")) and result.get("decision") in HELD

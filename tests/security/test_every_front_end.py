@@ -129,7 +129,7 @@ def _last_decision(workspace: Path, tool: str, args: dict[str, Any]) -> dict[str
     return [
         e
         for e in entries
-        if e["event"] == "decision" and e["tool"] == tool and args.items() <= e["arguments"].items()
+        if e["event"] == "call" and e["tool"] == tool and args.items() <= e["arguments"].items()
     ][-1]
 
 

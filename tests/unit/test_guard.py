@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -100,15 +99,19 @@ def test_without_anyone_to_ask_an_ask_is_refused(
     tool, args = CALLS[kind]
     verdict = check(make_guard(mode, rules, tool), tool, args)
     if expected == "A":
-        assert verdict.allowed and verdict.message is None
+        assert verdict.allowed and verdict.message is None and verdict.kind == "ran"
     elif mode == "plan":
-        assert verdict == Verdict(
-            False, "denied", verdict.reason, f"Plan mode: {tool} blocked (read-only)"
-        )
+        message = f"Plan mode: {tool} blocked (read-only)"
+        assert (verdict.allowed, verdict.decision, verdict.message) == (False, "denied", message)
+        assert (verdict.kind, verdict.ask_reason) == ("denied_by_rule", verdict.reason)
+        assert verdict.remedy is None
     else:
         assert verdict.message == DENIED
-        assert verdict.decision == "denied"
-        assert verdict.reason.startswith("non-interactive")
+        assert (verdict.decision, verdict.kind) == ("denied", "denied_by_rule")
+        assert verdict.reason == f"non-interactive ({verdict.ask_reason})"
+        assert verdict.remedy is not None
+        if rules in ("deny", "both"):
+            assert verdict.rule == tool and "remove that rule" in verdict.remedy
 
 
 @pytest.mark.parametrize("tool", sorted(SAFE_TOOLS))
@@ -145,15 +148,25 @@ def test_answers_allow_and_deny() -> None:
     asker = Asker(["allow", "deny", None])
     guard = PermissionGuard(mode="default", ask=asker)
     call = ("write_file", {"file_path": "a.txt", "content": "x"})
-    assert check(guard, *call) == Verdict(True, "user-allowed", "write_file always asks")
+    allowed = check(guard, *call)
+    assert allowed == Verdict(
+        True,
+        "user-allowed",
+        "write_file always asks",
+        kind="allowed",
+        approvable=True,
+        ask_reason="write_file always asks",
+    )
     denied = check(guard, *call)
-    assert (denied.allowed, denied.message, denied.reason) == (
+    assert (denied.allowed, denied.message, denied.reason, denied.kind) == (
         False,
         DENIED,
         "user denied (write_file always asks)",
+        "denied_by_user",
     )
     unanswered = check(guard, *call)
     assert (unanswered.allowed, unanswered.message) == (False, DENIED)
+    assert (unanswered.kind, unanswered.remedy) == ("denied_by_user", None)
     assert unanswered.reason.startswith("no answer")
     assert [a[0] for a in asker.asked] == ["write_file"] * 3
     assert asker.asked[0][2] == "write_file always asks"
@@ -166,6 +179,7 @@ def test_always_allow_lasts_the_session_for_that_tool() -> None:
     second = check(guard, "write_file", {"file_path": "b.txt", "content": "2"})
     assert first.decision == "always-allowed"
     assert second.allowed and second.reason.startswith("always allowed this session")
+    assert (first.kind, second.kind, second.rule) == ("allowed", "allowed", "write_file")
     assert len(asker.asked) == 1
     # Other tools still ask.
     assert not check(guard, "edit_file", {"file_path": "a.txt"}).allowed
@@ -230,7 +244,8 @@ def test_origin_user_skips_the_prompt_but_obeys_deny_rules(mode: str) -> None:
             continue
         assert check(guard, tool, args, origin="user").allowed
     denied = check(guard, "bash", {"command": "rm -rf build"}, origin="user")
-    assert denied == Verdict(False, "denied", "deny rule bash(prefix:rm*)", DENIED)
+    reason, rule = "deny rule bash(prefix:rm*)", "bash(prefix:rm*)"
+    assert denied == Verdict(False, "denied", reason, DENIED, "denied_by_rule", rule)
     assert not check(guard, "bash", {"command": "ls && rm x"}, origin="user").allowed
     assert asker.asked == []
 
@@ -248,6 +263,7 @@ def test_a_child_shares_rules_asker_audit_and_approvals(tmp_path: Path) -> None:
         parent.audit,
     )
     assert child.session_rules is parent.session_rules
+    assert child.session_denials is parent.session_denials
     same = parent.child()
     assert (same.mode, same.fail_closed) == ("auto", False)
 
@@ -259,23 +275,30 @@ def test_configuration_errors_name_the_problem() -> None:
         PermissionGuard.from_config("default", ["bash("], [])
 
 
-def test_every_decision_is_audited(tmp_path: Path) -> None:
+def test_the_guard_leaves_the_one_audit_line_to_the_gateway(tmp_path: Path) -> None:
+    """A call's line holds its decision and its result (tests/unit/test_gateway_verdicts.py):
+    the guard writes none of its own."""
     audit = AuditLog(tmp_path / ".toold" / "audit.jsonl")
     guard = PermissionGuard(mode="default", ask=Asker(["allow"]), audit=audit)
-    check(guard, "read_file", {"file_path": "a"})
-    check(guard, "write_file", {"file_path": "a", "content": "token=abc123"})
-    check(guard, "bash", {"command": "make"}, origin="user")
-    entries = [json.loads(line) for line in audit.path.read_text().splitlines()]
-    assert [(e["event"], e["tool"], e["origin"], e["decision"]) for e in entries] == [
-        ("decision", "read_file", "agent", "allowed"),
-        ("decision", "write_file", "agent", "user-allowed"),
-        ("decision", "bash", "user", "allowed"),
-    ]
-    assert entries[1]["arguments"]["file_path"] == "a"
-    assert "[REDACTED]" in entries[1]["arguments"]["content"]
-    assert "abc123" not in json.dumps(entries)
-    assert entries[1]["reason"] == "write_file always asks"
-    assert all("time" in e for e in entries)
+    assert check(guard, "read_file", {"file_path": "a"}).allowed
+    assert check(guard, "write_file", {"file_path": "a", "content": "x"}).allowed
+    audit.flush()
+    assert not audit.path.exists()
+
+
+def test_always_deny_is_remembered_as_always_allow_is() -> None:
+    asker = Asker(["never", "never", "always"])
+    guard = PermissionGuard(mode="default", ask=asker)
+    child = guard.child(fail_closed=True)
+    assert check(guard, "bash", {"command": "make build"}).kind == "denied_by_user"
+    again = check(child, "bash", {"command": " make build"})  # a subagent's, unasked
+    assert (again.kind, again.message) == ("denied_by_user", DENIED)
+    assert again.reason == "always denied this session (shell command)"
+    assert [r.source for r in guard.session_denials] == ["bash(make build)"]
+    assert check(guard, "write_file", {"file_path": "a", "content": "x"}).kind == "denied_by_user"
+    assert not check(guard, "write_file", {"file_path": "b", "content": "y"}).allowed
+    assert check(guard, "edit_file", {"file_path": "a"}).kind == "allowed"
+    assert len(asker.asked) == 3
 
 
 SELF_WRITES: list[tuple[str, dict[str, Any]]] = [

@@ -2,10 +2,10 @@
 
 Two concurrent calls through a bound workspace's gateway: a bash call whose judgement is
 under way and a read_file. The read must finish before the bash call is decided, as the
-audit log's order of events shows (each decision is recorded as it is made). The first
-test holds the judgement (the real parse, behind an event) until the read is done: were
-the judgement on the event loop, the read could not run before it. The last uses a real
-long line and no hold.
+audit log shows (a call's one line is written as it ends, with how long it ran). The
+first test holds the judgement (the real parse, behind an event) until the read is done:
+were the judgement on the event loop, the read could not run before it. The last uses a
+real long line and no hold.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -82,7 +83,7 @@ def test_a_read_finishes_while_a_shell_line_is_judged(
     read, ran = asyncio.run(main())
     assert "plain text" in read and "judged" in ran
     log = events(tmp_path)
-    assert log.index(("call", "read_file")) < log.index(("decision", "bash")), log
+    assert log.index(("call", "read_file")) < log.index(("call", "bash")), log
 
 
 def test_a_line_not_judged_in_time_is_refused(
@@ -120,5 +121,9 @@ def test_a_long_line_does_not_hold_up_a_read(tmp_path: Path) -> None:
             await state.aclose()
 
     asyncio.run(main())
-    log = events(tmp_path)
-    assert log.index(("call", "read_file")) < log.index(("decision", "bash")), log
+    lines = (tmp_path / ".toold" / "audit.jsonl").read_text(encoding="utf-8").splitlines()
+    entries = {e["tool"]: e for e in map(json.loads, lines)}
+    read, bash = entries["read_file"], entries["bash"]
+    # The bash line is written when its command ends: less its run, when it was decided.
+    decided = datetime.fromisoformat(bash["time"]) - timedelta(milliseconds=bash["durationMs"])
+    assert datetime.fromisoformat(read["time"]) < decided, (read, bash["durationMs"])

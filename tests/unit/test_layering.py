@@ -75,7 +75,8 @@ STORE_DEPENDENCIES: dict[str, set[str]] = {
     # permissions.redaction for job output; fairness: a job runs outside its session's share
     "jobs": {"fairness", "permissions", "storage"},
     # checkpoints: one diff format; permissions.redaction: spill files are redacted
-    "tools": {"checkpoints", "config", "permissions", "search", "storage"},
+    # outcome: toolset re-exports ToolOutcome, whose home is toold.outcome
+    "tools": {"checkpoints", "config", "outcome", "permissions", "search", "storage"},
     # The runners, the worker and the channel run tools (tools.registry, tools.context);
     # tools reach only the primitives below them (and the runner as a type).
     # fairness: a session's share of the runner; storage and user_state: the per-user
@@ -388,6 +389,25 @@ def test_only_open_workspace_binds_and_watches() -> None:
     wrong = [f"{name} uses {', '.join(sorted(used))}" for name, used in users.items() if used]
     wrong = [line for line in wrong if not line.startswith("toold.opening ")]
     assert not wrong, "open the workspace with toold.opening.open_workspace:\n" + "\n".join(wrong)
+
+
+def test_no_front_end_re_judges_a_call_or_reads_a_refusal_text() -> None:
+    """A verdict is data (issue 28): front ends render the outcome's fields. Only the guard
+    and the gateway name DENIED, and only the guard calls ``decide``."""
+    wrong = []
+    for name, path in MODULES.items():
+        if within(name, ["toold.permissions"]):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and name != "toold.gateway":
+                wrong += [f"{name} imports DENIED" for a in node.names if a.name == "DENIED"]
+            elif (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "decide"
+            ):
+                wrong.append(f"{name} calls {ast.unparse(node.func)} (line {node.lineno})")
+    assert not wrong, "render the outcome's decision, rule and remedy:\n" + "\n".join(wrong)
 
 
 RUNS_TOOLS = ("toold.dispatch", "toold.sandbox", "toold.compat")

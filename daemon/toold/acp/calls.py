@@ -29,8 +29,9 @@ from toold.acp.updates import (
 )
 from toold.acp.updates import tool_title as title_of
 from toold.agents.loop import LoopEvents
+from toold.outcome import ToolOutcome
 from toold.tools.annotations import ToolAnnotations
-from toold.tools.toolset import ToolOutcome, ToolSet
+from toold.tools.toolset import ToolSet
 
 DIFF_BYTES = 1_048_576
 """Files larger than this are not shown as a diff."""
@@ -210,14 +211,13 @@ class TurnEvents(LoopEvents):
     def tool_finished(self, call_id: str, name: str, args: Any, outcome: ToolOutcome) -> None:
         """The outcome: text, or the file's diff for a tool that wrote one."""
         call = self.open.pop(call_id, None) or OpenCall(name, "other", name, [])
-        _, annotations = self.annotations(name)
         text = output_text(outcome.content)
         content: list[Any] = []
         path = path_argument(args)
         before, after = call.before, None
         if call_id in self.editor_writes:
             before, after = self.editor_writes.pop(call_id)
-        elif annotations.writes_path and not outcome.is_error:
+        elif path is not None and outcome.written:  # it ran, and wrote what it names
             after = read_shown(self.root, path)
         if after is not None and path is not None:
             absolute = str(Path(path) if Path(path).is_absolute() else self.root / path)

@@ -2,10 +2,10 @@
 
 The session's guard asks through ``session/request_permission``; a request not answered
 within ``permissions.ask_timeout``, an option toold did not offer, or a client that hung
-up denies the call. "Always deny" is remembered for the session (the exact command line
-for shells, else the tool). A turn runs as its own task so ``session/cancel`` can cancel
-it (the runner kills the process group of every tool it runs) while the prompt still
-answers ``cancelled``.
+up denies the call. "Always allow" and "Always deny" are remembered by the guard, as for
+every front end (the exact command line for shells, else the tool). A turn runs as its
+own task so ``session/cancel`` can cancel it (the runner kills the process group of every
+tool it runs) while the prompt still answers ``cancelled``.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from toold.agents.loop import AgentContext, TurnLimitReached, agent_loop, curren
 from toold.agents.provider import ModelRefused, ProviderError
 from toold.errors import AgentUnavailable, wire_error
 from toold.gateway import ToolGateway
-from toold.permissions.guard import MODES, Mode
+from toold.permissions.guard import MODES, Answer, Mode
 from toold.tools.base import Tool
 from toold.tools.toolset import ToolSet
 from toold.workspace import WorkspaceState
@@ -90,12 +90,6 @@ def close_open_tool_uses(messages: list[dict[str, Any]]) -> None:
         messages.append({"role": "user", "content": results})
 
 
-def rejection_key(tool: str, args: Any) -> tuple[str, str | None]:
-    """What an "Always deny" covers: the exact command line for shells, else the tool."""
-    command = args.get("command") if isinstance(args, dict) else None
-    return tool, command if isinstance(command, str) else None
-
-
 class AcpSession:
     """One session of one ACP client."""
 
@@ -105,7 +99,6 @@ class AcpSession:
         self.root = root
         self.outbox = Outbox(conn, session_id)
         self.messages: list[dict[str, Any]] = []
-        self.rejected: set[tuple[str, str | None]] = set()
         self.turn: asyncio.Task[str] | None = None
         self.state: WorkspaceState | None = None
         self.gateway: ToolGateway | None = None
@@ -142,11 +135,9 @@ class AcpSession:
         if todos:
             self.outbox.put(update_plan(plan_entries(todos)))
 
-    async def ask(self, tool: str, args: Any, reason: str) -> str | None:
-        """The guard's question as session/request_permission → allow / always / deny / None."""
-        key = rejection_key(tool, args)
-        if key in self.rejected:
-            return "deny"
+    async def ask(self, tool: str, args: Any, reason: str) -> Answer | None:
+        """The guard's question as session/request_permission → allow / always / deny /
+        never (Always deny, which the guard remembers) / None."""
         events = self.require_events()
         call_id = current_tool_use.get()
         if call_id is None:
@@ -171,10 +162,7 @@ class AcpSession:
         if outcome.outcome != "selected":
             events.refused(call_id)
             return None
-        option = getattr(outcome, "option_id", None)
-        if option == "reject_always":
-            self.rejected.add(key)
-        answer = ANSWERS.get(str(option))
+        answer = ANSWERS.get(str(getattr(outcome, "option_id", None)))
         if answer in ("allow", "always"):
             events.running(call_id)
         else:

@@ -26,6 +26,7 @@ from acp.schema import (
     UnstructuredCommandInput,
 )
 
+from toold.permissions.guard import Answer
 from toold.tools.annotations import ToolAnnotations
 
 SHOWN_CHARS = 20_000
@@ -39,13 +40,13 @@ PERMISSION_OPTIONS = [
 ]
 """session/request_permission's options; their ids are ACP's option kinds."""
 
-ANSWERS = {
+ANSWERS: dict[str, Answer] = {
     "allow_once": "allow",
     "allow_always": "always",
     "reject_once": "deny",
-    "reject_always": "deny",
+    "reject_always": "never",
 }
-"""An option the user picked → the guard's answer (reject_always is remembered too)."""
+"""An option the user picked → the guard's answer (the guard remembers always and never)."""
 
 _PRIORITIES = {"high": "high", "urgent": "high", "low": "low"}
 _STATUSES = {"done": "completed", "in_progress": "in_progress"}

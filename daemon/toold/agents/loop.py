@@ -19,9 +19,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from toold.gateway import ToolGateway
+from toold.outcome import ToolOutcome
 from toold.tools import formats
 from toold.tools.context import CallContext
-from toold.tools.toolset import ToolOutcome, UnknownToolError
+from toold.tools.toolset import UnknownToolError
 
 NOTIFICATION_CHARS = 500
 
@@ -129,7 +130,7 @@ async def _run_call(ctx: AgentContext, call: dict[str, Any]) -> dict[str, Any]:
     try:
         outcome = await ctx.gateway.call(name, args, CallContext(origin="agent", progress=progress))
     except UnknownToolError as exc:
-        outcome = ToolOutcome(str(exc), is_error=True)
+        outcome = ToolOutcome(str(exc), is_error=True, decision="refused", reason=str(exc))
     finally:
         current_tool_use.reset(token)
     if events is not None:

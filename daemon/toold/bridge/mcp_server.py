@@ -14,7 +14,6 @@ import asyncio
 import contextlib
 import json
 import logging
-import re
 import signal
 from pathlib import Path
 from typing import Any
@@ -25,16 +24,14 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
-from pydantic_core import to_jsonable_python
 
 from toold import __version__
 from toold.bridge.inflight import capped
 from toold.errors import TooldError, wire_error
 from toold.hooks import matches
-from toold.permissions.guard import DENIED
-from toold.tools.base import Tool, ToolArgumentError
+from toold.outcome import ToolOutcome
+from toold.tools.base import Tool
 from toold.tools.context import CallContext
-from toold.tools.toolset import ToolOutcome
 from toold.workspace import WorkspaceState
 
 log = logging.getLogger(__name__)
@@ -43,7 +40,6 @@ EXIT_CODE_META = "toold/exitCode"
 """``_meta`` key of a result carrying the exit status of the command a tool ran."""
 JOB_URI = "toold://jobs/{job_id}"
 """A background job as an MCP resource: its record and output so far, as JSON."""
-_SUBMITTED = re.compile(r"^Submitted background task (\S+)$")
 
 
 def title_of(name: str) -> str:
@@ -100,55 +96,36 @@ def tool_definitions(state: WorkspaceState) -> list[types.Tool]:
     ]
 
 
-def refusal(state: WorkspaceState, tool: str, args: Any) -> str:
-    """Why the guard refused a call it would have asked about, and how to allow it."""
-    found = state.toolset.require(tool)
-    annotations, paths, seen = found.annotations, None, args
-    with contextlib.suppress(ToolArgumentError, ValueError):
-        # As the gateway judged it: validated arguments, every file the call names.
-        checked = found.validate_args(args)
-        annotations, paths = found.call_annotations(checked), found.named_paths(checked)
-        seen = to_jsonable_python(checked, fallback=str) if isinstance(checked, dict) else args
-    decision = state.guard.decide(tool, seen, annotations, paths)
-    if not decision.approvable and decision.reason.startswith("deny rule"):
-        how = "remove that rule from [permissions] deny in toold.toml to allow it"
-    elif annotations.confirm == "always" or not decision.approvable:
-        how = 'only [permissions] mode = "bypass" in toold.toml lets it run'
-    else:
-        example = f"{tool}(prefix:npm test*)" if annotations.shell else tool
-        how = (
-            f'allow it in toold.toml: [permissions] allow = ["{example}"], '
-            'or mode = "auto" (shell commands that are not dangerous) or "bypass"'
-        )
+def refusal(tool: str, outcome: ToolOutcome) -> str:
+    """Why the guard refused a call it would have asked about, and how to allow it: from
+    the outcome's fields, as the gateway judged the call (nothing is judged again)."""
     return (
-        f"Denied: {tool} needs the user's confirmation ({decision.reason}), and toold's MCP "
-        f"bridge cannot ask for it; {how}."
+        f"Denied: {tool} needs the user's confirmation ({outcome.ask_reason}), and toold's "
+        f"MCP bridge cannot ask for it; {outcome.remedy}."
     )
 
 
-def call_result(
-    state: WorkspaceState, tool: Tool, args: Any, outcome: ToolOutcome
-) -> types.CallToolResult:
+def call_result(tool: Tool, outcome: ToolOutcome) -> types.CallToolResult:
     """A toold outcome as MCP: text content (JSON pretty-printed), isError, the exit code,
-    and ``structuredContent`` when the tool declares an output schema.
+    ``structuredContent`` when the tool declares an output schema, and a link to the
+    background job the call started.
 
     A command that ran and exited non-zero (or timed out) is an error to MCP clients, as
     it is to a model; the exit code stays in ``_meta``.
     """
     content = outcome.content
-    if content is None:
+    if outcome.remedy is not None:  # an ask nobody could answer: say how to allow it
+        text = refusal(tool.name, outcome)
+    elif content is None:
         text = ""
     elif isinstance(content, str):
         text = content
     else:
         text = json.dumps(content, indent=2, ensure_ascii=False)
-    if outcome.is_error and content == DENIED:
-        text = refusal(state, tool.name, args)
     meta = {EXIT_CODE_META: outcome.exit_code} if outcome.exit_code is not None else None
     blocks: list[types.ContentBlock] = [types.TextContent(type="text", text=text)]
-    submitted = _SUBMITTED.match(text) if not outcome.is_error else None
-    if submitted:
-        blocks.append(job_link(submitted.group(1)))
+    if outcome.job_id is not None and not outcome.is_error:
+        blocks.append(job_link(outcome.job_id))
     is_error = outcome.is_error or outcome.timed_out or outcome.exit_code not in (None, 0)
     shaped = None if is_error else structured(tool, content)
     result = types.CallToolResult(content=blocks, is_error=is_error, _meta=meta)
@@ -255,7 +232,7 @@ def build_server(state: WorkspaceState) -> Server[Any]:
             relay.cancel()
             raise
         await relay.flush()
-        return call_result(state, tool, args, outcome)
+        return call_result(tool, outcome)
 
     async def list_resources(
         ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None

@@ -30,4 +30,11 @@ async def tools_call(ctx: Context, params: ToolsCallParams) -> ToolsCallResult:
         outcome = await gateway.call(name, params.arguments, context)
         progress.outcome = "failed" if outcome.is_error else "done"
     content = "" if outcome.content is None else outcome.content
-    return ToolsCallResult(content=content, is_error=outcome.is_error, exit_code=outcome.exit_code)
+    return ToolsCallResult(
+        content=content,
+        is_error=outcome.is_error,
+        exit_code=outcome.exit_code,
+        decision=None if outcome.decision == "ran" else outcome.decision,
+        rule=outcome.rule,
+        job_id=outcome.job_id,
+    )

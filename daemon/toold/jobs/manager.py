@@ -144,6 +144,9 @@ class JobLimitReached(Exception):
 class BackgroundManager:
     """Runs, tracks, cancels and persists background jobs."""
 
+    SUBMITTED = "Submitted background task {job_id}"
+    """background_run's result: the job started (the spec's text)."""
+
     def __init__(
         self,
         folder: Path,
@@ -316,14 +319,20 @@ class BackgroundManager:
                 os.close(dir_fd)
 
     async def submit(self, command: str, timeout: int = 30, task_id: str | None = None) -> str:
-        """``background_run``: start the command and return at once."""
+        """Start the command and return at once: ``Submitted background task <id>``."""
+        return self.SUBMITTED.format(job_id=await self.start_command(command, timeout, task_id))
+
+    async def start_command(
+        self, command: str, timeout: int = 30, task_id: str | None = None
+    ) -> str:
+        """``background_run``: start the command as a job and return its id at once."""
         job_id = self._claim_id(task_id)
         # The record (on disk, in jobs/list) names the command with its secrets redacted.
         record = JobRecord(
             job_id=job_id, command=redact_text(command), timeout=timeout, owner=self.identity
         )
         self._start(record, lambda on_output: self.execute(command, timeout, on_output))
-        return f"Submitted background task {job_id}"
+        return job_id
 
     async def start_work(self, job_id: str, label: str, work: Callable[[], Awaitable[str]]) -> str:
         """Run a coroutine (a background subagent) as a job whose text is its result."""

@@ -1,8 +1,22 @@
-"""The audit log: one JSON line per decision and call in .toold/audit.jsonl, secrets redacted.
+"""The audit log: one JSON line per call in .toold/audit.jsonl, secrets redacted.
 
-Every tools/call writes two lines, so the log stays open between calls (reopened when
-the file is moved or deleted, as log rotation does) and redaction (toold.permissions.
-redaction) skips strings that cannot hold a secret.
+``ToolGateway.call`` (toold.gateway) writes one line for every call, refused or run::
+
+    {"time": ..., "event": "call", "tool": "bash", "origin": "agent",
+     "arguments": {...}, "decision": "user-allowed", "verdict": "allowed",
+     "reason": "shell command", "rule": ..., "durationMs": 12.5, "outcome": "ok",
+     "exitCode": 0, "jobId": ...}
+
+``arguments`` are the ones the guard judged (validated: aliases folded, defaults filled;
+as sent when they were invalid). ``decision`` is the guard's word (allowed, user-allowed,
+always-allowed, denied), or ``blocked`` (a pre hook's block) or ``refused`` (arguments or
+files the guard could not judge); ``verdict`` is the outcome's kind (toold.outcome: ran,
+allowed, denied_by_rule, denied_by_user, refused); ``rule`` the deciding rule's text. A
+call that ran adds ``durationMs``, ``outcome`` (ok or error) and ``exitCode``; ``jobId``
+names the background job it started. A call cancelled while judged or running has
+``outcome`` cancelled (and no verdict). The log stays open between
+calls (reopened when the file is moved or deleted, as log rotation does) and redaction
+(toold.permissions.redaction) skips strings that cannot hold a secret.
 
 The log records what was decided, not the data. A string longer than MAX_STRING
 characters (a written file's content, a long command) is stored as its redacted first

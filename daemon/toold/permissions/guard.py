@@ -27,9 +27,12 @@ these. Only a tool that says it is a shell gets a shell's allowances (a read-onl
 auto mode); a call read as a shell line because a builtin shell has its name (rules.py)
 gets only a shell's checks.
 
-Then, for an "ask": plan mode refuses; a session approval ("Always allow", stored for
-the exact command line shown) lets it run when approvable; fail-closed guards and
-guards without an asker refuse; otherwise the user is asked.
+Then, for an "ask": plan mode refuses; an "Always deny" of this call refuses without
+asking; a session approval ("Always allow") lets it run when approvable; fail-closed
+guards and guards without an asker refuse; otherwise the user is asked. Both answers are
+remembered one way for every front end (``remembered``: the exact command line shown for
+a shell's call, else the tool). The verdict is data (toold.permissions.verdict): its
+kind, the rule's text, and for an ask that nobody could answer, how to allow it.
 """
 
 from __future__ import annotations
@@ -57,15 +60,15 @@ from toold.permissions.rules import (
     reaching_rule,
     session_allows,
 )
+from toold.permissions.verdict import DENIED, Decision, Verdict, remedy
 from toold.tools.annotations import ToolAnnotations
 
 log = logging.getLogger(__name__)
 
 Mode = Literal["default", "auto", "plan", "bypass"]
 MODES: tuple[str, ...] = ("default", "auto", "plan", "bypass")
-Answer = Literal["allow", "always", "deny"]
-
-DENIED = "User denied."
+Answer = Literal["allow", "always", "deny", "never"]
+"""A user's answer: Allow, Always allow, Deny, Always deny."""
 SELF_ESCALATION = "it could change toold's own configuration (toold.toml, .toold/)"
 GIT_CODE = "it writes into .git/, whose hooks and config run code later, outside any sandbox"
 
@@ -74,28 +77,8 @@ Asker = Callable[[str, Any, str], Awaitable[Answer | None]]
 
 
 @dataclass
-class Decision:
-    """What the rules say before anyone is asked."""
-
-    action: Literal["allow", "ask"]
-    reason: str
-    approvable: bool = True
-    """Whether a session approval ("Always allow") may answer this ask."""
-
-
-@dataclass
-class Verdict:
-    """Whether the call may run; ``message`` is the tool result when it may not."""
-
-    allowed: bool
-    decision: str
-    reason: str
-    message: str | None = None
-
-
-@dataclass
 class PermissionGuard:
-    """Decides, asks, and records."""
+    """Decides and asks; ``audit`` is where the gateway records each call (toold.gateway)."""
 
     mode: Mode = "default"
     allow: list[Rule] = field(default_factory=list)
@@ -105,6 +88,9 @@ class PermissionGuard:
     audit: AuditLog | None = None
     session_rules: list[Rule] = field(default_factory=list)
     """Allow rules added by "Always allow" answers, for this daemon's life."""
+    session_denials: list[Rule] = field(default_factory=list)
+    """Calls answered "Always deny", keyed as "Always allow" is (``remembered``): denied
+    from then on without asking, wherever the guard would ask, for this daemon's life."""
     forbid: list[Rule] = field(default_factory=list)
     """Calls these cover never run, from any origin, in every mode (bypass too)."""
     root: str | None = None
@@ -146,6 +132,7 @@ class PermissionGuard:
             fail_closed=self.fail_closed if fail_closed is None else fail_closed,
             audit=self.audit,
             session_rules=self.session_rules,
+            session_denials=self.session_denials,
             forbid=self.forbid,
             root=self.root,
             judge_seconds=self.judge_seconds,
@@ -190,7 +177,8 @@ class PermissionGuard:
         denied = self.reach(self.deny, subject, annotations, paths)
         if denied:
             # Asks whatever comes next, and "Always allow" never answers it.
-            return Decision("ask", f"deny rule {denied.describe()}", approvable=False)
+            reason = f"deny rule {denied.describe()}"
+            return Decision("ask", reason, approvable=False, rule=denied.rule.source)
         if subject.ambiguous or subject.blank_command:
             return Decision("ask", "empty or ambiguous arguments", approvable=False)
         if loosens_guard(subject, annotations, paths):
@@ -207,14 +195,14 @@ class PermissionGuard:
                 reason = f"dangerous command ({subject.shell.danger})"
                 return Decision("ask", reason, approvable=False)
             if allowed:
-                return Decision("allow", f"allow rule {allowed.source}")
+                return Decision("allow", f"allow rule {allowed.source}", rule=allowed.source)
             if annotations.shell and subject.shell.read_only:
                 return Decision("allow", "read-only command")
             if annotations.shell and self.mode == "auto":
                 return Decision("allow", "auto mode")
             return Decision("ask", "shell command")
         if allowed:
-            return Decision("allow", f"allow rule {allowed.source}")
+            return Decision("allow", f"allow rule {allowed.source}", rule=allowed.source)
         if annotations.safe:
             return Decision("allow", "safe tool")
         return Decision("ask", "tool needs confirmation")
@@ -224,15 +212,18 @@ class PermissionGuard:
     ) -> Rule | None:
         """Remember an "Always allow": the exact command line shown for shells, else the tool."""
         subject = Subject.of(tool, args, annotations)
-        if subject.shell_line:
-            if subject.shell is None or subject.ambiguous:
-                return None  # nothing was shown that a rule could name
-            text = subject.shell.text.strip()
-            rule = Rule(f"{subject.tool}({text})", subject.tool, text, False)
-        else:
-            rule = Rule(subject.tool, subject.tool, None, False)
+        if subject.shell_line and (subject.shell is None or subject.ambiguous):
+            return None  # nothing was shown that a rule could name
+        rule = remembered(subject)
         if rule not in self.session_rules:
             self.session_rules.append(rule)
+        return rule
+
+    def deny_always(self, tool: str, args: Any, annotations: ToolAnnotations | None = None) -> Rule:
+        """Remember an "Always deny", keyed as "Always allow" is (an unparsed line too)."""
+        rule = remembered(Subject.of(tool, args, annotations))
+        if rule not in self.session_denials:
+            self.session_denials.append(rule)
         return rule
 
     async def check(
@@ -244,7 +235,7 @@ class PermissionGuard:
         steer: PreHookVerdict | None = None,
         paths: list[str] | None = None,
     ) -> Verdict:
-        """Decide, ask when needed, and record the decision (``annotations``: see decide).
+        """Decide, and ask when needed (``annotations``: see decide); the gateway records it.
 
         ``steer`` is what the user's pre hooks said (toold.hooks): deny refuses the call
         from any origin; ask makes an agent's call ask (every time: "Always allow" does not
@@ -252,33 +243,15 @@ class PermissionGuard:
         rules would ask, but never past a deny rule, a danger, a self-escalation or plan mode.
         ``paths``: the files the call names (see decide).
         """
-        verdict = await self._check(
-            tool, args, origin, annotations, steer or PreHookVerdict(), paths
-        )
-        if self.audit is not None:
-            self.audit.record(
-                event="decision",
-                tool=tool,
-                origin=origin,
-                arguments=args,
-                decision=verdict.decision,
-                reason=verdict.reason,
-            )
-        return verdict
-
-    async def _check(
-        self,
-        tool: str,
-        args: Any,
-        origin: str,
-        annotations: ToolAnnotations | None,
-        steer: PreHookVerdict,
-        paths: list[str] | None = None,
-    ) -> Verdict:
+        steer = steer or PreHookVerdict()
         if steer.steer == "deny":
             reason = steer.reason
             return Verdict(
-                False, "denied", f"pre_tool_use hook: {reason}", f"Denied by hook: {reason}"
+                False,
+                "denied",
+                f"pre_tool_use hook: {reason}",
+                f"Denied by hook: {reason}",
+                kind="denied_by_rule",
             )
         refused = self.refusal(tool, args, origin, annotations, paths)
         if refused is not None:
@@ -290,28 +263,57 @@ class PermissionGuard:
         # A hook's allow answers only what a user could approve, and never in plan mode.
         hook_allows = steer.steer == "allow" and decision.approvable and self.mode != "plan"
         if steer.steer == "ask":
-            decision = Decision("ask", f"a pre_tool_use hook asks: {steer.reason}", False)
+            reason = f"a pre_tool_use hook asks: {steer.reason}"
+            decision = Decision("ask", reason, False, hook=True)
         elif hook_allows and decision.action == "ask":
             decision = Decision("allow", f"pre_tool_use hook: {steer.reason}")
         if decision.action == "allow":
-            return Verdict(True, "allowed", decision.reason)
+            return Verdict(True, "allowed", decision.reason, kind="ran", rule=decision.rule)
+        return await self._asked(tool, args, annotations, decision, subject)
+
+    async def _asked(
+        self,
+        tool: str,
+        args: Any,
+        annotations: ToolAnnotations | None,
+        decision: Decision,
+        subject: Subject,
+    ) -> Verdict:
+        """The verdict on a call the rules would ask about: plan mode, the session's
+        memory, no one to ask, or the user's answer."""
+        facts: dict[str, Any] = {
+            "rule": decision.rule,
+            "approvable": decision.approvable,
+            "ask_reason": decision.reason,
+        }
         if self.mode == "plan":
-            return Verdict(
-                False, "denied", decision.reason, f"Plan mode: {tool} blocked (read-only)"
-            )
-        if decision.approvable and session_allows(self.session_rules, subject):
-            return Verdict(True, "allowed", f"always allowed this session ({decision.reason})")
+            message = f"Plan mode: {tool} blocked (read-only)"
+            return Verdict(False, "denied", decision.reason, message, "denied_by_rule", **facts)
+        if remembered(subject) in self.session_denials:
+            reason = f"always denied this session ({decision.reason})"
+            return Verdict(False, "denied", reason, DENIED, "denied_by_user", **facts)
+        if decision.approvable:
+            kept = session_allows(self.session_rules, subject)
+            if kept is not None:
+                reason = f"always allowed this session ({decision.reason})"
+                facts["rule"] = kept.source
+                return Verdict(True, "allowed", reason, None, "allowed", **facts)
         if self.fail_closed or self.ask is None:
             log.info("Non-interactive environment: %s denied", tool)
-            return Verdict(False, "denied", f"non-interactive ({decision.reason})", DENIED)
+            how = remedy(tool, decision, annotations or annotations_of(subject.tool))
+            reason = f"non-interactive ({decision.reason})"
+            return Verdict(False, "denied", reason, DENIED, "denied_by_rule", **facts, remedy=how)
         answer = await self.ask(tool, args, decision.reason)
         if answer == "always":
             self.approve_always(tool, args, annotations)
-            return Verdict(True, "always-allowed", decision.reason)
+            return Verdict(True, "always-allowed", decision.reason, None, "allowed", **facts)
         if answer == "allow":
-            return Verdict(True, "user-allowed", decision.reason)
+            return Verdict(True, "user-allowed", decision.reason, None, "allowed", **facts)
+        if answer == "never":
+            self.deny_always(tool, args, annotations)
         why = "no answer" if answer is None else "user denied"
-        return Verdict(False, "denied", f"{why} ({decision.reason})", DENIED)
+        reason = f"{why} ({decision.reason})"
+        return Verdict(False, "denied", reason, DENIED, "denied_by_user", **facts)
 
     def refusal(
         self,
@@ -342,9 +344,8 @@ class PermissionGuard:
             return await asyncio.wait_for(work, self.judge_seconds)
         except TimeoutError:
             reason = f"the command could not be checked within {self.judge_seconds:g} s"
-            return Verdict(
-                False, "denied", reason, f"Refused: {reason}; split it into shorter commands."
-            )
+            message = f"Refused: {reason}; split it into shorter commands."
+            return Verdict(False, "denied", reason, message, "refused")
 
     def _judge(
         self,
@@ -363,12 +364,15 @@ class PermissionGuard:
         if forbidden:
             reason = f"forbidden by rule {forbidden.describe()}"
             message = f"Forbidden by rule {forbidden.rule.source}: toold never runs this call."
-            return Verdict(False, "denied", reason, message)
+            source = forbidden.rule.source
+            return Verdict(False, "denied", reason, message, "denied_by_rule", source)
         if origin == "user":
             denied = self.reach(self.deny, subject, own, paths)
             if denied:
-                return Verdict(False, "denied", f"deny rule {denied.describe()}", DENIED)
-            return Verdict(True, "allowed", "the user asked for it")
+                reason = f"deny rule {denied.describe()}"
+                source = denied.rule.source
+                return Verdict(False, "denied", reason, DENIED, "denied_by_rule", source)
+            return Verdict(True, "allowed", "the user asked for it", kind="ran")
         return self._agent_decision(subject, own, paths), subject
 
     def reach(
@@ -443,3 +447,12 @@ def _names_a_path(args: Any) -> bool:
     return isinstance(args, dict) and any(
         isinstance(args.get(name), str) and args.get(name) for name in PATH_FIELDS
     )
+
+
+def remembered(subject: Subject) -> Rule:
+    """What an "Always allow" or "Always deny" answer covers: the exact command line shown
+    for a shell's call, else the tool (whatever its arguments)."""
+    if subject.shell_line:
+        text = subject.value.strip()
+        return Rule(f"{subject.tool}({text})", subject.tool, text, False)
+    return Rule(subject.tool, subject.tool, None, False)

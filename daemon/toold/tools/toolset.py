@@ -8,10 +8,11 @@ live in toold.compat.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from toold.errors import UnknownTool
+from toold.outcome import ToolOutcome as ToolOutcome  # re-exported: its home is toold.outcome
+from toold.outcome import error_text as error_text
 from toold.tools.base import Tool
 from toold.tools.registry import BuiltinToolProvider
 
@@ -22,21 +23,6 @@ if TYPE_CHECKING:
 
 UnknownToolError = UnknownTool
 """No tool (nor alias) of that name (toold.errors.UnknownTool)."""
-
-
-@dataclass
-class ToolOutcome:
-    """A finished call as the wire and the agent loop see it."""
-
-    content: Any
-    is_error: bool = False
-    exit_code: int | None = None
-    timed_out: bool = False
-
-
-def error_text(exc: BaseException) -> str:
-    """``Error: <ExceptionClass>: <message>``, the spec's text for a failed handler."""
-    return f"Error: {type(exc).__name__}: {exc}"
 
 
 class ToolSet:

@@ -14,7 +14,7 @@ from pydantic import Field
 from toold.tools.annotations import READS, SHELL, ToolAnnotations
 from toold.tools.base import Tool, ToolArguments
 from toold.tools.builtin.shell import ShellCommand
-from toold.tools.context import failed
+from toold.tools.context import current_call, failed
 
 
 class DeferredTool(Tool):
@@ -229,11 +229,16 @@ class BackgroundRunTool(DeferredTool):
     effect_tags = ("shell:execute",)
 
     async def run(self, args: BackgroundRunArguments) -> Any:
-        """Submit to the bound BackgroundManager."""
+        """Submit to the bound BackgroundManager; the job's id goes in the call's meta
+        (``job_id``), where the gateway reads it into the outcome."""
         background = self._manager()
         if background is None:
             return self._unavailable()
-        return await background.submit(**dict(args))
+        job_id = await background.start_command(**dict(args))
+        call = current_call.get()
+        if call is not None:
+            call.meta["job_id"] = job_id
+        return background.SUBMITTED.format(job_id=job_id)
 
 
 class TeamSpawnArguments(ToolArguments):
