@@ -45,17 +45,17 @@ from typing import Any, Literal
 
 from toold.hooks import PreHookVerdict
 from toold.permissions.audit import AuditLog
-from toold.permissions.commands import PROTECTED
-from toold.permissions.interpreters import git_arguments
+from toold.permissions.escalation import GIT_CODE as GIT_CODE
+from toold.permissions.escalation import SELF_ESCALATION as SELF_ESCALATION
+from toold.permissions.escalation import loosens_guard, writes_git
+from toold.permissions.escalation import protected as protected
 from toold.permissions.paths import judging_in
 from toold.permissions.rules import (
-    PATH_FIELDS,
     Reach,
     Rule,
     Subject,
     allow_rule,
     annotations_of,
-    normalise_path,
     parse_rules,
     reaching_rule,
     session_allows,
@@ -69,8 +69,6 @@ Mode = Literal["default", "auto", "plan", "bypass"]
 MODES: tuple[str, ...] = ("default", "auto", "plan", "bypass")
 Answer = Literal["allow", "always", "deny", "never"]
 """A user's answer: Allow, Always allow, Deny, Always deny."""
-SELF_ESCALATION = "it could change toold's own configuration (toold.toml, .toold/)"
-GIT_CODE = "it writes into .git/, whose hooks and config run code later, outside any sandbox"
 
 Asker = Callable[[str, Any, str], Awaitable[Answer | None]]
 """Ask the user about (tool, arguments, reason); None when nobody answered."""
@@ -384,69 +382,6 @@ class PermissionGuard:
     ) -> Reach | None:
         """The first of ``rules`` that holds for the call (toold.permissions.rules)."""
         return reaching_rule(rules, subject, annotations, paths, self.root) if rules else None
-
-
-def loosens_guard(
-    subject: Subject, annotations: ToolAnnotations, paths: list[str] | None = None
-) -> bool:
-    """Whether an agent's call could write toold.toml or .toold/ (and so loosen the guard).
-
-    A tool that writes paths is judged by every file it names (``paths``, else its path
-    argument); one that says it writes but names none it can be judged by fails closed.
-    """
-    if subject.shell is not None:
-        return not subject.shell.read_only and subject.shell.touches()
-    if annotations.writes_path:
-        if paths is None:
-            paths = [subject.value] if _names_a_path(subject.args) else []
-        if not paths:
-            return True
-        return any(protected(path) for path in paths)
-    if annotations.runs_code:
-        return any(name in subject.value for name in PROTECTED)
-    return False
-
-
-def writes_git(
-    subject: Subject, annotations: ToolAnnotations, paths: list[str] | None = None
-) -> bool:
-    """Whether a call may write into ``.git/`` (a hook, ``core.fsmonitor`` or
-    ``core.hooksPath`` there runs code when the user next runs git): a file tool naming a
-    path there, or a shell command that is not read-only and may name ``.git`` (a word, a
-    redirection, a glob or a word only known at run time) or runs ``git config``. Inside
-    bwrap and docker those files are read-only anyway; under the subprocess and local
-    runners this is the only wall."""
-    if subject.shell is not None:
-        shell = subject.shell
-        if shell.read_only:
-            return False
-        return shell.touches((".git",), components=True) or any(
-            layer.program == "git" and git_arguments(layer.args)[:1] == ["config"]
-            for resolved in shell.commands
-            for layer in resolved.layers
-        )
-    if not annotations.writes_path:
-        return False
-    if paths is None:
-        paths = [subject.value] if _names_a_path(subject.args) else []
-    return any(_in_git(path) for path in paths)
-
-
-def _in_git(path: str) -> bool:
-    normal = normalise_path(path).lower()
-    return normal == ".git" or normal.startswith(".git/")
-
-
-def protected(path: str) -> bool:
-    """Whether ``path`` (workspace-relative) is toold.toml or inside .toold/."""
-    normal = normalise_path(path).lower()
-    return normal in PROTECTED or normal.startswith(".toold/")
-
-
-def _names_a_path(args: Any) -> bool:
-    return isinstance(args, dict) and any(
-        isinstance(args.get(name), str) and args.get(name) for name in PATH_FIELDS
-    )
 
 
 def remembered(subject: Subject) -> Rule:
