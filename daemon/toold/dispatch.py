@@ -15,10 +15,10 @@ from typing import Any
 
 from pydantic_core import to_jsonable_python
 
+from toold.outcome import ToolOutcome, error_text
 from toold.sandbox.runner import ToolRunner
 from toold.tools.base import Tool, ToolArgumentError
 from toold.tools.context import CallContext, current_call
-from toold.tools.toolset import ToolOutcome, error_text
 
 
 async def run_tool(
