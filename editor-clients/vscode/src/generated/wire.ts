@@ -363,10 +363,22 @@ export interface ToolsCallParams {
 export interface ToolsCallResult {
   /** The tool's return value as JSON: a string, a list or an object. */
   content: unknown;
+  /**
+   * How the call was decided, when not simply run: `allowed` (the user allowed it, now
+   * or by an earlier "Always allow"), `denied_by_rule` (a forbid or deny rule, plan mode,
+   * a hook, or nobody to ask), `denied_by_user` (the user said no, or did not answer),
+   * `refused` (invalid arguments, a stale file, an invalid configuration, a command not
+   * checked in time). Absent when the rules let it run without asking.
+   */
+  decision?: "allowed" | "denied_by_rule" | "denied_by_user" | "refused" | null;
   /** Exit status of the command, for tools that run one (bash, background jobs). */
   exitCode?: number | null;
   /** True when the call failed: bad arguments, a handler exception, a refusal. */
   isError?: boolean;
+  /** The background job the call started (background_run): for jobs/get, jobs/cancel. */
+  jobId?: string | null;
+  /** The text of the rule that decided the call (forbid, deny or allow), when one did. */
+  rule?: string | null;
 }
 
 /** Params of `tools/list`. */
