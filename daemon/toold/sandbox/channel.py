@@ -39,17 +39,17 @@ class WorkerLost(SandboxError):
 
 
 class _ConfigCache:
-    """The configuration as JSON, recomputed only when the object changes."""
+    """The configuration as JSON text, recomputed only when the object changes."""
 
     def __init__(self) -> None:
         self._config: TooldConfig | None = None
-        self._json: Any = None
+        self._text = ""
 
-    def dump(self, config: TooldConfig) -> Any:
+    def text(self, config: TooldConfig) -> str:
         if config is not self._config:
-            self._json = config.model_dump(mode="json")
+            self._text = json.dumps(config.model_dump(mode="json"), ensure_ascii=False)
             self._config = config
-        return self._json
+        return self._text
 
 
 _configs = _ConfigCache()
@@ -83,11 +83,13 @@ def encode_request(tool: Tool, args: Any, workspace: Path, config: TooldConfig) 
         "tool": tool.name,
         "args": to_jsonable_python(args, fallback=str),
         "workspace": str(workspace),
-        "config": _configs.dump(config),
         "origin": ctx.origin if ctx is not None else "agent",
         "reuse": shareable(tool),
     }
-    return (json.dumps(request, ensure_ascii=False) + "\n").encode()
+    # The configuration's text is spliced in as it was encoded once (an object's last
+    # member: the text before it ends with "}").
+    head = json.dumps(request, ensure_ascii=False)[:-1]
+    return f'{head}, "config": {_configs.text(config)}}}\n'.encode()
 
 
 class RemoteError(Exception):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import os
 import re
 import stat
@@ -202,8 +203,22 @@ LOCAL_FILESYSTEMS = frozenset(
 
 
 def filesystem_type(path: Path) -> str | None:
-    """The type of the filesystem ``path`` lies on (``/proc/self/mountinfo``), or None."""
+    """The type of the filesystem ``path`` lies on (``/proc/self/mountinfo``), or None.
+
+    Remembered per path and device: a sandbox's worker builds a runtime, and asks, for
+    every call, and its mount table (fifty binds) costs more to read than a small call.
+    A mount over the path changes its device, so the answer is read again."""
     target = os.fspath(path)
+    try:
+        device = os.stat(target).st_dev
+    except OSError:
+        return _filesystem_type.__wrapped__(target, -1)  # read each time: nothing to key
+    return _filesystem_type(target, device)
+
+
+@functools.lru_cache(maxsize=64)
+def _filesystem_type(target: str, device: int) -> str | None:
+    """filesystem_type of ``target`` as ``device`` holds it (the key; unused otherwise)."""
     best, kind = "", None
     try:
         with open("/proc/self/mountinfo", encoding="utf-8", errors="replace") as fh:

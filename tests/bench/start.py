@@ -1,0 +1,99 @@
+"""Benchmark of start-up through the shared engine, against a bare pygls server.
+
+Usage: ``python tests/bench/start.py [--quick]`` (prints a table and JSON), or call
+``bench_start``.
+
+Each round, interleaved so machine noise hits all three alike:
+
+- ``bare``: spawn ``bare_pygls_server.py`` (the floor), time until ``initialize`` is
+  answered;
+- ``fresh``: ``toold serve`` on a new workspace (no engine yet: the relay spawns one),
+  time until the first ``tools/list`` is answered (that result needs the bound workspace);
+- ``attach``: ``toold serve`` again on the same workspace, whose engine now runs, time
+  until its first ``tools/list`` is answered.
+
+Reported: medians and the extra over ``bare`` (targets: fresh within +100 ms, attach
+within +30 ms; issue 28). Engines run under a runtime folder of the bench's own and are
+stopped at the end. Standard library only, with the bench's own framing client.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from lsp import Client, initialize_params, private_engines, toold_cli
+
+HERE = Path(__file__).resolve().parent
+BARE_SERVER = HERE / "bare_pygls_server.py"
+TARGETS_MS = {"fresh": 100.0, "attach": 30.0}
+"""Extra over bare pygls the issue allows each."""
+
+
+def first_result_ms(argv: list[str], workspace: Path, tools_list: bool) -> float:
+    """Spawn ``argv``, initialize, optionally ask tools/list: ms until the last answer."""
+    begin = time.perf_counter()
+    client = Client(argv)
+    try:
+        client.initialize(initialize_params(workspace))
+        if tools_list:
+            client.request("tools/list", {})
+        return (time.perf_counter() - begin) * 1000
+    finally:
+        client.stop()
+
+
+def bench_start(rounds: int) -> dict[str, Any]:
+    """``rounds`` interleaved rounds of bare, fresh and attach; medians in ms."""
+    samples: dict[str, list[float]] = {"bare": [], "fresh": [], "attach": []}
+    serve = [*toold_cli(), "serve", "--workspace"]
+    with private_engines(), tempfile.TemporaryDirectory(prefix="toold-start-") as scratch:
+        for i in range(rounds):
+            workspace = Path(scratch, f"ws{i}").resolve()
+            workspace.mkdir()
+            (workspace / "small.txt").write_text("one\ntwo\n", encoding="utf-8")
+            bare = [sys.executable, str(BARE_SERVER)]
+            samples["bare"].append(first_result_ms(bare, workspace, tools_list=False))
+            argv = [*serve, str(workspace)]
+            samples["fresh"].append(first_result_ms(argv, workspace, tools_list=True))
+            samples["attach"].append(first_result_ms(argv, workspace, tools_list=True))
+    medians = {name: round(statistics.median(values), 1) for name, values in samples.items()}
+    return {
+        "rounds": rounds,
+        "median_ms": medians,
+        "extra_over_bare_ms": {
+            name: round(medians[name] - medians["bare"], 1) for name in TARGETS_MS
+        },
+        "targets_extra_ms": TARGETS_MS,
+        "samples_ms": {name: [round(v, 1) for v in values] for name, values in samples.items()},
+    }
+
+
+def table(results: dict[str, Any]) -> str:
+    """The medians and extras as text."""
+    medians, extra = results["median_ms"], results["extra_over_bare_ms"]
+    lines = [f"{'start':<8} {'median ms':>10} {'extra ms':>9} {'target':>7}"]
+    lines.append(f"{'bare':<8} {medians['bare']:>10}")
+    for name, target in TARGETS_MS.items():
+        lines.append(f"{name:<8} {medians[name]:>10} {extra[name]:>+9} {target:>+7}")
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="5 rounds instead of 15")
+    args = parser.parse_args()
+    results = bench_start(5 if args.quick else 15)
+    print(table(results))
+    print(json.dumps(results, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
