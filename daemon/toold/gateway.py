@@ -162,7 +162,7 @@ class ToolGateway:
         try:
             await _on_disk(tool.runs_inline(checked), files.require_seen, written)
         except FileChangedError as exc:
-            return ToolOutcome(error_text(exc), is_error=True, decision="refused")
+            return ToolOutcome(error_text(exc), True, decision="refused", reason=str(exc))
         return None
 
     async def _tracked(

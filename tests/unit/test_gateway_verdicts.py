@@ -159,3 +159,18 @@ def test_one_audit_line_per_call_with_the_decision_and_the_result(workspace: Pat
     assert rm["reason"] == "no answer (deny rule bash(prefix:rm *))"
     assert invalid["reason"].startswith("Error: invalid arguments") and "outcome" not in invalid
     assert job["jobId"] and job["outcome"] == "ok"
+
+
+def test_a_write_of_a_file_the_agent_has_not_read_is_refused(workspace: Path) -> None:
+    (workspace / "a.txt").write_text("one\n")
+
+    async def scenario(state: WorkspaceState) -> ToolOutcome:
+        return await call(state, "edit_file", file_path="a.txt", old_text="one", new_text="1")
+
+    stale = run_bound(workspace, scenario)  # bypass mode: the guard lets it run
+    assert decided(stale) == ("refused", None, True) and stale.written == []
+    assert stale.reason is not None and "has not been read" in stale.reason
+    assert (workspace / "a.txt").read_text() == "one\n"
+    [line] = audit(workspace)
+    assert (line["decision"], line["verdict"]) == ("allowed", "refused")
+    assert "outcome" not in line
