@@ -150,7 +150,8 @@ class ToolsCallResult(WireModel):
     ``refused`` (invalid arguments, a stale file, an invalid configuration, a command not
     checked in time). Absent when the rules let it run without asking."""
     rule: str | None = None
-    """The text of the rule that decided the call (forbid, deny or allow), when one did."""
+    """The text of the rule behind ``decision`` (a forbid or deny rule, or the "Always
+    allow" that let it run), when one was; absent with ``decision``."""
     job_id: str | None = None
     """The background job the call started (background_run): for jobs/get, jobs/cancel."""
 

@@ -30,11 +30,13 @@ async def tools_call(ctx: Context, params: ToolsCallParams) -> ToolsCallResult:
         outcome = await gateway.call(name, params.arguments, context)
         progress.outcome = "failed" if outcome.is_error else "done"
     content = "" if outcome.content is None else outcome.content
+    # A call the rules simply ran keeps the plain result: content, isError, exitCode.
+    ran = outcome.decision == "ran"
     return ToolsCallResult(
         content=content,
         is_error=outcome.is_error,
         exit_code=outcome.exit_code,
-        decision=None if outcome.decision == "ran" else outcome.decision,
-        rule=outcome.rule,
+        decision=None if ran else outcome.decision,
+        rule=None if ran else outcome.rule,
         job_id=outcome.job_id,
     )

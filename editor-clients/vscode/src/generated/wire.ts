@@ -377,7 +377,10 @@ export interface ToolsCallResult {
   isError?: boolean;
   /** The background job the call started (background_run): for jobs/get, jobs/cancel. */
   jobId?: string | null;
-  /** The text of the rule that decided the call (forbid, deny or allow), when one did. */
+  /**
+   * The text of the rule behind `decision` (a forbid or deny rule, or the "Always
+   * allow" that let it run), when one was; absent with `decision`.
+   */
   rule?: string | null;
 }
 
