@@ -24,7 +24,7 @@ from pygls.uris import to_fs_path
 
 from toold import __version__, handlers
 from toold.binding import ConfigReloads, WorkspaceBinding
-from toold.config import LimitsConfig
+from toold.config import LimitsConfig, PermissionsConfig
 from toold.connection import JsonRpcConnection, ResponseError
 from toold.editor import Editor
 from toold.initialization import parse_initialization_options
@@ -130,11 +130,8 @@ class LspSession:
 
     def _prompt_timeout(self) -> float:
         state = self.binding.current
-        if state is None:
-            from toold.config import PermissionsConfig
-
-            return float(PermissionsConfig().ask_timeout)
-        return float(state.config.permissions.ask_timeout)
+        permissions = state.config.permissions if state is not None else PermissionsConfig()
+        return float(permissions.ask_timeout)
 
     def _on_bound(self, state: WorkspaceState) -> None:
         self._set_message_cap()
@@ -167,8 +164,8 @@ class LspSession:
         self.editor.loop = asyncio.get_running_loop()
         if self.client_process_id:
             self.client_watch.watch(self.client_process_id)
-        stream = serve_streams
-        await stream(self.connection, reader, writer, self.stopped, self.ending.end_of_input)
+        connection, ending = self.connection, self.ending
+        await serve_streams(connection, reader, writer, self.stopped, ending.end_of_input)
         await self.connection.cancel_requests()
         await self.close()
         await writer.drain()

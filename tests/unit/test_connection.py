@@ -46,6 +46,14 @@ def connected() -> tuple[JsonRpcConnection, Wire]:
     return connection, wire
 
 
+async def initialized() -> tuple[JsonRpcConnection, Wire]:
+    """A connection past ``initialize`` (id 0)."""
+    connection, wire = connected()
+    connection.dispatch(request(0, "initialize", {}))
+    await wire.next_reply(0)
+    return connection, wire
+
+
 def request(msg_id: int, method: str, params: Any = None) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params}
 
@@ -97,9 +105,7 @@ def test_an_initialize_whose_params_do_not_decode_may_be_sent_again() -> None:
 
 def test_errors_keep_their_data_and_internal_ones_their_traceback_off_the_wire() -> None:
     async def main() -> None:
-        connection, wire = connected()
-        connection.dispatch(request(1, "initialize", {}))
-        await wire.next_reply(1)
+        connection, wire = await initialized()
 
         async def refused(params: Any) -> None:
             raise ResponseError("no such job", -33002, {"jobId": "x"})
@@ -126,9 +132,7 @@ def test_errors_keep_their_data_and_internal_ones_their_traceback_off_the_wire()
 
 def test_cancel_request_answers_the_running_request_cancelled() -> None:
     async def main() -> None:
-        connection, wire = connected()
-        connection.dispatch(request(1, "initialize", {}))
-        await wire.next_reply(1)
+        connection, wire = await initialized()
         started = asyncio.Event()
 
         async def forever(params: Any) -> None:
