@@ -199,6 +199,22 @@ def test_a_worker_serves_shareable_calls_until_its_stdin_closes(workspace: Path)
         assert proc.wait(timeout=30) == 0
 
 
+def test_a_worker_serves_at_most_max_calls(workspace: Path) -> None:
+    from toold.sandbox.worker import MAX_CALLS
+
+    read = {"tool": "read_file", "args": {"file_path": "notes.txt"}, "workspace": str(workspace)}
+    with subprocess.Popen(
+        [sys.executable, "-m", "toold.sandbox.worker"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+    ) as proc:
+        offers = [_exchange(proc, {**read, "reuse": True}).get("next") for _ in range(MAX_CALLS)]
+        assert proc.stdin is not None
+        proc.stdin.close()
+        assert proc.wait(timeout=30) == 0
+    assert offers == [True] * (MAX_CALLS - 1) + [None]
+
+
 def test_a_call_not_marked_for_reuse_is_the_workers_last(workspace: Path) -> None:
     request = {"tool": "read_file", "args": {"file_path": "notes.txt"}, "workspace": str(workspace)}
     with subprocess.Popen(

@@ -56,11 +56,13 @@ _configs = _ConfigCache()
 
 
 def shareable(tool: Tool) -> bool:
-    """Whether ``tool``'s calls may share a worker, one after the other: it starts no
-    process, runs no code and reaches nothing outside the workspace (its annotations say
-    so; a tool that says nothing gets a worker of its own per call, as do bash and the
-    code runners). Its work is the daemon's own Python on files, which leaves nothing in
-    the worker that a later call could see but caches of what it may read anyway."""
+    """Whether ``tool``'s calls may share a worker, one after the other: it runs no
+    command or code the caller chose and reaches nothing outside the workspace (its
+    annotations say so; a tool that says nothing gets a worker of its own per call, as do
+    bash and the code runners). Its work is toold's own code on files (grep's ripgrep
+    runs with toold's arguments and ends within the call; the worker kills whatever is
+    left before the next call), which leaves nothing in the worker that a later call
+    could see but caches of what it may read anyway."""
     marks = tool.annotations
     return not (marks.open_world or marks.runs_code or marks.shell)
 

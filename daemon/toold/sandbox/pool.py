@@ -2,7 +2,7 @@
 
 A worker answers one call, then goes away; taking one from the pool starts its
 replacement. The exception is a shareable call (toold.sandbox.channel.shareable: a tool
-that starts no process and runs no code, such as read_file or write_file): its worker
+that runs no command or code the caller chose, such as read_file or grep): its worker
 offers to serve the next shareable call, and the pool keeps up to ``size`` such idle
 workers, so a run of file calls costs one pipe round trip each instead of a fork. The
 worker kills whatever a call left behind before it reads the next request. Starting

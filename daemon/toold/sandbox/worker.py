@@ -12,8 +12,8 @@ every process the call left behind (it is their subreaper, so even daemonised on
 exits. Closing stdin while the tool runs cancels the call: the tool's own clean-up runs
 (bash kills its process group), then the same sweep, and the worker exits without a reply.
 
-A request with ``"reuse": true`` (the daemon sends it for tools that start no process and
-run no code: see toold.sandbox.channel.shareable) is answered with ``"next": true`` when
+A request with ``"reuse": true`` (the daemon sends it for tools that run no command or
+code the caller chose: see toold.sandbox.channel.shareable) is answered with ``"next": true`` when
 it succeeded and the worker has served fewer than MAX_CALLS: the worker then sweeps and
 reads the next request, or stdin's end. Any other call is the worker's last.
 
