@@ -339,7 +339,7 @@ def test_no_spelling_reaches_toold_in_clear_and_its_files_are_private(
     record = json.loads(job.read_text())
     assert REDACTED in record["command"] and REDACTED in record["result"]
     assert CANARY in json.dumps(spilled["content"])  # the call's own result is not redacted
-    assert len(stored["audit.jsonl"].splitlines()) >= 2 * calls
+    assert len(stored["audit.jsonl"].splitlines()) >= calls  # one line per call
     assert _wide(workspace / ".toold") == {}
 
 

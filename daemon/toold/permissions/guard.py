@@ -303,7 +303,9 @@ class PermissionGuard:
             return Verdict(False, "denied", reason, DENIED, "denied_by_rule", **facts, remedy=how)
         answer = await self.ask(tool, args, decision.reason)
         if answer == "always":
-            self.approve_always(tool, args, annotations)
+            kept = self.approve_always(tool, args, annotations)
+            if kept is not None:  # the rule that lets it run from now on, as a repeat shows
+                facts["rule"] = kept.source
             return Verdict(True, "always-allowed", decision.reason, None, "allowed", **facts)
         if answer == "allow":
             return Verdict(True, "user-allowed", decision.reason, None, "allowed", **facts)
