@@ -44,23 +44,32 @@ FAST_FILES = {
     "agents/test_loop.py",
     "agents/test_subagents.py",
     "security/test_descriptor_leaks.py",
-    "security/test_equivalence_readonly.py",
     "security/test_outside_corpora.py",
-    "security/test_parse_agrees_with_bash.py",
-    "security/test_readonly_pipelines.py",
 }
-"""Files of a slow folder that take seconds (measured): in the fast loop."""
+"""Files of a slow folder that run in process in seconds (measured): in the fast loop."""
 SLOW_FILES: set[str] = set()
 """Files of a fast folder that are slow."""
+SLOW_TESTS = {
+    # Floods of thousands of events, and a polling fallback that waits out its interval.
+    "unit/test_watching.py::test_one_read_is_bounded",
+    "unit/test_watching.py::test_a_flood_comes_as_the_roots",
+    "unit/test_watching.py::test_a_folder_replaced_during_a_flood_is_watched_again",
+    "unit/test_watching.py::test_polling_sees_what_inotify_would",
+    # Matches a catastrophic pattern for its whole 3 s budget on purpose.
+    "unit/test_search_redos.py::test_the_event_loop_runs_while_a_slow_pattern_is_matched",
+}
+"""Tests of a fast file that take seconds by design (node ids without parameters)."""
 TESTS = Path(__file__).resolve().parent
 
 
-def slow_reason(path: Path) -> str | None:
-    """Why the test file at ``path`` is out of the fast loop; None when it is in."""
+def slow_reason(path: Path, name: str) -> str | None:
+    """Why test ``name`` of the file at ``path`` is out of the fast loop; None when it is in."""
     try:
         relative = path.resolve().relative_to(TESTS).as_posix()
     except ValueError:
         return None
+    if f"{relative}::{name.partition('[')[0]}" in SLOW_TESTS:
+        return "listed in SLOW_TESTS"
     if relative in SLOW_FILES:
         return "listed in SLOW_FILES"
     if relative in FAST_FILES:
@@ -68,10 +77,23 @@ def slow_reason(path: Path) -> str | None:
     return SLOW_FOLDERS.get(relative.partition("/")[0])
 
 
+def stale_entries() -> list[str]:
+    """Entries of the lists above that name no file or test any more (a rename)."""
+    stale = [f for f in FAST_FILES | SLOW_FILES if not (TESTS / f).is_file()]
+    for entry in SLOW_TESTS:
+        file, _, name = entry.partition("::")
+        path = TESTS / file
+        if not path.is_file() or f"def {name}(" not in path.read_text(encoding="utf-8"):
+            stale.append(entry)
+    return stale
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark ``slow`` what the fast loop leaves out (the lists above)."""
+    if stale := stale_entries():
+        raise pytest.UsageError(f"tests/conftest.py lists what is not there: {stale}")
     for item in items:
-        if slow_reason(item.path) is not None:
+        if slow_reason(item.path, item.name) is not None:
             item.add_marker(pytest.mark.slow)
 
 

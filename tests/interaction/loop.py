@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from typing import TypeVar
 
+import anyio
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 
 T = TypeVar("T")
@@ -37,8 +38,6 @@ class Loop:
         """Await ``call()`` on the loop and return its value; TimeoutError after ``timeout``."""
 
         async def bounded() -> T:
-            import anyio
-
             with anyio.fail_after(timeout):
                 return await call()
 

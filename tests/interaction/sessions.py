@@ -70,7 +70,8 @@ def as_text(content: Any) -> str:
 
 
 def job_in_text(text: str) -> str | None:
-    """The job id of background_run's answer where a front end carries it as text only."""
+    """The job id of background_run's answer where a front end carries it as text only
+    (ACP's tool_call_update has no field for it; LSP and MCP send it as data)."""
     found = _SUBMITTED.fullmatch(text.strip())
     return found.group(1) if found else None
 
@@ -97,8 +98,7 @@ class LspSession:
             return Result(text=reply["error"]["message"], is_error=True)
         result = reply["result"]
         text = as_text(result["content"])
-        job = None if result["isError"] else result.get("jobId") or job_in_text(text)
-        return Result(text=text, is_error=result["isError"], job_id=job)
+        return Result(text=text, is_error=result["isError"], job_id=result.get("jobId"))
 
     def close(self) -> None:
         """shutdown + exit; the daemon must exit 0."""
