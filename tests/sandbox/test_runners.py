@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -259,3 +261,25 @@ def test_file_calls_share_a_worker_and_bash_gets_one_of_its_own(workspace: Path)
     assert len(shared) == 1, f"file calls ran in several workers: {shared}"
     assert own not in shared, "bash ran in the shared worker"
     wait_gone([own, kept], "bash's worker, and the shared one with its runner closed")
+
+
+def test_an_idle_worker_that_died_is_replaced_not_used(workspace: Path) -> None:
+    async def run() -> tuple[int, Any]:
+        config = _config("subprocess", warm_workers=1)
+        runner = make_runner(config, workspace)
+        read = BuiltinToolProvider(ToolRuntime(workspace, config)).resolve_named_tools(
+            ["read_file"]
+        )[0]
+        args = read.validate_args({"file_path": "notes.txt"})
+        sandbox: Any = runner.sandbox
+        try:
+            await runner.run(read, args)
+            (idle,) = sandbox._pool._idle
+            os.killpg(idle.pid, signal.SIGKILL)
+            await asyncio.to_thread(wait_gone, idle.pid, "the idle worker, killed")
+            return idle.pid, await runner.run(read, args)
+        finally:
+            await runner.close()
+
+    killed, result = asyncio.run(run())
+    assert result == "1: alpha\n2: beta", f"the call went to the dead worker {killed}"

@@ -74,7 +74,9 @@ class PipeWorker(WorkerHandle):
         """Nothing waiting on its stdout: an idle worker that exited would show EOF."""
         if self._eof or self.out_fd not in self._fds:
             return False
-        return not select.select([self.out_fd], [], [], 0)[0]
+        poller = select.poll()  # not select(): an engine's descriptors may pass 1024
+        poller.register(self.out_fd, select.POLLIN)
+        return not poller.poll(0)
 
     async def call(self, request: bytes, shared: bool = False) -> Any:
         """One exchange over the pipes."""
