@@ -176,6 +176,12 @@ def test_close_lets_running_calls_finish_then_stops_the_fork_server(workspace: P
     wait_gone(server, "the fork server, with its runner closed")
 
 
+def _worker() -> subprocess.Popen[bytes]:
+    """A standalone worker (``python -m toold.sandbox.worker``) on two pipes."""
+    argv = [sys.executable, "-m", "toold.sandbox.worker"]
+    return subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+
+
 def _exchange(proc: subprocess.Popen[bytes], request: dict[str, Any]) -> dict[str, Any]:
     assert proc.stdin is not None and proc.stdout is not None
     proc.stdin.write(json.dumps(request).encode() + b"\n")
@@ -186,11 +192,7 @@ def _exchange(proc: subprocess.Popen[bytes], request: dict[str, Any]) -> dict[st
 
 def test_a_worker_serves_shareable_calls_until_its_stdin_closes(workspace: Path) -> None:
     read = {"tool": "read_file", "workspace": str(workspace), "reuse": True}
-    with subprocess.Popen(
-        [sys.executable, "-m", "toold.sandbox.worker"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-    ) as proc:
+    with _worker() as proc:
         first = _exchange(proc, {**read, "args": {"file_path": "notes.txt"}})
         assert first == {"result": "1: alpha\n2: beta", "meta": {}, "next": True}
         missing = _exchange(proc, {**read, "args": {"file_path": "missing.txt"}})
@@ -205,11 +207,7 @@ def test_a_worker_serves_at_most_max_calls(workspace: Path) -> None:
     from toold.sandbox.worker import MAX_CALLS
 
     read = {"tool": "read_file", "args": {"file_path": "notes.txt"}, "workspace": str(workspace)}
-    with subprocess.Popen(
-        [sys.executable, "-m", "toold.sandbox.worker"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-    ) as proc:
+    with _worker() as proc:
         offers = [_exchange(proc, {**read, "reuse": True}).get("next") for _ in range(MAX_CALLS)]
         assert proc.stdin is not None
         proc.stdin.close()
@@ -219,11 +217,7 @@ def test_a_worker_serves_at_most_max_calls(workspace: Path) -> None:
 
 def test_a_call_not_marked_for_reuse_is_the_workers_last(workspace: Path) -> None:
     request = {"tool": "read_file", "args": {"file_path": "notes.txt"}, "workspace": str(workspace)}
-    with subprocess.Popen(
-        [sys.executable, "-m", "toold.sandbox.worker"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-    ) as proc:
+    with _worker() as proc:
         assert _exchange(proc, request) == {"result": "1: alpha\n2: beta", "meta": {}}
         assert proc.stdin is not None and proc.stdout is not None
         proc.stdin.write(json.dumps({**request, "reuse": True}).encode() + b"\n")
