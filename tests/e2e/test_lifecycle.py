@@ -161,6 +161,7 @@ def test_a_prompt_answered_during_the_shutdown_grace_lets_its_call_finish(
         assert client.response(call)["result"] == {
             "content": "Wrote 8 characters to late.txt",
             "isError": False,
+            "decision": "allowed",
         }
         assert client.response(shutdown)["result"] is None
         assert (workspace / "late.txt").read_text() == "allowed\n"
