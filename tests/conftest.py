@@ -45,6 +45,7 @@ FAST_FILES = {
     "agents/test_subagents.py",
     "security/test_descriptor_leaks.py",
     "security/test_outside_corpora.py",
+    "security/test_parse_agrees_with_bash.py",  # no daemon: the parse against real bash
 }
 """Files of a slow folder that run in process in seconds (measured): in the fast loop."""
 SLOW_FILES: set[str] = set()
