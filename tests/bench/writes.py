@@ -6,9 +6,9 @@ table, writes JSON); ``bench_writes(writes, large)`` returns the same figures.
 
 In process, on a temporary workspace bound as the daemon binds it (toold.workspace.bind,
 default configuration), each call goes through ``gateway.call`` with origin ``user``,
-the path every front end's tools/call takes: validation, the guard and its audit line,
-the checkpoint's snapshot and record, the write (temp file + rename), the call's audit
-line (written after the call, on the loop). The user state folder (the checkpoint key)
+the path every front end's tools/call takes: validation, the guard, the checkpoint's
+snapshot and record, the write (temp file + rename), and the call's one audit line
+(written after the call, on the loop). The user state folder (the checkpoint key)
 is a temporary one too. ``--runner local`` runs the tool in the daemon's process, which
 leaves out the sandbox worker's round trip (``auto``: bwrap or a worker process).
 

@@ -140,7 +140,7 @@ def test_invalid_initialization_options_refuse_agents(tmp_path: Path) -> None:
 
         good = {"settings": {"toold": {"config": {"limits": {"bash_output_chars": 5000}}}}}
         client.notify("workspace/didChangeConfiguration", good)
-        # Requests wait for a configuration change sent before them (TooldServer.ready).
+        # Requests wait for a configuration change sent before them (LspSession.ready).
         read = client.tool("read_file", origin="agent", file_path="secret.txt")
         assert not read["isError"] and SECRET in _text(read)
     finally:

@@ -1,4 +1,4 @@
-"""ToolRunner: the facade Tool.execute delegates to, wrapping one sandbox.
+"""ToolRunner: where the one run path (toold.dispatch) sends sandboxable tools; wraps one sandbox.
 
 Every run emits ``execution.started`` then ``execution.completed`` or
 ``execution.failed`` to an optional listener (the server turns them into
