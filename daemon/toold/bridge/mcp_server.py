@@ -1,7 +1,8 @@
 """``toold mcp``: toold's tools over the Model Context Protocol on stdio.
 
-The same catalogue, runner and guard as ``toold serve``: the workspace is bound by
-``toold.workspace.bind`` and every call goes through its gateway (toold.gateway). MCP clients
+The same catalogue, runner and guard as ``toold serve``: the workspace is opened by
+``toold.opening.open_workspace`` and every call goes through its gateway (toold.gateway),
+whose outcome carries the verdict this bridge renders. MCP clients
 (Claude Desktop, Cursor, Claude Code) call tools because a model decided to, so
 calls have origin "agent". The bridge has no way to ask the user, so whatever the
 guard would ask about is refused; ``[permissions]`` in toold.toml (allow rules, or
