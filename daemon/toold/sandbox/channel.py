@@ -26,6 +26,21 @@ READ_LIMIT = 256 * 1024 * 1024
 """Longest line a worker may send (a result is one line)."""
 
 
+def take_line(buffer: bytearray, eof: bool, who: str) -> bytes | None:
+    """The next line a worker sent, taken off ``buffer``; at its output's end what is
+    left (maybe b""); None while a line is still coming. WorkerLost past READ_LIMIT: a
+    worker (or what runs beside it) cannot make the daemon hold an endless line."""
+    end = buffer.find(b"\n")
+    if end >= 0 or eof:
+        size = end + 1 if end >= 0 else len(buffer)
+        line = bytes(buffer[:size])
+        del buffer[:size]
+        return line
+    if len(buffer) > READ_LIMIT:
+        raise WorkerLost(f"the {who} worker sent a line over {READ_LIMIT} bytes")
+    return None
+
+
 class SandboxError(RuntimeError):
     """The sandbox could not run the call (not the tool failing)."""
 

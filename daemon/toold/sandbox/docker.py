@@ -28,7 +28,14 @@ import weakref
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from toold.sandbox.channel import SandboxError, SandboxUnavailable, WorkerLost, read_answer
+from toold.sandbox.channel import (
+    READ_LIMIT,
+    SandboxError,
+    SandboxUnavailable,
+    WorkerLost,
+    read_answer,
+    take_line,
+)
 from toold.sandbox.docker_image import (
     BUILD_COMMAND,
     ENGINE_HINT,
@@ -117,25 +124,19 @@ class _Frames:
 
     async def readline(self) -> bytes:
         loop = asyncio.get_running_loop()
-        while True:
-            end = self.out.find(b"\n")
-            if end >= 0:
-                line = bytes(self.out[: end + 1])
-                del self.out[: end + 1]
-                return line
-            if self.eof:
-                rest = bytes(self.out)
-                self.out.clear()
-                return rest
+        while (line := take_line(self.out, self.eof, "docker")) is None:
             data = await loop.sock_recv(self.sock, 65536)
             if not data:
                 self.eof = True
             self._split(data)
+        return line
 
     def _split(self, data: bytes) -> None:
         self.raw += data
         while len(self.raw) >= 8:
             size = int.from_bytes(self.raw[4:8], "big")
+            if size > READ_LIMIT:
+                raise WorkerLost(f"the docker worker sent a frame over {READ_LIMIT} bytes")
             if len(self.raw) < 8 + size:
                 return
             stream, payload = self.raw[0], self.raw[8 : 8 + size]

@@ -15,7 +15,7 @@ import weakref
 from abc import abstractmethod
 from typing import Any
 
-from toold.sandbox.channel import READ_LIMIT, WorkerLost, read_reply
+from toold.sandbox.channel import read_reply, take_line
 from toold.sandbox.pool import WorkerHandle
 
 
@@ -130,19 +130,9 @@ class PipeWorker(WorkerHandle):
 
     async def _readline(self) -> bytes:
         """The next line from the worker; what is left (maybe b"") once its stdout ends."""
-        while True:
-            end = self._buffer.find(b"\n")
-            if end >= 0:
-                line = bytes(self._buffer[: end + 1])
-                del self._buffer[: end + 1]
-                return line
-            if self._eof:
-                line = bytes(self._buffer)
-                self._buffer.clear()
-                return line
-            if len(self._buffer) > READ_LIMIT:
-                raise WorkerLost(f"the {self.who} worker sent a line over {READ_LIMIT} bytes")
+        while (line := take_line(self._buffer, self._eof, self.who)) is None:
             await self._read_some()
+        return line
 
     async def wait_exit(self, timeout: float) -> bool:
         """Drain the worker's stdout until it closes; False if ``timeout`` passed first."""
