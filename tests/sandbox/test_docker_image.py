@@ -62,6 +62,13 @@ def _config(tag: str) -> TooldConfig:
     return TooldConfig.model_validate({"execution": execution})
 
 
+async def _read_notes(tools: ToolSet, runner: Any, heard: list[str]) -> Any:
+    """One read_file of notes.txt through ``runner``, its progress into ``heard``."""
+    return await user_call(
+        tools, "read_file", {"file_path": "notes.txt"}, progress=heard.append, runner=runner
+    )
+
+
 def _calls(workspace: Path, config: TooldConfig, count: int) -> tuple[Any, list[Any], list[str]]:
     """``count`` read_file calls at once through one docker runner: the runner's problem
     before the first call, the outcomes, and the progress they reported."""
@@ -73,16 +80,7 @@ def _calls(workspace: Path, config: TooldConfig, count: int) -> tuple[Any, list[
         tools = ToolSet(BuiltinToolProvider(ToolRuntime(workspace, config)).get_tools())
         try:
             outcomes = await asyncio.gather(
-                *(
-                    user_call(
-                        tools,
-                        "read_file",
-                        {"file_path": "notes.txt"},
-                        progress=progress.append,
-                        runner=runner,
-                    )
-                    for _ in range(count)
-                )
+                *(_read_notes(tools, runner, progress) for _ in range(count))
             )
         finally:
             await runner.close()
@@ -218,15 +216,7 @@ def test_an_image_removed_while_the_runner_runs_is_built_again(workspace: Path, 
         outcomes = []
         try:
             for _ in range(2):
-                outcomes.append(
-                    await user_call(
-                        tools,
-                        "read_file",
-                        {"file_path": "notes.txt"},
-                        progress=heard.append,
-                        runner=runner,
-                    )
-                )
+                outcomes.append(await _read_notes(tools, runner, heard))
                 # As `docker rmi` would, once the call's container has gone.
                 await asyncio.to_thread(
                     wait_until,
@@ -280,15 +270,7 @@ def test_a_failed_build_names_the_cause_and_is_not_retried_at_once(
         try:
             outcomes = []
             for _ in range(2):
-                outcomes.append(
-                    await user_call(
-                        tools,
-                        "read_file",
-                        {"file_path": "notes.txt"},
-                        progress=heard.append,
-                        runner=runner,
-                    )
-                )
+                outcomes.append(await _read_notes(tools, runner, heard))
             outcomes.append(heard)
             return outcomes
         finally:
