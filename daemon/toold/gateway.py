@@ -23,6 +23,7 @@ from typing import Any
 from pydantic_core import to_jsonable_python
 
 from toold.checkpoints import CheckpointStore
+from toold.checkpoints.store import IndexBusy, Pending
 from toold.dispatch import run_tool
 from toold.errors import FileChangedError
 from toold.hooks import Hooks, PreHookVerdict
@@ -199,14 +200,13 @@ class ToolGateway:
         paths = written if store is not None and store.enabled else []
         if not paths or store is None:
             return await run_tool(tool, checked, context, self.runner)
-        pending = await asyncio.to_thread(store.snapshot, paths)
+        inline = tool.runs_inline(checked)  # bounded files on a local disk: no thread hop
+        pending = await _on_disk(inline, store.snapshot, paths)
         try:
             return await run_tool(tool, checked, context, self.runner)
         finally:
             # Also after a failure or a cancel: whatever did change can be undone.
-            await asyncio.shield(
-                asyncio.to_thread(store.record, pending, tool.name, context.origin)
-            )
+            await asyncio.shield(_record(store, inline, pending, tool.name, context.origin))
 
 
 def _refused(text: str, entry: dict[str, Any]) -> ToolOutcome:
@@ -239,6 +239,20 @@ def _agent_files(tool: Tool, context: CallContext) -> FileTracker | None:
 async def _on_disk(inline: bool, work: Callable[..., Any], *args: Any) -> Any:
     """File work for a call: on the loop when the call itself runs there, else a thread."""
     return work(*args) if inline else await asyncio.to_thread(work, *args)
+
+
+async def _record(
+    store: CheckpointStore, inline: bool, pending: Pending, tool: str, origin: str
+) -> None:
+    """The call's checkpoint: on the loop for a bounded call when the index's lock is free
+    (never waiting on it there: another process may hold it), else on a thread."""
+    if inline:
+        try:
+            store.record(pending, tool, origin, wait=False)
+            return
+        except IndexBusy:
+            pass  # nothing was recorded: the thread waits for the lock
+    await asyncio.to_thread(store.record, pending, tool, origin)
 
 
 def with_hook_output(content: Any, said: list[str]) -> str:

@@ -64,11 +64,14 @@ _locks_guard = threading.Lock()
 @contextlib.contextmanager
 def path_lock(path: Path) -> Iterator[None]:
     """Serialise read-modify-write cycles on one path within this process."""
-    key = os.fspath(path)
-    with _locks_guard:
-        lock = _locks.setdefault(key, threading.Lock())
-    with lock:
+    with _lock_of(path):
         yield
+
+
+def _lock_of(path: Path) -> threading.Lock:
+    """This process's lock of ``path`` (one per path, made on first use)."""
+    with _locks_guard:
+        return _locks.setdefault(os.fspath(path), threading.Lock())
 
 
 def atomic_write_at(
@@ -344,17 +347,24 @@ def atomic_write_text(path: Path, text: str, *, create_dirs: bool = False) -> No
 
 
 @contextlib.contextmanager
-def file_lock(lock_path: Path) -> Iterator[None]:
+def file_lock(lock_path: Path, *, wait: bool = True) -> Iterator[None]:
     """An exclusive advisory lock shared with other processes (flock on ``lock_path``).
 
     The lock file and its folders are created through open_state: never through a link.
+    With ``wait`` False, BlockingIOError at once when a thread or a process holds it
+    (so the event loop can take it without ever waiting on another process).
     """
     import fcntl
 
-    with path_lock(lock_path):
+    lock = _lock_of(lock_path)
+    if not lock.acquire(blocking=wait):
+        raise BlockingIOError(f"{lock_path} is held by another thread")
+    try:
         fd = open_state(lock_path, os.O_RDWR | os.O_CREAT, create_dirs=True)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
+            fcntl.flock(fd, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
             yield
         finally:
             os.close(fd)
+    finally:
+        lock.release()

@@ -55,6 +55,10 @@ class Pending:
     """Objects stored for this call and kept from removal until it is recorded."""
 
 
+class IndexBusy(Exception):
+    """The index's lock is held by another thread or process (``record(wait=False)``)."""
+
+
 class CheckpointStore:
     """The checkpoints of one workspace, under ``folder`` (``.toold/checkpoints``)."""
 
@@ -253,8 +257,34 @@ class CheckpointStore:
                 continue  # not recorded: the call itself reports what is wrong
         return pending
 
-    def record(self, pending: Pending, tool: str, origin: str) -> Checkpoint | None:
-        """One checkpoint for the files that changed since ``snapshot``; None if none did."""
+    def record(
+        self, pending: Pending, tool: str, origin: str, *, wait: bool = True
+    ) -> Checkpoint | None:
+        """One checkpoint for the files that changed since ``snapshot``; None if none did.
+
+        With ``wait`` False, IndexBusy (``pending`` untouched, nothing recorded) instead of
+        waiting while another thread or process holds the index's lock: the event loop
+        records a bounded call without ever waiting on another process.
+        """
+        if wait:
+            return self._record(pending, tool, origin, self._locked)
+        try:
+            with self._locked(wait=False) as index:  # the lock first: nothing done when busy
+                return self._record(pending, tool, origin, lambda: _as_locked(index))
+        except (OSError, CheckpointStoreError) as exc:  # as ``_record`` answers them
+            log.warning("%s changed by %s, no checkpoint recorded: %s", tool, origin, exc)
+            self._release(pending.held)
+            pending.held = []
+            return None
+
+    def _record(
+        self,
+        pending: Pending,
+        tool: str,
+        origin: str,
+        locked: Callable[[], contextlib.AbstractContextManager[CheckpointIndex]],
+    ) -> Checkpoint | None:
+        """``record`` with ``locked`` giving the index under its lock."""
         changes: list[FileChange] = []
         held = pending.held
         pending.held = []
@@ -267,12 +297,12 @@ class CheckpointStore:
                 if after != before:
                     changes.append(FileChange(path, before, after))
             if not changes:  # what the snapshot stored may be named by nothing
-                with contextlib.suppress(OSError, CheckpointStoreError), self._locked() as index:
+                with contextlib.suppress(OSError, CheckpointStoreError), locked() as index:
                     self._release(held, (), index)
                     held = []
                 return None
             checkpoint = Checkpoint(secrets.token_hex(4), tool, origin, now(), changes)
-            with self._locked() as index:
+            with locked() as index:
                 self._release(held, index.change([self._sign(checkpoint)], self.max_bytes), index)
                 held = []
         except (OSError, CheckpointStoreError) as exc:  # the call's own result stands
@@ -472,11 +502,16 @@ class CheckpointStore:
 
     # -- the index ----------------------------------------------------------------------
     @contextlib.contextmanager
-    def _locked(self) -> Iterator[CheckpointIndex]:
+    def _locked(self, wait: bool = True) -> Iterator[CheckpointIndex]:
         """The index, up to date, under the store's lock (shared with other processes);
-        objects nothing names are swept after the index file was rewritten."""
+        objects nothing names are swept after the index file was rewritten. With ``wait``
+        False, IndexBusy when another thread or process holds the lock."""
         os.close(self._dir())
-        with file_lock(self.folder / "index.lock"):
+        with contextlib.ExitStack() as stack:
+            try:
+                stack.enter_context(file_lock(self.folder / "index.lock", wait=wait))
+            except BlockingIOError:
+                raise IndexBusy(f"{self.folder / 'index.lock'} is held") from None
             index = self._index
             rewrites = index.rewrites
             try:
@@ -505,6 +540,16 @@ class CheckpointStore:
                 if not index.uses[name] and not self._held[name]:
                     self._sizes.pop(name, None)
                     remove_state(self.folder / "objects" / name)
+
+
+@contextlib.contextmanager
+def _as_locked(index: CheckpointIndex) -> Iterator[CheckpointIndex]:
+    """``index``, whose lock the caller already holds, as ``_locked`` gives it."""
+    try:
+        yield index
+    except BaseException:
+        index.invalidate()  # the cache may be ahead of the file
+        raise
 
 
 def never_restored(path: str) -> bool:
