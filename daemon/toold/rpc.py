@@ -16,16 +16,18 @@ the session itself. The table loads on the first custom request, so the daemon a
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
 from toold.connection import ResponseError
 from toold.errors import InvalidParams, TooldError, field_problems, wire_error
+from toold.modes import SessionMode
 
 if TYPE_CHECKING:
     from toold.editor import Editor
+    from toold.gateway import ToolGateway
     from toold.workspace import WorkspaceState
 
 P = TypeVar("P", bound=BaseModel)
@@ -40,9 +42,16 @@ class Context:
     """The bound workspace the session serves (shared between sessions in an engine)."""
     editor: Editor
     """The session's editor: ``$/progress`` for a work-done token, prompts, messages."""
+    modes: SessionMode = field(default_factory=SessionMode)
+    """The session's own permission mode (permissions/setMode), over the shared guard."""
     from_tool: bool = False
     """The client runs inside one of the engine's tool calls (an agent's command): its
     calls are the agent's, and it may not loosen the shared guard."""
+
+    @property
+    def gateway(self) -> ToolGateway:
+        """The workspace's gateway under this session's mode: what its calls go through."""
+        return self.modes.gateway(self.workspace.gateway)
 
 
 @dataclass(frozen=True)

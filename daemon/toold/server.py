@@ -29,6 +29,7 @@ from toold.connection import JsonRpcConnection, ResponseError
 from toold.editor import Editor
 from toold.initialization import parse_initialization_options
 from toold.lifecycle import ClientWatch, SessionEnd
+from toold.modes import SessionMode
 from toold.rpc import Context
 from toold.transport import FrameWriter, serve_streams
 from toold_protocol import ALL_METHODS, PROTOCOL_VERSION, errors
@@ -82,6 +83,8 @@ class LspSession:
         """The client runs inside one of the engine's tool calls (an agent's command): its
         calls are the agent's, and it may not loosen the shared guard."""
         self.reloads = ConfigReloads(self.binding, self.editor, from_tool)
+        self.modes = SessionMode()
+        """This session's permission mode (permissions/setMode); others keep theirs."""
         self.stopped = asyncio.Event()
         self.exit_code = 0
         self.ending = SessionEnd(self.connection, self._grace, self.request_stop)
@@ -278,7 +281,7 @@ class LspSession:
     async def _custom(self, method: str, raw: Any) -> dict[str, Any]:
         """One of toold's methods, once the workspace is ready."""
         await self.ready()
-        context = Context(self.state, self.editor, self.from_tool)
+        context = Context(self.state, self.editor, self.modes, self.from_tool)
         return await handlers.requests()[method](context, raw)
 
 

@@ -109,17 +109,20 @@ class AgentSystem:
         prompt: str,
         *,
         on_tool: Callable[[str, Any], None] | None = None,
+        gateway: ToolGateway | None = None,
     ) -> str:
-        """The main agent (agent/run): every tool, the workspace's guard, job notifications."""
+        """The main agent (agent/run): every tool, the workspace's guard (or ``gateway``'s:
+        a session's own mode, toold.modes), job notifications."""
+        gateway = gateway or self.gateway
         ctx = AgentContext(
             provider=self.provider,
-            gateway=self.gateway,
+            gateway=gateway,
             system=self.system_prompt,
             max_iterations=self.max_iterations,
             drain=self.drain,
             on_tool=on_tool,
         )
-        token_depth, token_guard = agent_depth.set(0), current_guard.set(self.guard)
+        token_depth, token_guard = agent_depth.set(0), current_guard.set(gateway.guard)
         try:
             return await agent_loop(ctx, [{"role": "user", "content": prompt}])
         finally:
@@ -141,8 +144,10 @@ class AgentSystem:
         run_in_background: bool = False,
         *,
         on_tool: Callable[[str, Any], None] | None = None,
+        gateway: ToolGateway | None = None,
     ) -> str:
-        """The subagent tool: a fresh conversation with a filtered tool set."""
+        """The subagent tool: a fresh conversation with a filtered tool set (``gateway``:
+        agent/run's, whose guard is the parent when no agent runs yet)."""
         kind_name = agent_type or DEFAULT_TYPE
         if kind_name not in AGENT_TYPES:
             log.warning("unknown agent_type %r; using %s", agent_type, DEFAULT_TYPE)
@@ -153,7 +158,8 @@ class AgentSystem:
             return failed(
                 f"Subagent refused: recursion depth {depth} exceeds limit {self.max_depth}."
             )
-        guard = self.child_guard(current_guard.get() or self.guard, kind_name, run_in_background)
+        parent = current_guard.get() or (gateway or self.gateway).guard
+        guard = self.child_guard(parent, kind_name, run_in_background)
         ctx = AgentContext(
             provider=self.provider,
             gateway=self.gateway.narrowed(toolset=self.toolset_for(kind_name), guard=guard),

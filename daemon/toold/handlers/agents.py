@@ -19,13 +19,14 @@ if TYPE_CHECKING:
 
 
 async def permissions_set_mode(ctx: Context, params: SetModeParams) -> SetModeResult:
-    """Switch the guard's mode for this daemon's life (not from inside a tool call)."""
+    """Switch this session's mode (not from inside a tool call); other sessions on the
+    workspace keep theirs (toold.modes)."""
     if ctx.from_tool:
         raise InsideToolCall(
             "permissions/setMode from inside a tool call (an agent's command) is refused: "
             "change the mode from your editor"
         )
-    ctx.workspace.guard.mode = params.mode
+    ctx.modes.set(params.mode)
     return SetModeResult(mode=params.mode)
 
 
@@ -41,10 +42,13 @@ async def agent_run(ctx: Context, params: AgentRunParams) -> AgentRunResult:
             def on_tool(name: str, args: Any) -> None:
                 progress.report(f"{name}: {str(args)[:120]}")
 
+        gateway = ctx.gateway  # the agent runs under the session's mode
         if params.agent_type:
-            text = await agents.run_subagent(params.prompt, params.agent_type, on_tool=on_tool)
+            text = await agents.run_subagent(
+                params.prompt, params.agent_type, on_tool=on_tool, gateway=gateway
+            )
         else:
-            text = await agents.run(params.prompt, on_tool=on_tool)
+            text = await agents.run(params.prompt, on_tool=on_tool, gateway=gateway)
     return AgentRunResult(text=text)
 
 

@@ -20,7 +20,7 @@ async def tools_list(ctx: Context, params: ToolsListParams) -> ToolsListResult:
 
 async def tools_call(ctx: Context, params: ToolsCallParams) -> ToolsCallResult:
     """Run one tool; tool failures are isError results, an unknown name is UnknownTool."""
-    gateway = ctx.workspace.gateway
+    gateway = ctx.gateway  # under the session's own mode
     name = gateway.toolset.require(params.name).name  # UnknownTool before any $/progress
     # A client inside a tool call is the agent's command, whatever origin it claims.
     context = CallContext(origin="agent" if ctx.from_tool else params.origin)
