@@ -340,8 +340,12 @@ class WorkspaceState:
             except Exception as exc:
                 return self._not_applied(f"execution: {exc}")
         if config.permissions.mode != self.config.permissions.mode:
-            self.guard.mode = guard.mode  # a live permissions/setMode survives unrelated edits
-        self.guard.allow, self.guard.deny, self.guard.forbid = guard.allow, guard.deny, guard.forbid
+            # The workspace's mode; a session's own (toold.modes) stays as it chose.
+            self.guard.mode = guard.mode
+        # In place: each session's guard under a mode of its own (toold.modes) shares
+        # these lists, so a reload reaches every session at once.
+        self.guard.allow[:], self.guard.deny[:] = guard.allow, guard.deny
+        self.guard.forbid[:] = guard.forbid
         self.config = self.runtime.config = config
         self.overrides = overrides
         self.jobs.max_finished = config.limits.max_finished_jobs
