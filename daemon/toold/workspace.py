@@ -322,6 +322,13 @@ class WorkspaceState:
             self.notices.append(message)
             self._warn(message)
 
+    def set_agents(self, agents: AgentSystem | None) -> None:
+        """The agent system (None without an API key), wherever agents are started from:
+        agent/run, the subagent tool (the runtime) and the team's teammates."""
+        self.agents = self.runtime.agents = agents
+        if self.team is not None:
+            self.team.agents = agents
+
     def _warn(self, message: str) -> None:
         if self.warn is not None:
             self.warn(message)
@@ -342,12 +349,14 @@ class WorkspaceState:
         if config.permissions.mode != self.config.permissions.mode:
             # The workspace's mode; a session's own (toold.modes) stays as it chose.
             self.guard.mode = guard.mode
-        # In place: each session's guard under a mode of its own (toold.modes) shares
-        # these lists, so a reload reaches every session at once.
-        self.guard.allow[:], self.guard.deny[:] = guard.allow, guard.deny
-        self.guard.forbid[:] = guard.forbid
+        # New lists, each swapped whole (a judgement on the loop never sees one half
+        # done); a session's own guard (toold.modes) is rebuilt when it sees them.
+        self.guard.allow, self.guard.deny, self.guard.forbid = guard.allow, guard.deny, guard.forbid
+        agent_changed = config.agent != self.config.agent
         self.config = self.runtime.config = config
         self.overrides = overrides
+        if agent_changed:  # its model, key or endpoint: agent/run and teammates use the new one
+            self.set_agents(make_agents(self))
         self.jobs.max_finished = config.limits.max_finished_jobs
         self.jobs.max_running = config.limits.max_running_jobs
         self.jobs.max_running_per_session = config.limits.max_running_jobs_per_session
@@ -549,11 +558,10 @@ def bind(
     )
     state.watcher.notice = state.notice
     # Agents and the team run tools through the state's gateway: they come last.
-    state.agents = runtime.agents = make_agents(state)
     state.team = runtime.team = TeamManager(
         root,
         state_dir,
-        agents=state.agents,
+        agents=None,
         push=lambda message: push(names.TEAM_MESSAGE, {"message": message}),
         watcher=state.watcher,
     )
@@ -564,6 +572,7 @@ def bind(
         state.kept_out = refused
         state._warn(refused)
     state.warn_runner_problem()
+    state.set_agents(make_agents(state))
     return state
 
 
