@@ -6,9 +6,9 @@ that asked, never of the others: one editor's ``bypass`` must not loosen a CI ru
 same folder. A session with no mode of its own follows the workspace's
 (``permissions.mode`` in toold.toml, reloaded as it changes).
 
-The session's guard is a child of the workspace's: the same rules (reloaded in place),
-the same audit and the same one "always allow / always deny" memory; only the mode
-differs.
+The session's guard is a child of the workspace's: the same rules (built again when a
+reload swaps them), the same audit and the same one "always allow / always deny"
+memory; only the mode differs.
 """
 
 from __future__ import annotations
@@ -33,10 +33,21 @@ class SessionMode:
         """The gateway this session's calls take: ``shared`` under the session's mode."""
         if self.mode is None:
             return shared
-        if self._narrowed is None or self._narrowed[0] is not shared:
+        if self._narrowed is None or self._outdated(shared):
             guard = shared.guard.child(mode=self.mode)
             self._narrowed = (shared, shared.narrowed(guard=guard))
         return self._narrowed[1]
+
+    def _outdated(self, shared: ToolGateway) -> bool:
+        """A reload swaps the workspace guard's rule lists whole: build the child again."""
+        assert self._narrowed is not None
+        mine, now = self._narrowed[1].guard, shared.guard
+        return (
+            self._narrowed[0] is not shared
+            or mine.allow is not now.allow
+            or mine.deny is not now.deny
+            or mine.forbid is not now.forbid
+        )
 
     def set(self, mode: Mode) -> None:
         """Switch this session to ``mode`` (its next call is judged under it)."""
