@@ -122,13 +122,30 @@ def _parser() -> argparse.ArgumentParser:
     undo.add_argument("--json", action="store_true", help="print JSON")
     _no_daemon_flag(undo)
 
-    mcp = sub.add_parser("mcp", help="serve the tools over the Model Context Protocol on stdio")
+    mcp = sub.add_parser(
+        "mcp", help="serve the tools over the Model Context Protocol on stdio (or --http)"
+    )
     mcp.add_argument("--workspace", type=Path, default=Path.cwd())
     mcp.add_argument("--log-file", type=Path, help="also log to this file")
     mcp.add_argument("--log-level", default="warning", help="debug, info, warning, error")
+    mcp.add_argument("--http", action="store_true", help="serve Streamable HTTP, not stdio")
+    mcp.add_argument("--host", help="with --http: the address to bind (default 127.0.0.1)")
+    mcp.add_argument("--port", type=int, help="with --http: the port (default 0: any free)")
+    mcp.add_argument("--token-file", type=Path, help="with --http: the bearer token's file")
+    mcp.add_argument(
+        "--no-token", action="store_true", help="with --http on loopback: no bearer token"
+    )
+    mcp.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="with --http: a name clients reach a non-loopback host by (Host, Origin)",
+    )
     acp = sub.add_parser("acp", help="serve an AI coding agent over the Agent Client Protocol")
     acp.add_argument("--workspace", type=Path, help="bind this folder, not each session's cwd")
     acp.add_argument("--log-level", default="warning", help="debug, info, warning, error")
+    _no_daemon_flag(acp)
     return parser
 
 
@@ -333,6 +350,34 @@ def _mcp(args: argparse.Namespace) -> int:
             f"toold: the MCP bridge needs the mcp package ({exc}): pip install mcp", file=sys.stderr
         )
         return EXIT_USAGE
+    http_only = (
+        args.host,
+        args.port,
+        args.token_file,
+        args.no_token or None,
+        args.allow_host or None,
+    )
+    if not args.http and any(flag is not None for flag in http_only):
+        print(
+            "toold: --host, --port, --token-file, --no-token and --allow-host need --http",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    if args.http:
+        from toold.bridge.mcp_http import HttpUsageError, http_options, serve_mcp_http
+
+        try:
+            options = http_options(
+                args.host or "127.0.0.1",
+                args.port or 0,
+                args.token_file,
+                args.no_token,
+                args.allow_host,
+            )
+        except HttpUsageError as exc:
+            print(f"toold: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+        return serve_mcp_http(workspace, options)
     return serve_mcp(workspace)
 
 
@@ -412,11 +457,18 @@ def _dispatch(argv: list[str] | None) -> int:
     if args.command == "acp":
         from toold.engine.hardening import harden
 
+        if _private(args) and not args.no_daemon and "acp" in sys.argv[1:]:
+            # Said on the command line, where an engine judging its peers reads whether
+            # this process runs tools (toold.engine.hardening.runs_tools): ours then do.
+            argv = [sys.executable, "-m", "toold", *sys.argv[1:], "--no-daemon"]
+            os.execv(sys.executable, argv)
         _configure_logging(args.log_level, None)
-        harden(runs_tools=True)
+        # Through the engines, tools run there: this process only relays (no subreaper).
+        inside = harden(runs_tools=_private(args))
         from toold.acp.agent import serve_acp  # the ACP SDK loads only for this command
 
-        return serve_acp(args.workspace.resolve() if args.workspace else None)
+        workspace = args.workspace.resolve() if args.workspace else None
+        return serve_acp(workspace, private=_private(args), from_tool=inside is not None)
     if args.command == "daemon":
         return _daemon(args)
     if args.command == "jobs":

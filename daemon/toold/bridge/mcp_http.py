@@ -1,0 +1,286 @@
+"""``toold mcp --http``: the server ``toold mcp`` serves, over Streamable HTTP.
+
+The SDK's own transport (``Server.streamable_http_app``: sessions, SSE, both protocol
+revisions, its body cap and its Host/Origin checks) run by uvicorn on one socket this
+module binds, loopback by default. In front of it, in this order, every request meets:
+
+1. the SDK's Host/Origin check (DNS rebinding): a browser page on another site that
+   resolves its name to 127.0.0.1 gets 421 (Host) or 403 (Origin), token or not;
+2. the bearer token, compared in constant time: 401 with ``WWW-Authenticate``;
+3. the cap on requests in flight (``bridge.inflight.MAX_IN_FLIGHT``, as on stdio): one
+   POST more gets 503 with ``Retry-After`` (HTTP cannot stop reading one client only).
+
+Every session of the process serves the one workspace the process opened.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hmac
+import ipaddress
+import json
+import logging
+import os
+import secrets
+import signal
+import socket
+import sys
+from collections.abc import Generator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import uvicorn
+from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from toold.bridge.inflight import MAX_IN_FLIGHT
+from toold.bridge.mcp_server import build_server
+
+log = logging.getLogger(__name__)
+
+TOKEN_ENV = "TOOLD_MCP_TOKEN"
+"""The environment variable a token may come from (removed once read)."""
+MCP_PATH = "/mcp"
+"""The endpoint, as in the SDK's examples and most clients' defaults."""
+MAX_SESSIONS = 256
+"""Sessions open at once; one more is refused (503) until one ends or idles out."""
+SHUTDOWN_GRACE = 5
+"""Seconds a signal waits for requests under way (a GET stream never ends by itself)."""
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
+
+
+class HttpUsageError(ValueError):
+    """A command line ``toold mcp --http`` refuses to start with; the message names the fix."""
+
+
+@dataclass(frozen=True)
+class HttpOptions:
+    """Where and how ``toold mcp --http`` listens."""
+
+    host: str = "127.0.0.1"
+    port: int = 0
+    token: str | None = None
+    """None: no token (loopback only)."""
+    token_printed: bool = False
+    """The token was made here: print it, since nobody else knows it."""
+    allowed_hosts: list[str] = field(default_factory=list)
+    """Names clients may reach a non-loopback host by (Host and Origin)."""
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` (a name or an address) is this machine only."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def http_options(
+    host: str,
+    port: int,
+    token_file: Path | None,
+    no_token: bool,
+    allowed_hosts: list[str],
+) -> HttpOptions:
+    """The options of a command line, the token from ``--token-file``, ``$TOOLD_MCP_TOKEN``
+    or made here; raises HttpUsageError for what must not start."""
+    env_token = os.environ.pop(TOKEN_ENV, None)  # tools' processes never see it
+    if no_token:
+        if token_file is not None or env_token:
+            raise HttpUsageError("--no-token contradicts --token-file / $TOOLD_MCP_TOKEN")
+        if not is_loopback(host):
+            raise HttpUsageError(
+                f"--host {host} is reachable from other machines, so toold requires a bearer "
+                f"token there: drop --no-token (a token is made and printed), pass "
+                f"--token-file FILE or set ${TOKEN_ENV}; or bind --host 127.0.0.1"
+            )
+        return HttpOptions(host, port, None, False, allowed_hosts)
+    if token_file is not None:
+        try:
+            token = token_file.read_text(encoding="utf-8").strip()
+        except OSError as exc:
+            raise HttpUsageError(f"cannot read the token file {token_file}: {exc}") from None
+        if not token:
+            raise HttpUsageError(f"the token file {token_file} is empty")
+        return HttpOptions(host, port, token, False, allowed_hosts)
+    if env_token is not None and env_token.strip():
+        return HttpOptions(host, port, env_token.strip(), False, allowed_hosts)
+    return HttpOptions(host, port, secrets.token_urlsafe(32), True, allowed_hosts)
+
+
+def security_settings(options: HttpOptions) -> TransportSecuritySettings:
+    """The SDK's DNS-rebinding protection: the loopback names always, and the host bound
+    (or named with --allow-host) when it is not loopback; any port."""
+    names = list(LOOPBACK_NAMES)
+    if not is_loopback(options.host):
+        names.append(f"[{options.host}]" if ":" in options.host else options.host)
+    names.extend(options.allowed_hosts)
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=[f"{name}:*" for name in names] + names,
+        allowed_origins=[
+            f"{scheme}://{name}{port}"
+            for name in names
+            for scheme in ("http", "https")
+            for port in (":*", "")
+        ],
+    )
+
+
+def _json_error(status: int, message: str, headers: dict[str, str] | None = None) -> Response:
+    """A JSON-RPC error without an id, as the SDK answers what it refuses."""
+    body = {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": message}}
+    return Response(json.dumps(body), status, headers, media_type="application/json")
+
+
+def _is_json(request: Request) -> bool:
+    media_type = request.headers.get("content-type", "").partition(";")[0]
+    return media_type.strip().lower() == "application/json"
+
+
+class Guard:
+    """ASGI middleware in front of the SDK's app: Host/Origin, the token, the cap."""
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        settings: TransportSecuritySettings,
+        token: str | None,
+        cap: int = MAX_IN_FLIGHT,
+    ) -> None:
+        self.app = app
+        self.origin_check = TransportSecurityMiddleware(settings)
+        self.token = token.encode("utf-8") if token is not None else None
+        self.cap = cap
+        self.in_flight = 0
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Refuse what fails a check; pass the rest to the SDK's app."""
+        if scope["type"] != "http":  # lifespan: the session manager's start and stop
+            await self.app(scope, receive, send)
+            return
+        request = Request(scope)
+        refused = await self.origin_check.validate_request(request, is_post=False)
+        if refused is None:
+            refused = self._check_token(request)
+        posted = request.method == "POST"
+        if refused is None and posted and not _is_json(request):
+            # RFC 9110 §15.5.16; the SDK would answer 400 for the same.
+            refused = _json_error(415, "Content-Type must be application/json")
+        if refused is None and posted and self.in_flight >= self.cap:
+            log.warning("refused a request: %d requests in flight", self.in_flight)
+            refused = _json_error(
+                503, f"toold is serving {self.cap} requests already", {"Retry-After": "1"}
+            )
+        if refused is not None:
+            await refused(scope, receive, send)
+            return
+        self.in_flight += posted
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            self.in_flight -= posted
+
+    def _check_token(self, request: Request) -> Response | None:
+        if self.token is None:
+            return None
+        scheme, _, presented = request.headers.get("authorization", "").partition(" ")
+        if scheme.lower() == "bearer" and hmac.compare_digest(
+            presented.strip().encode("utf-8"), self.token
+        ):
+            return None
+        # RFC 6750 §3: no error code when the request carried no credentials.
+        challenge = 'Bearer realm="toold"'
+        if scheme:
+            challenge += ', error="invalid_token"'
+        return _json_error(401, "a valid bearer token is required", {"WWW-Authenticate": challenge})
+
+
+class _Uvicorn(uvicorn.Server):
+    """uvicorn without its signal handlers: it re-raises SIGTERM after a graceful stop,
+    which would kill the process before the workspace is released."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Generator[None, None, None]:
+        """Signals are this module's (serve_http); uvicorn only watches should_exit."""
+        yield
+
+
+def bind_socket(host: str, port: int) -> socket.socket:
+    """A listening TCP socket on ``host``:``port`` (0: a free port)."""
+    family = socket.AF_INET6 if ":" in host.strip("[]") else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host.strip("[]"), port))
+        sock.listen(128)
+        sock.set_inheritable(False)
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+def endpoint_url(sock: socket.socket) -> str:
+    """``http://HOST:PORT/mcp`` of a bound socket."""
+    address, port = sock.getsockname()[:2]
+    host = f"[{address}]" if ":" in address else address
+    return f"http://{host}:{port}{MCP_PATH}"
+
+
+async def serve_http(workspace: Path, options: HttpOptions, sock: socket.socket) -> None:
+    """Open ``workspace`` and serve MCP over HTTP on ``sock`` until SIGINT or SIGTERM."""
+    from toold.opening import open_workspace
+
+    def drop(method: str, params: dict[str, Any]) -> None:
+        log.debug("no MCP equivalent for %s; dropped", method)
+
+    with sock:
+        async with open_workspace(workspace, push=drop, report=log.error) as state:
+            server = build_server(state)
+            settings = security_settings(options)
+            app = server.streamable_http_app(
+                streamable_http_path=MCP_PATH,
+                transport_security=settings,
+                host=options.host,
+                max_request_body_size=state.config.limits.max_message_bytes,
+                max_sessions=MAX_SESSIONS,
+            )
+            config = uvicorn.Config(
+                Guard(app, settings, options.token),
+                log_level="warning",
+                lifespan="on",
+                timeout_graceful_shutdown=SHUTDOWN_GRACE,
+                server_header=False,
+            )
+            runner = _Uvicorn(config)
+            loop = asyncio.get_running_loop()
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                loop.add_signal_handler(sig, setattr, runner, "should_exit", True)
+            if options.token_printed:
+                print(f"toold mcp: bearer token {options.token}", file=sys.stderr, flush=True)
+            # The socket listens already: a client that reads the URL can connect now.
+            print(endpoint_url(sock), flush=True)
+            try:
+                await runner.serve(sockets=[sock])
+            finally:
+                for sig in (signal.SIGINT, signal.SIGTERM):
+                    loop.remove_signal_handler(sig)
+
+
+def serve_mcp_http(workspace: Path, options: HttpOptions) -> int:
+    """Entry point of ``toold mcp --http``: 0 after a signal stopped it cleanly, 2 when
+    the address cannot be bound."""
+    try:
+        sock = bind_socket(options.host, options.port)
+    except OSError as exc:
+        print(f"toold: cannot listen on {options.host}:{options.port}: {exc}", file=sys.stderr)
+        return 2
+    asyncio.run(serve_http(workspace, options, sock))
+    return 0
