@@ -17,6 +17,7 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError
 
+from tests.mcp.reading import audit, text
 from tests.processes import process_alive, wait_gone
 
 T = TypeVar("T")
@@ -49,18 +50,6 @@ def run(workspace: Path, scenario: Callable[[ClientSession], Awaitable[T]]) -> T
             return await asyncio.wait_for(scenario(session), 45)
 
     return asyncio.run(main())
-
-
-def text(result: types.CallToolResult) -> str:
-    assert len(result.content) == 1
-    block = result.content[0]
-    assert isinstance(block, types.TextContent)
-    return block.text
-
-
-def audit(workspace: Path) -> list[dict[str, Any]]:
-    lines = (workspace / ".toold" / "audit.jsonl").read_text(encoding="utf-8").splitlines()
-    return [json.loads(line) for line in lines]
 
 
 def test_lists_every_tool_with_its_schema(workspace: Path) -> None:

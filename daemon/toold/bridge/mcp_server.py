@@ -4,9 +4,13 @@ The same catalogue, runner and guard as ``toold serve``: the workspace is opened
 ``toold.opening.open_workspace`` and every call goes through its gateway (toold.gateway),
 whose outcome carries the verdict this bridge renders. MCP clients
 (Claude Desktop, Cursor, Claude Code) call tools because a model decided to, so
-calls have origin "agent". The bridge has no way to ask the user, so whatever the
-guard would ask about is refused; ``[permissions]`` in toold.toml (allow rules, or
-a mode) decides what runs. Edits to toold.toml apply without a restart.
+calls have origin "agent". Both revisions the SDK serves are served: the handshake
+(2024-11-05 to 2025-11-25) and 2026-07-28 (``server/discover`` lists them all). What the
+guard would ask about is asked of the client (toold.bridge.asking: an elicitation, or an
+``input_required`` result on 2026-07-28); a client that cannot ask gets a refusal saying
+which ``[permissions]`` setting in toold.toml would allow the call. A background job is
+a task for clients of the tasks extension (toold.bridge.tasks), a resource for the
+others. Edits to toold.toml apply without a restart.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import contextlib
 import json
 import logging
 import signal
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -23,10 +28,13 @@ import anyio
 import mcp.types as types
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
+from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
 from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 
 from toold import __version__
+from toold.bridge import asking, tasks
 from toold.bridge.inflight import capped
 from toold.errors import TooldError, wire_error
 from toold.hooks import matches
@@ -36,6 +44,9 @@ from toold.tools.context import CallContext
 from toold.workspace import WorkspaceState
 
 log = logging.getLogger(__name__)
+
+REVISIONS: list[str] = [*HANDSHAKE_PROTOCOL_VERSIONS, *MODERN_PROTOCOL_VERSIONS]
+"""Every MCP revision served: the SDK's handshake ones and its stateless ones."""
 
 EXIT_CODE_META = "toold/exitCode"
 """``_meta`` key of a result carrying the exit status of the command a tool ran."""
@@ -101,9 +112,14 @@ def refusal(tool: str, outcome: ToolOutcome) -> str:
     """Why the guard refused a call it would have asked about, and how to allow it: from
     the outcome's fields, as the gateway judged the call (nothing is judged again)."""
     return (
-        f"Denied: {tool} needs the user's confirmation ({outcome.ask_reason}), and toold's "
-        f"MCP bridge cannot ask for it; {outcome.remedy}."
+        f"Denied: {tool} needs the user's confirmation ({outcome.ask_reason}), and this "
+        f"MCP client cannot be asked for it; {outcome.remedy}."
     )
+
+
+def denial(tool: str, outcome: ToolOutcome) -> str:
+    """A call the user was asked about and did not allow: Deny, a decline, no answer."""
+    return f"Denied: {tool} was not allowed ({outcome.reason})."
 
 
 def call_result(tool: Tool, outcome: ToolOutcome) -> types.CallToolResult:
@@ -117,6 +133,8 @@ def call_result(tool: Tool, outcome: ToolOutcome) -> types.CallToolResult:
     content = outcome.content
     if outcome.remedy is not None:  # an ask nobody could answer: say how to allow it
         text = refusal(tool.name, outcome)
+    elif outcome.decision == "denied_by_user" and outcome.ask_reason is not None:
+        text = denial(tool.name, outcome)
     elif content is None:
         text = ""
     elif isinstance(content, str):
@@ -205,7 +223,10 @@ class ProgressRelay:
 
 
 def build_server(state: WorkspaceState) -> Server[Any]:
-    """The MCP server for a bound workspace: tools/list and tools/call."""
+    """The MCP server for a bound workspace, for any transport: tools, the job resources,
+    ``server/discover`` naming every revision, and the tasks extension's methods. Its
+    guard asks through ``asking.McpAsker`` when the workspace was opened with one."""
+    pending = asking.Pending()
 
     async def list_tools(
         ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
@@ -214,14 +235,17 @@ def build_server(state: WorkspaceState) -> Server[Any]:
 
     async def call_tool(
         ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
-    ) -> types.CallToolResult:
+    ) -> types.CallToolResult | types.InputRequiredResult | dict[str, Any]:
         args = params.arguments if params.arguments is not None else {}
         try:
             tool = state.toolset.require(params.name)
         except TooldError as exc:
             raise as_mcp(exc) from None
+        responses = None if params.input_responses is None else dict(params.input_responses)
+        current = asking.answered(ctx, pending, params.request_state, responses)
         name = tool.name
         relay = ProgressRelay(ctx)
+        judging = asking.exchange.set(current)
         try:
             outcome = await state.gateway.call(
                 name, args, CallContext(origin="agent", progress=relay.report)
@@ -232,8 +256,29 @@ def build_server(state: WorkspaceState) -> Server[Any]:
         except BaseException:
             relay.cancel()
             raise
+        finally:
+            asking.exchange.reset(judging)
         await relay.flush()
+        if current.asked and not outcome.ran:  # 2026-07-28: the question is the result
+            asked = current.asked[-1]
+            return types.InputRequiredResult(
+                input_requests={asked.key: asked.request()}, request_state=pending.add(asked)
+            )
+        if outcome.job_id is not None and not outcome.is_error and tasks.declared(ctx):
+            return tasks.created(state, outcome.job_id)
         return call_result(tool, outcome)
+
+    async def discover(
+        ctx: ServerRequestContext[Any, Any], params: types.RequestParams
+    ) -> types.DiscoverResult:
+        capabilities = server.get_capabilities(
+            extensions={tasks.EXTENSION: {}}, protocol_version=ctx.protocol_version
+        )
+        return types.DiscoverResult(
+            supported_versions=REVISIONS,
+            capabilities=capabilities,
+            instructions=server.instructions,
+        )
 
     async def list_resources(
         ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
@@ -267,34 +312,56 @@ def build_server(state: WorkspaceState) -> Server[Any]:
     ) -> types.ReadResourceResult:
         return read_job(state, str(params.uri))
 
-    return Server(
+    server: Server[Any] = Server(
         "toold",
         version=__version__,
         instructions=(
             f"Tools for the workspace {state.root}; paths are relative to it. Calls that need "
-            "the user's confirmation are refused unless toold.toml's [permissions] allows them."
+            "the user's confirmation are asked about through the client (elicitation, or "
+            "input_required on 2026-07-28); a client that cannot ask gets them refused "
+            "unless toold.toml's [permissions] allows them."
         ),
         on_list_tools=list_tools,
-        on_call_tool=call_tool,
         on_list_resources=list_resources,
         on_list_resource_templates=list_templates,
         on_read_resource=read_resource,
     )
+    server.add_request_handler("tools/call", types.CallToolRequestParams, call_tool)
+    server.add_request_handler("server/discover", types.RequestParams, discover)
+    for method, handler in tasks.handlers(state).items():
+        server.add_request_handler(method, tasks.TaskParams, handler)
+    # The requestState of an input_required result is sealed (AES-GCM, this process's key)
+    # and bound to the call's tool and arguments: a client can echo it, never forge it.
+    server.middleware.append(
+        RequestStateBoundary(RequestStateSecurity.ephemeral(), default_audience="toold")
+    )
+    return server
+
+
+@contextlib.asynccontextmanager
+async def mcp_workspace(workspace: Path) -> AsyncIterator[tuple[WorkspaceState, Server[Any]]]:
+    """Open ``workspace`` (toold.opening) with the guard asking MCP clients
+    (asking.McpAsker), and the server that serves it: the one seam every MCP transport
+    uses. The workspace is released when the block ends."""
+    from toold.opening import open_workspace
+
+    def drop(method: str, params: dict[str, Any]) -> None:
+        log.debug("no MCP equivalent for %s; dropped", method)
+
+    asker = asking.McpAsker()
+    async with open_workspace(workspace, push=drop, report=log.error, ask=asker) as state:
+        asker.state = state
+        yield state, build_server(state)
 
 
 async def serve(workspace: Path) -> None:
-    """Open ``workspace`` (toold.opening) and serve MCP on stdin/stdout until the client
+    """Open ``workspace`` (mcp_workspace) and serve MCP on stdin/stdout until the client
     hangs up."""
-    from toold.opening import open_workspace
-
     main = asyncio.current_task()
     loop = asyncio.get_running_loop()
     if main is not None:
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(signal.SIGTERM, main.cancel)
-
-    def drop(method: str, params: dict[str, Any]) -> None:
-        log.debug("no MCP equivalent for %s; dropped", method)
 
     # Inside stdio_server fd 0/1 are diverted, so workers the runner starts never
     # inherit the MCP pipes.
@@ -305,10 +372,7 @@ async def serve(workspace: Path) -> None:
     ):
         opened = contextlib.AsyncExitStack()
         try:
-            state = await opened.enter_async_context(
-                open_workspace(workspace, push=drop, report=log.error)
-            )
-            server = build_server(state)
+            _, server = await opened.enter_async_context(mcp_workspace(workspace))
             await server.run(read_stream, write_stream, server.create_initialization_options())
         finally:
             # Released inside the streams' task groups: shielded from their cancellation too.

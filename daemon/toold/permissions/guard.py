@@ -74,6 +74,11 @@ Asker = Callable[[str, Any, str], Awaitable[Answer | None]]
 """Ask the user about (tool, arguments, reason); None when nobody answered."""
 
 
+class CannotAsk(Exception):
+    """Raised by an Asker whose client has no way to ask about this call (an MCP client
+    without elicitation): the call is refused as if there were no asker, with the remedy."""
+
+
 @dataclass
 class PermissionGuard:
     """Decides and asks; ``audit`` is where the gateway records each call (toold.gateway)."""
@@ -296,12 +301,18 @@ class PermissionGuard:
                 reason = f"always allowed this session ({decision.reason})"
                 facts["rule"] = kept.source
                 return Verdict(True, "allowed", reason, None, "allowed", **facts)
-        if self.fail_closed or self.ask is None:
+        answer: Answer | None = None
+        unasked = self.fail_closed or self.ask is None
+        if not unasked and self.ask is not None:
+            try:
+                answer = await self.ask(tool, args, decision.reason)
+            except CannotAsk:
+                unasked = True
+        if unasked:
             log.info("Non-interactive environment: %s denied", tool)
             how = remedy(tool, decision, annotations or annotations_of(subject.tool))
             reason = f"non-interactive ({decision.reason})"
             return Verdict(False, "denied", reason, DENIED, "denied_by_rule", **facts, remedy=how)
-        answer = await self.ask(tool, args, decision.reason)
         if answer == "always":
             kept = self.approve_always(tool, args, annotations)
             if kept is not None:  # the rule that lets it run from now on, as a repeat shows
