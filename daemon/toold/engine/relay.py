@@ -21,6 +21,7 @@ empty environment and makes itself non-dumpable again (the flag resets on exec).
 from __future__ import annotations
 
 import json
+import logging
 import os
 import sys
 from pathlib import Path
@@ -163,6 +164,13 @@ def relay(
     except (EngineError, OSError) as exc:
         print(f"toold: {exc}", file=sys.stderr)
         return 1
+    # The editor's log shows where the work happens (the engine logs to its own file).
+    logging.getLogger(__name__).info(
+        "toold serving %s through its engine (pid %s); the engine's log: %s",
+        attached.paths.workspace,
+        attached.reply.get("pid", "?"),
+        attached.paths.log,
+    )
     # The engine reads and writes the editor's pipes itself; this connection only says
     # when the session ends (and, closed by our death, ends it).
     crashed = (
