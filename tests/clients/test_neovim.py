@@ -14,6 +14,7 @@ import pytest
 
 from tests.agents.conftest import API_KEY, ModelServer
 from tests.clients.toolchain import CLIENTS, ROOT, require_tool, run
+from tests.engine.support import stop_engines
 
 SCRIPT = Path(__file__).with_name("neovim_test.lua")
 EXPECTED = [
@@ -89,8 +90,17 @@ def test_neovim_permission_prompt_opens_the_diff_split(nvim_report: list[str]) -
 
 
 def _run_nvim(nvim: str, tmp_path: Path, workspace: Path, model: ModelServer) -> list[str]:
+    """nvim with the plugin, whose ``toold serve`` relays to the workspace's engine, as
+    for a user (not the private daemon the rest of the suite defaults to)."""
+    runtime = tmp_path / "rt"
+    runtime.mkdir(mode=0o700)
     env = {
-        **{k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")},
+        **{
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith("ANTHROPIC_") and k != "TOOLD_NO_DAEMON"
+        },
+        "TOOLD_RUNTIME_DIR": os.fspath(runtime),
         "ANTHROPIC_API_KEY": API_KEY,
         "ANTHROPIC_BASE_URL": model.url,
         "TOOLD_TEST_WS": os.fspath(workspace),
@@ -113,4 +123,10 @@ def _run_nvim(nvim: str, tmp_path: Path, workspace: Path, model: ModelServer) ->
         "-c",
         f"luafile {SCRIPT}",
     ]
-    return run(argv, cwd=ROOT, timeout=300, env=env).splitlines()
+    try:
+        lines = run(argv, cwd=ROOT, timeout=300, env=env).splitlines()
+    finally:
+        stop_engines(runtime, env)
+    # The plugin's sessions were served by an engine (each engine logs under the runtime).
+    assert list(runtime.rglob("*.log")), f"no engine ran under {runtime}"
+    return lines
