@@ -73,6 +73,10 @@ class LimitsConfig(_Section):
     """Shell output kept per call; head and tail survive around a marker."""
     max_file_size: int = Field(1_048_576, ge=1)
     """Largest file read_file reads whole, in bytes."""
+    idle_timeout: float = Field(120.0, ge=0)
+    """Seconds a bash or background_run command may print nothing before its process
+    group is killed (output starts the window again); 0: only the call's ``timeout``,
+    the hard ceiling, ends it. A call's own ``idle_timeout`` argument wins."""
     max_message_bytes: int = Field(MAX_MESSAGE_BYTES, ge=1024)
     """Largest JSON-RPC frame the daemon accepts."""
     grep_max_matches: int = Field(1000, ge=1)
@@ -236,7 +240,11 @@ class CheckpointsConfig(_Section):
     enabled: bool = True
     """Record what each file-changing tool call replaced (.toold/checkpoints), for undo."""
     max_bytes: int = Field(100 * 1024 * 1024, ge=1024)
-    """Bytes of recorded contents kept; past it the oldest checkpoints are dropped."""
+    """Bytes of recorded contents kept; past it the oldest checkpoints are dropped. A
+    shell call's undo also covers at most this many bytes of the workspace's files."""
+    max_entries: int = Field(100_000, ge=1)
+    """Files and folders a shell call's undo walks at most (bash, background_run,
+    python_repl); past it the rest is not covered, and the call's result says so."""
 
 
 class TooldConfig(_Section):

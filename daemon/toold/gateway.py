@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
@@ -23,6 +24,7 @@ from typing import Any
 from pydantic_core import to_jsonable_python
 
 from toold.checkpoints import CheckpointStore
+from toold.checkpoints.baseline import Baseline, Snapshot
 from toold.checkpoints.store import IndexBusy, Pending
 from toold.dispatch import run_tool
 from toold.errors import FileChangedError
@@ -30,11 +32,15 @@ from toold.hooks import Hooks, PreHookVerdict
 from toold.outcome import ToolOutcome, error_text
 from toold.permissions.guard import DENIED, PermissionGuard
 from toold.sandbox.runner import ToolRunner
+from toold.search.ignore import IGNORE_FILES, IgnoreRules
+from toold.search.walk import SKIP_DIRS
 from toold.tools.base import Tool, ToolArgumentError
 from toold.tools.context import CallContext
 from toold.tools.filestate import FileTracker
 from toold.tools.runtime import ToolRuntime
 from toold.tools.toolset import ToolSet
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -195,8 +201,11 @@ class ToolGateway:
     async def _run(
         self, tool: Tool, checked: Any, context: CallContext, written: list[str]
     ) -> ToolOutcome:
-        """Run the call, recording a checkpoint of the files it writes."""
+        """Run the call, recording a checkpoint of the files it writes (a shell or code
+        call's: of what changed in the tree)."""
         store = self.checkpoints
+        if store is not None and store.enabled and _changes_tree(tool, checked):
+            return await self._run_walked(store, tool, checked, context)
         paths = written if store is not None and store.enabled else []
         if not paths or store is None:
             return await run_tool(tool, checked, context, self.runner)
@@ -207,6 +216,70 @@ class ToolGateway:
         finally:
             # Also after a failure or a cancel: whatever did change can be undone.
             await asyncio.shield(_record(store, inline, pending, tool.name, context.origin))
+
+    async def _run_walked(
+        self, store: CheckpointStore, tool: Tool, checked: Any, context: CallContext
+    ) -> ToolOutcome:
+        """Run a call that may change any file (toold.checkpoints.baseline): the tree is
+        walked before and after it, and what it created, changed or deleted is one
+        checkpoint; a background job's is recorded when the job ends. What undo could not
+        cover is told once, after the call's text."""
+        baseline = store.baseline
+        if baseline is None:
+            baseline = store.baseline = Baseline(store, SKIP_DIRS, IgnoreRules, IGNORE_FILES)
+        try:
+            before = await asyncio.to_thread(baseline.begin)
+        except OSError as exc:  # the workspace itself unreadable: the call says why
+            log.warning("%s: no checkpoint (cannot walk the workspace: %s)", tool.name, exc)
+            return await run_tool(tool, checked, context, self.runner)
+        job: asyncio.Task[None] | None = None
+        try:
+            outcome = await run_tool(tool, checked, context, self.runner)
+            job = _job_task(tool, context)
+        finally:
+            if job is None:  # also after a failure or a cancel: what changed can be undone
+                finish = asyncio.to_thread(baseline.finish, before, tool.name, context.origin)
+                _, note = await asyncio.shield(finish)
+            else:
+                note = None
+                _recording.add(
+                    task := asyncio.create_task(
+                        _after_job(job, baseline, before, tool.name, context.origin)
+                    )
+                )
+                task.add_done_callback(_recording.discard)
+        if note is not None and isinstance(outcome.content, str):
+            outcome = replace(outcome, content=f"{outcome.content}\n\n({note})".lstrip())
+        return outcome
+
+
+_recording: set[asyncio.Task[None]] = set()
+"""Background jobs' checkpoints waiting for their jobs to end (kept from collection)."""
+
+
+def _changes_tree(tool: Tool, checked: Any) -> bool:
+    """Whether the call runs a shell line or code, which may change any file (a dry run
+    only reads)."""
+    marks = tool.call_annotations(checked)
+    return marks.shell or marks.runs_code
+
+
+def _job_task(tool: Tool, context: CallContext) -> asyncio.Task[None] | None:
+    """The running job the call started (background_run), if it still runs."""
+    job = context.meta.get("job_id")
+    runtime = getattr(tool, "runtime", None)
+    if not isinstance(job, str) or not isinstance(runtime, ToolRuntime):
+        return None
+    background = runtime.background
+    return background.ended(job) if background is not None else None
+
+
+async def _after_job(
+    job: asyncio.Task[None], baseline: Baseline, before: Snapshot, tool: str, origin: str
+) -> None:
+    """Record a background job's checkpoint once it has ended, however it ended."""
+    await asyncio.wait([job])
+    await asyncio.to_thread(baseline.finish, before, tool, origin)
 
 
 def _refused(text: str, entry: dict[str, Any]) -> ToolOutcome:

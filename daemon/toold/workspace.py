@@ -403,7 +403,11 @@ class WorkspaceState:
             log.warning("%s", message)
 
     async def run_job_command(
-        self, command: str, timeout: int, on_output: Callable[[str], None]
+        self,
+        command: str,
+        timeout: int,
+        on_output: Callable[[str], None],
+        idle_timeout: float | None = None,
     ) -> Outcome:
         """background_run's command, through bash and the configured runner.
 
@@ -412,9 +416,12 @@ class WorkspaceState:
         through the one dispatch (toold.dispatch) every judged call runs through.
         """
         context = CallContext(origin="agent", progress=on_output)
+        arguments: dict[str, object] = {"command": command, "timeout": timeout}
+        if idle_timeout is not None:
+            arguments["idle_timeout"] = idle_timeout
         outcome = await run_judged(
             self.toolset.require("bash"),
-            {"command": command, "timeout": timeout},
+            arguments,
             context,
             self.runner,
         )

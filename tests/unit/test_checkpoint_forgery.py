@@ -227,10 +227,12 @@ def test_a_restore_that_cannot_write_a_file_puts_back_the_others(
     )
     write = store._write
 
-    def full_disk(path: str, data: bytes | None, mode: int = 0o600) -> None:
+    def full_disk(
+        path: str, data: bytes | None, mode: int = 0o600, exact: int | None = None
+    ) -> None:
         if path == "b.txt" and data is not None:
             raise OSError(28, "No space left on device")
-        write(path, data, mode)
+        write(path, data, mode, exact)
 
     monkeypatch.setattr(store, "_write", full_disk)
     with pytest.raises(CheckpointConflict, match=r"b\.txt.*No space.*nothing was restored"):

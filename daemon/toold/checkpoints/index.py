@@ -29,11 +29,11 @@ import posixpath
 import stat
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, StringConstraints, TypeAdapter, ValidationError
+from pydantic import AfterValidator, Field, StringConstraints, TypeAdapter, ValidationError
 
 from toold.errors import CheckpointStoreError, describe
 from toold.storage import atomic_write_bytes, open_state, remove_state, write_all
@@ -64,6 +64,10 @@ RecordedPath = Annotated[str, AfterValidator(_plain_path)]
 Label = Annotated[str, StringConstraints(pattern=r"^[^\x00-\x1f\x7f-\x9f]{1,200}$")]
 """An id, tool, origin or time: short, and no control character (``toold checkpoints``
 prints them to a terminal, where an escape sequence would act)."""
+Note = Annotated[str, StringConstraints(pattern=r"^[^\x00-\x1f\x7f-\x9f]{1,2000}$")]
+"""A shell call's note of what undo did not cover: a line without control characters."""
+Mode = Annotated[int, Field(ge=0, le=0o777)]
+"""A file's permission bits (no set-id or sticky bit: a restore never sets those)."""
 
 
 @dataclass
@@ -73,6 +77,10 @@ class FileChange:
     path: RecordedPath
     before: Digest | None
     after: Digest | None
+    mode_before: Mode | None = None
+    """The file's permission bits before (a shell call's; None: the object's mode)."""
+    mode_after: Mode | None = None
+    """Its permission bits after, compared by an undo as the content is."""
 
 
 @dataclass
@@ -91,6 +99,12 @@ class Checkpoint:
     mac: Digest | None = None
     """HMAC-SHA256 of the entry under the user's key (CheckpointStore._mac): only toold
     can write one that verifies, so a restore refuses an entry written by anyone else."""
+    created: list[RecordedPath] = field(default_factory=list)
+    """Folders the call created (a shell call's): an undo removes them when empty."""
+    removed: list[RecordedPath] = field(default_factory=list)
+    """Folders the call removed (a shell call's): an undo makes them again."""
+    uncovered: Note | None = None
+    """What a shell call's checkpoint could not cover (too large, past the caps)."""
 
     def public(self) -> dict[str, Any]:
         """The wire shape (checkpoints/list)."""
@@ -104,11 +118,30 @@ class Checkpoint:
         }
         if self.restores is not None:
             data["restores"] = self.restores
+        if self.uncovered is not None:
+            data["uncovered"] = self.uncovered
+        return data
+
+    def fields(self) -> dict[str, Any]:
+        """The entry as stored and signed: the fields added for shell calls only when set,
+        so an entry written before them keeps its line and its signature."""
+        data = asdict(self)
+        for key in _LATER_ENTRY_FIELDS:
+            if not data[key]:
+                del data[key]
+        for change in data["files"]:
+            for key in _LATER_FILE_FIELDS:
+                if change[key] is None:
+                    del change[key]
         return data
 
     def digests(self) -> list[str]:
         """The objects this entry names (a digest once per mention)."""
         return [d for f in self.files for d in (f.before, f.after) if d]
+
+
+_LATER_ENTRY_FIELDS = ("created", "removed", "uncovered")
+_LATER_FILE_FIELDS = ("mode_before", "mode_after")
 
 
 @dataclass
@@ -123,7 +156,8 @@ LEGACY: TypeAdapter[list[Checkpoint]] = TypeAdapter(list[Checkpoint])
 
 def encode(entry: Checkpoint | _Drop) -> bytes:
     """One line of the index."""
-    return (json.dumps(asdict(entry), separators=(",", ":")) + "\n").encode("ascii")
+    data = entry.fields() if isinstance(entry, Checkpoint) else asdict(entry)
+    return (json.dumps(data, separators=(",", ":")) + "\n").encode("ascii")
 
 
 Identity = tuple[int, int, int, int]

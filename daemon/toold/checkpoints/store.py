@@ -17,9 +17,9 @@ import stat
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from toold.checkpoints.diff import unified_diff
 from toold.checkpoints.index import (
@@ -33,6 +33,9 @@ from toold.config import CheckpointsConfig
 from toold.errors import CheckpointConflict, CheckpointStoreError, UnknownCheckpoint
 from toold.sandbox.paths import DIR_FLAGS, open_in_workspace, refuse_link, workspace_relative
 from toold.storage import atomic_write_at, file_lock, now, open_state, remove_state, state_names
+
+if TYPE_CHECKING:
+    from toold.checkpoints.baseline import Baseline
 
 log = logging.getLogger(__name__)
 
@@ -88,11 +91,16 @@ class CheckpointStore:
         """Objects stored for calls not recorded yet: never removed under them."""
         self._held_lock = threading.Lock()
         self._parent_private = False
+        self.max_entries = CheckpointsConfig().max_entries
+        """Entries a shell call's walk covers (``checkpoints.max_entries``)."""
+        self.baseline: Baseline | None = None
+        """The tree as shell calls last left it (toold.checkpoints.baseline), once one ran."""
 
     def configure(self, settings: CheckpointsConfig, max_file_size: int) -> None:
         """Apply ``[checkpoints]`` and ``limits.max_file_size`` (at start and on reload)."""
         self.enabled = settings.enabled
         self.max_bytes = settings.max_bytes
+        self.max_entries = settings.max_entries
         self.max_file_size = max_file_size
 
     # -- signatures ---------------------------------------------------------------------
@@ -110,7 +118,7 @@ class CheckpointStore:
                     f"cannot read toold's checkpoint key: {exc}; nothing was recorded or restored"
                 ) from None
         self._key = key
-        fields = {k: v for k, v in asdict(checkpoint).items() if k != "mac"}
+        fields = {k: v for k, v in checkpoint.fields().items() if k != "mac"}
         body = json.dumps(fields, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
         message = b"toold checkpoint 1\0" + os.fsencode(self.workspace) + b"\0" + body.encode()
         return hmac.new(key, message, hashlib.sha256).hexdigest()
@@ -224,9 +232,12 @@ class CheckpointStore:
             )
         return found
 
-    def _write(self, path: str, data: bytes | None, mode: int = UNKNOWN_MODE) -> None:
+    def _write(
+        self, path: str, data: bytes | None, mode: int = UNKNOWN_MODE, exact: int | None = None
+    ) -> None:
         """Put ``path`` back: its bytes, or no file; never through a symlink. A file there
-        keeps its mode; a new one gets ``mode`` (its object's)."""
+        keeps its mode, a new one gets ``mode`` (its object's), unless ``exact`` (the mode
+        a shell call's checkpoint recorded) is given."""
         parent, _, name = workspace_relative(self.workspace, path).rpartition("/")
         dir_fd = open_in_workspace(self.workspace, parent or ".", DIR_FLAGS, create_parents=True)
         try:
@@ -238,7 +249,9 @@ class CheckpointStore:
                 there = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
             except FileNotFoundError:
                 there = None
-            if there is not None and stat.S_ISREG(there.st_mode):
+            if exact is not None:
+                atomic_write_at(dir_fd, name, data, mode=exact & 0o777)
+            elif there is not None and stat.S_ISREG(there.st_mode):
                 atomic_write_at(dir_fd, name, data)
             else:
                 atomic_write_at(dir_fd, name, data, mode=mode & 0o777, umask=True)
@@ -312,6 +325,62 @@ class CheckpointStore:
             self._release(held)
         return checkpoint
 
+    # -- a shell call's checkpoint (toold.checkpoints.baseline) ----------------------------
+    def keep(self, held: list[str], data: bytes, mode: int) -> str:
+        """Store ``data`` (a file of mode ``mode``) as an object held until ``release``."""
+        digest = self._put(held, data, mode)
+        assert digest is not None
+        return digest
+
+    def hold(self, digests: list[str]) -> None:
+        """Keep the objects ``digests`` from removal until ``release``."""
+        with self._held_lock:
+            self._held.update(digests)
+
+    def release(self, digests: list[str], *, sweep: bool = True) -> None:
+        """Let go of ``digests``; those no checkpoint names and nothing holds are removed
+        (with ``sweep``; else they stay until the next sweep)."""
+        if not sweep:
+            self._release(digests)
+            return
+        try:
+            with self._locked() as index:
+                self._release(digests, (), index)
+        except (OSError, CheckpointStoreError) as exc:
+            log.warning("could not remove unused checkpoint objects: %s", exc)
+            self._release(digests)
+
+    def record_shell(
+        self,
+        changes: list[FileChange],
+        tool: str,
+        origin: str,
+        *,
+        created: list[str],
+        removed: list[str],
+        uncovered: str | None,
+    ) -> Checkpoint | None:
+        """One checkpoint of a shell call's changes, whose objects a snapshot holds; an
+        object missing by now (swept by another process) leaves its file out."""
+        kept = [c for c in changes if all(self._stored(d) for d in (c.before, c.after))]
+        if len(kept) < len(changes):
+            lost = len(changes) - len(kept)
+            uncovered = f"{uncovered + '; ' if uncovered else ''}{lost} files whose stored "
+            uncovered += "content another toold removed"
+        checkpoint = Checkpoint(secrets.token_hex(4), tool, origin, now(), kept)
+        checkpoint.created, checkpoint.removed = created, removed
+        checkpoint.uncovered = uncovered[:2000] if uncovered else None
+        try:
+            with self._locked() as index:
+                self._release([], index.change([self._sign(checkpoint)], self.max_bytes), index)
+        except (OSError, CheckpointStoreError) as exc:  # the call's own result stands
+            log.warning("%s changed by %s, no checkpoint recorded: %s", tool, origin, exc)
+            return None
+        return checkpoint
+
+    def _stored(self, digest: str | None) -> bool:
+        return digest is None or os.path.lexists(self.folder / "objects" / digest)
+
     def _release(
         self, held: list[str], freed: Iterable[str] = (), index: CheckpointIndex | None = None
     ) -> None:
@@ -381,24 +450,87 @@ class CheckpointStore:
             with self._locked() as index:
                 live = self._live_since(index, checkpoint_id)
                 targets = self._targets(live)
+                modes = _modes(live)
                 wanted, current = self._prepare(checkpoint_id, targets, force, guarded)
                 files = [
-                    FileChange(p, self._put(held, *(current[p] or (None, None))), before)
+                    self._redo(held, p, before, current[p], modes)
                     for p, (before, _) in targets.items()
                 ]
-                self._write_all(targets, wanted, current)
+                self._write_all(targets, wanted, current, modes)
+                made, gone = self._restore_folders(live)
                 for checkpoint in live:
                     checkpoint.undone = True
                     self._sign(checkpoint)
                 done = Checkpoint(
                     secrets.token_hex(4), "restore", origin, now(), files, restores=checkpoint_id
                 )
+                done.created, done.removed = made, gone
                 freed = index.change([*live, self._sign(done)], self.max_bytes)
                 self._release(held, freed, index)
                 held = []
         finally:
             self._release(held)
         return done
+
+    def _redo(
+        self,
+        held: list[str],
+        path: str,
+        before: str | None,
+        current: tuple[bytes, int] | None,
+        modes: dict[str, int],
+    ) -> FileChange:
+        """The restore's own change of ``path`` (restoring it redoes): what is there now
+        to ``before``, with the modes when the undone change recorded them."""
+        now_digest = self._put(held, *(current or (None, None)))
+        if path not in modes:
+            return FileChange(path, now_digest, before)
+        mode_now = None if current is None else current[1] & 0o777
+        return FileChange(path, now_digest, before, mode_now, modes[path] if before else None)
+
+    def _restore_folders(self, live: list[Checkpoint]) -> tuple[list[str], list[str]]:
+        """Folders the ``live`` shell calls removed made again, those they created removed
+        when empty (deepest first); the made and the removed are returned. Never in .git/
+        or .toold/, never through a symlink."""
+        first: dict[str, bool] = {}  # folder → it existed before the first of the calls
+        for checkpoint in live:
+            for path in checkpoint.created:
+                first.setdefault(path, False)
+            for path in checkpoint.removed:
+                first.setdefault(path, True)
+        made = [
+            p
+            for p in sorted(first, key=lambda p: (p.count("/"), p))
+            if first[p] and self._folder(p, make=True)
+        ]
+        gone = [
+            p
+            for p in sorted(first, key=lambda p: (-p.count("/"), p))
+            if not first[p] and self._folder(p, make=False)
+        ]
+        return made, gone
+
+    def _folder(self, path: str, *, make: bool) -> bool:
+        """Make the folder ``path``, or remove it if empty; whether that was done."""
+        if never_restored(path):
+            return False
+        parent, _, name = path.rpartition("/")
+        try:
+            dir_fd = open_in_workspace(
+                self.workspace, parent or ".", DIR_FLAGS, create_parents=make
+            )
+        except OSError:
+            return False
+        try:
+            if make:
+                os.mkdir(name, dir_fd=dir_fd)
+            else:
+                os.rmdir(name, dir_fd=dir_fd)  # only an empty one
+        except OSError:
+            return False
+        finally:
+            os.close(dir_fd)
+        return True
 
     def _prepare(
         self,
@@ -447,12 +579,14 @@ class CheckpointStore:
         targets: dict[str, Any],
         wanted: dict[str, tuple[bytes, int] | None],
         current: dict[str, tuple[bytes, int] | None],
+        modes: dict[str, int],
     ) -> None:
-        """Write every target, or (a write failed) put back those already written."""
+        """Write every target (with its recorded mode, if any), or (a write failed) put
+        back those already written."""
         written: list[str] = []
         try:
             for path in targets:
-                self._write(path, *_content(wanted[path]))
+                self._write(path, *_content(wanted[path]), modes.get(path))
                 written.append(path)
         except OSError as exc:
             for done_path in reversed(written):
@@ -569,6 +703,18 @@ def _named(paths: list[str]) -> str:
         p if p.isprintable() else "".join(c if c.isprintable() else repr(c)[1:-1] for c in p)
         for p in paths
     )
+
+
+def _modes(live: list[Checkpoint]) -> dict[str, int]:
+    """path → its mode before the first of the ``live`` calls, where that call recorded it."""
+    modes: dict[str, int] = {}
+    seen: set[str] = set()
+    for checkpoint in live:
+        for change in checkpoint.files:
+            if change.path not in seen and change.mode_before is not None:
+                modes[change.path] = change.mode_before
+            seen.add(change.path)
+    return modes
 
 
 def _data(found: tuple[bytes, int] | None) -> bytes | None:

@@ -77,8 +77,9 @@ class Outcome:
     is_error: bool = False
 
 
-Execute = Callable[[str, int, Callable[[str], None]], Awaitable[Outcome]]
-"""Runs a command (command, timeout, on_output) through the configured runner."""
+Execute = Callable[..., Awaitable[Outcome]]
+"""Runs a command through the configured runner: (command, timeout, on_output), and the
+job's idle timeout as a fourth argument when background_run gave one."""
 Work = Callable[[Callable[[str], None]], Awaitable[Outcome]]
 
 
@@ -323,16 +324,27 @@ class BackgroundManager:
         return self.SUBMITTED.format(job_id=await self.start_command(command, timeout, task_id))
 
     async def start_command(
-        self, command: str, timeout: int = 30, task_id: str | None = None
+        self,
+        command: str,
+        timeout: int = 30,
+        task_id: str | None = None,
+        idle_timeout: float | None = None,
     ) -> str:
-        """``background_run``: start the command as a job and return its id at once."""
+        """``background_run``: start the command as a job and return its id at once;
+        ``idle_timeout`` (None: ``limits.idle_timeout``) kills it after that long silent."""
         job_id = self._claim_id(task_id)
         # The record (on disk, in jobs/list) names the command with its secrets redacted.
         record = JobRecord(
             job_id=job_id, command=redact_text(command), timeout=timeout, owner=self.identity
         )
-        self._start(record, lambda on_output: self.execute(command, timeout, on_output))
+        limits = () if idle_timeout is None else (idle_timeout,)
+        self._start(record, lambda on_output: self.execute(command, timeout, on_output, *limits))
         return job_id
+
+    def ended(self, job_id: str) -> asyncio.Task[None] | None:
+        """The task running job ``job_id`` (done once the job has ended and its record
+        is saved); None when this daemon runs no such job."""
+        return self._tasks.get(job_id)
 
     async def start_work(self, job_id: str, label: str, work: Callable[[], Awaitable[str]]) -> str:
         """Run a coroutine (a background subagent) as a job whose text is its result."""

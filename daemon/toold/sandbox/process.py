@@ -1,7 +1,10 @@
 """Running a command in its own process group with capped, streamed output.
 
 The group is killed on timeout, on cancellation, and after the command exits,
-so a tool call never leaves orphans behind.
+so a tool call never leaves orphans behind. Two limits can end a command: ``timeout``,
+the hard ceiling however much it prints, and ``idle_timeout``, seconds without a byte
+of output (each chunk on stdout or stderr starts the window again), so a steady
+``pytest`` run lives while a hung command dies early.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ import codecs
 import contextlib
 import os
 import signal
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -145,6 +149,8 @@ class CommandResult:
     returncode: int | None
     timed_out: bool = False
     limit: int = 30_000
+    idle: bool = False
+    """The idle timeout ended it (no output for that long); ``timed_out`` is set too."""
 
     @property
     def stdout(self) -> str:
@@ -163,15 +169,29 @@ def kill_group(pid: int) -> None:
         os.killpg(pid, signal.SIGKILL)
 
 
+class _Quiet:
+    """When the command last printed (monotonic seconds): the idle timeout's clock."""
+
+    def __init__(self) -> None:
+        self.since = time.monotonic()
+
+    def heard(self) -> None:
+        """Output arrived: the idle window starts again."""
+        self.since = time.monotonic()
+
+
 async def _pump(
     stream: asyncio.StreamReader,
     sink: CappedText,
     on_output: Callable[[str], None] | None,
     tee: Callable[[str], None] | None = None,
+    quiet: _Quiet | None = None,
 ) -> None:
     decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
     pending = ""
     while chunk := await stream.read(READ_CHUNK):
+        if quiet is not None:
+            quiet.heard()
         text = decoder.decode(chunk)
         sink.append(text)
         if tee is not None:
@@ -230,10 +250,12 @@ async def run_command(
     env: dict[str, str] | None = None,
     stdin: bytes | None = None,
     tee: Callable[[str], None] | None = None,
+    idle_timeout: float | None = None,
 ) -> CommandResult:
     """Run ``argv`` with ``stdin`` (else stdin closed); kill its whole process group on
-    timeout or cancel. ``on_output`` gets output a line at a time (for progress), ``tee``
-    every decoded chunk as it is (to keep all of it)."""
+    timeout, after ``idle_timeout`` seconds without output (None: never), or on cancel.
+    ``on_output`` gets output a line at a time (for progress), ``tee`` every decoded
+    chunk as it is (to keep all of it)."""
     loop = asyncio.get_running_loop()
     spawn = asyncio.ensure_future(
         loop.subprocess_exec(
@@ -260,17 +282,16 @@ async def run_command(
     proc = asyncio.subprocess.Process(transport, protocol, loop)
     assert proc.stdout is not None and proc.stderr is not None
     out, err = CappedText(output_limit), CappedText(output_limit)
+    quiet = _Quiet()
     pumps = asyncio.gather(
-        _pump(proc.stdout, out, on_output, tee),
-        _pump(proc.stderr, err, on_output, tee),
+        _pump(proc.stdout, out, on_output, tee, quiet),
+        _pump(proc.stderr, err, on_output, tee, quiet),
         _feed(proc.stdin, stdin),
     )
-    timed_out = False
+    timed_out = idle = False
     try:
-        try:
-            await asyncio.wait_for(asyncio.shield(protocol.exited), timeout)
-        except TimeoutError:
-            timed_out = True
+        ended = await _wait_exit(protocol.exited, timeout, idle_timeout, quiet)
+        timed_out, idle = ended != "exited", ended == "idle"
     finally:
         # Also kills background children, which would otherwise hold the pipes open.
         kill_group(proc.pid)
@@ -282,4 +303,28 @@ async def run_command(
                 # Something outside the group (setsid) still holds a pipe: stop reading.
                 transport.close()
                 await asyncio.shield(pumps)
-    return CommandResult(out.clipped(), err.clipped(), proc.returncode, timed_out, output_limit)
+    return CommandResult(
+        out.clipped(), err.clipped(), proc.returncode, timed_out, output_limit, idle
+    )
+
+
+async def _wait_exit(
+    exited: asyncio.Future[None], timeout: float, idle_timeout: float | None, quiet: _Quiet
+) -> str:
+    """Wait for the command to exit: ``exited``, or which limit ran out first
+    (``timeout``: the hard ceiling; ``idle``: ``idle_timeout`` seconds without output)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        now = time.monotonic()
+        wait, limit = deadline - now, "timeout"
+        if idle_timeout is not None:
+            idle_left = quiet.since + idle_timeout - now
+            if idle_left < wait:
+                wait, limit = idle_left, "idle"
+        if wait <= 0:
+            return limit
+        try:
+            await asyncio.wait_for(asyncio.shield(exited), wait)
+        except TimeoutError:
+            continue  # output may have moved the idle window: look again
+        return "exited"

@@ -215,6 +215,12 @@ class BackgroundRunArguments(ToolArguments):
     command: ShellCommand = Field(description="Shell command to run in the background.")
     timeout: int = Field(30, ge=1, description="Seconds before the job is killed.")
     task_id: str | None = Field(None, description="Job id to use; random when omitted.")
+    idle_timeout: float | None = Field(
+        None,
+        gt=0,
+        description="Seconds without output before the job is killed (output restarts the "
+        "count; timeout stays the hard cap). Default: limits.idle_timeout.",
+    )
 
 
 class BackgroundRunTool(DeferredTool):

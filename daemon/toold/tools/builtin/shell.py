@@ -29,6 +29,14 @@ ShellCommand = Annotated[str, AfterValidator(_non_blank)]
 class BashArguments(ToolArguments):
     command: ShellCommand = Field(description="The shell command to run.")
     timeout: int = Field(30, ge=1, description="Seconds before the command is killed.")
+    idle_timeout: float | None = Field(
+        None,
+        gt=0,
+        description=(
+            "Seconds without output before the command is killed (output restarts the "
+            "count; timeout stays the hard cap). Default: limits.idle_timeout."
+        ),
+    )
 
     @model_validator(mode="wrap")
     @classmethod
@@ -44,21 +52,39 @@ def format_command_result(
     timed_out: bool,
     timeout: float,
     limit: int,
+    idle_timeout: float | None = None,
 ) -> str:
     """The spec's merged text: the failure line if any, then stdout, then stderr.
 
-    Output past ``limit`` characters keeps its head and tail around one marker.
+    Output past ``limit`` characters keeps its head and tail around one marker. A
+    command the idle timeout ended (``idle_timeout`` given) says so instead of the
+    spec's hard-timeout line.
     """
     streams = [s if isinstance(s, Clipped) else Clipped(s) for s in (stdout, stderr)]
     parts = [c for c in (s.rstrip() for s in streams) if c.total]
     output = join_clipped(parts, "\n", limit)
-    if timed_out:
+    if timed_out and idle_timeout is not None:
+        head = idle_message(idle_timeout)
+    elif timed_out:
         head = f"Error: command timed out after {timeout:g} seconds"
     elif returncode:
         head = f"Command failed with exit code {returncode}"
     else:
         return output
     return f"{head}\n{output}" if output else head
+
+
+def idle_message(idle_timeout: float) -> str:
+    """The failure line of a command killed for printing nothing for ``idle_timeout`` s."""
+    return f"Error: command timed out after {idle_timeout:g} seconds without output (idle_timeout)"
+
+
+def idle_limit(argument: float | None, configured: float) -> float | None:
+    """The idle timeout a call runs with: its argument, else ``limits.idle_timeout``
+    (0 there: none)."""
+    if argument is not None:
+        return argument
+    return configured or None
 
 
 def shell_argv(command: str, *, login: bool = False) -> list[str]:
@@ -83,13 +109,14 @@ class BashTool(WorkspaceTool):
     async def run(self, args: BashArguments) -> str:
         """Run ``command`` under ``bash -c`` in the login environment captured at bind
         time (``bash -lc`` with execution.login_shell); the process group dies on
-        timeout or cancel."""
+        timeout, after ``idle_timeout`` seconds without output, or on cancel."""
         limit = self.config.limits.bash_output_chars
         login = self.config.execution.login_shell
         env = None
         snapshot = getattr(self.runtime, "login_environment", None)
         if not login and snapshot is not None:
             env = await snapshot.get()
+        idle = idle_limit(args.idle_timeout, self.config.limits.idle_timeout)
         spill = Spill(self.workspace, limit, self.config.limits.max_finished_jobs)
         try:
             result = await run_command(
@@ -100,12 +127,19 @@ class BashTool(WorkspaceTool):
                 on_output=report_progress,
                 env=env,
                 tee=spill.write,
+                idle_timeout=idle,
             )
         finally:
             where = spill.finish()
         set_exit_code(result.returncode, timed_out=result.timed_out)
         text = format_command_result(
-            result.out, result.err, result.returncode, result.timed_out, args.timeout, limit
+            result.out,
+            result.err,
+            result.returncode,
+            result.timed_out,
+            args.timeout,
+            limit,
+            idle if result.idle else None,
         )
         return f"{text}\n{spill.note()}" if where is not None else text
 

@@ -1,0 +1,387 @@
+"""Undo for shell calls: the workspace's files as toold last saw them, kept in the store.
+
+A call that changes files through a shell or code (bash, background_run's job,
+python_repl: a tool whose annotations say ``shell`` or ``runs_code``) names no files, so
+the gateway cannot snapshot them as it does a file tool's. Instead, around such a call:
+
+- before it, a walk of the tree's stat (no content read) brings the baseline up to
+  date: a file that is new, or whose size, mtime, ctime, inode or mode differ from what
+  the baseline holds, is read and stored in the checkpoint store's content-addressed
+  objects; an unchanged file costs one ``lstat``. Only the first call reads the tree.
+- after it, the same walk; the files created, changed (content or mode) and deleted and
+  the folders created and removed since the walk before become one checkpoint, their
+  old contents already stored. A background job's is recorded when the job ends.
+
+Bounded, and never silently: ``.git/``, ``.toold/``, the folders the searches skip
+(toold.search.walk.SKIP_DIRS) and what the ignore files ignore (toold.search.ignore)
+are not walked; a file over ``limits.max_file_size``, and files past
+``checkpoints.max_bytes`` of covered content, are not stored; past
+``checkpoints.max_entries`` entries the walk stops. What was left out is written in the
+checkpoint (``uncovered``) and told once in the call's result. Symlinks and special
+files are not covered; the walk never follows a link (every folder and file is opened
+from its folder's descriptor with ``O_NOFOLLOW``).
+
+The baseline's objects are held in the store while a snapshot names them, so a sweep of
+this process never removes them; objects no snapshot and no checkpoint names go.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+from toold.checkpoints.index import Checkpoint, FileChange
+from toold.sandbox.paths import DIR_FLAGS, require_inside
+
+if TYPE_CHECKING:
+    from toold.checkpoints.store import CheckpointStore
+
+_FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+NEVER_WALKED = frozenset({".git", ".toold"})
+"""Skipped at any depth whatever the configuration: git's and toold's own state."""
+NAMED = 3
+"""Paths a note names of each kind before it counts the rest."""
+Parts = tuple[str, ...]
+
+
+class IgnoreRules(Protocol):
+    """The ignore files' rules as a walk reads them (toold.search.ignore.IgnoreRules)."""
+
+    def loaded(self, folder: Parts) -> bool: ...
+    def load(self, folder: Parts, dir_fd: int) -> None: ...
+    def ignored(self, path: Parts, is_dir: bool) -> bool: ...
+
+
+StatKey = tuple[int, int, int, int, int]
+"""A file's size, mtime and ctime (ns), inode and permission bits: same key, same content."""
+
+
+def stat_key(info: os.stat_result) -> StatKey:
+    """The key of ``info``: a file whose key did not change is not read again."""
+    return (info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino, info.st_mode & 0o777)
+
+
+@dataclass(frozen=True, slots=True)
+class Seen:
+    """One regular file as a walk saw it, and its stored content (None: not stored)."""
+
+    key: StatKey
+    digest: str | None
+
+    @property
+    def size(self) -> int:
+        """Its size in bytes."""
+        return self.key[0]
+
+    @property
+    def mode(self) -> int:
+        """Its permission bits."""
+        return self.key[4]
+
+
+@dataclass
+class Gaps:
+    """What a walk left out: files too large, files past the total, entries past the cap."""
+
+    too_big: list[str] = field(default_factory=list)
+    past_total: list[str] = field(default_factory=list)
+    ignored: list[str] = field(default_factory=list)
+    """Entries the walk did not enter or cover: ignore files, skipped folders."""
+    truncated: bool = False
+
+    def note(self, max_file_size: int, max_entries: int) -> str | None:
+        """One line for the checkpoint and the call's result; None when nothing was left out."""
+        parts = []
+        if self.too_big:
+            parts.append(f"{_some(self.too_big)} over limits.max_file_size ({max_file_size} bytes)")
+        if self.past_total:
+            parts.append(f"{_some(self.past_total)} past checkpoints.max_bytes")
+        if self.ignored:
+            parts.append(f"{_some(self.ignored, 'ignored path')} (ignore files, skipped folders)")
+        if self.truncated:
+            parts.append(
+                f"everything past the first {max_entries} entries (checkpoints.max_entries)"
+            )
+        if not parts:
+            return None
+        return "undo does not cover " + "; ".join(parts)
+
+    def keys(self) -> frozenset[str]:
+        """What a note says, to tell it only once in a call's result."""
+        truncated = ["*"] if self.truncated else []
+        return frozenset([*self.too_big, *self.past_total, *self.ignored, *truncated])
+
+
+@dataclass
+class Snapshot:
+    """The tree at one moment: its covered files and its folders (workspace-relative)."""
+
+    files: dict[str, Seen]
+    folders: set[str]
+    gaps: Gaps
+    digests: frozenset[str]
+    """The objects its files' contents are (held in the store while it lives)."""
+    refs: int = 1
+
+
+class Baseline:
+    """The covered tree of one store's workspace; ``begin`` and ``finish`` wrap a call."""
+
+    def __init__(
+        self,
+        store: CheckpointStore,
+        skip_dirs: frozenset[str],
+        rules: Callable[[], IgnoreRules],
+        ignore_files: tuple[str, ...],
+    ) -> None:
+        self.store = store
+        self.skip_dirs = skip_dirs
+        self.ignore_files = ignore_files
+        """The names of ignore files: ``rules`` are read only below a folder holding one."""
+        self.rules = rules
+        """A fresh set of ignore rules for each walk (the ignore files may change)."""
+        self._current: Snapshot | None = None
+        self._live: list[Snapshot] = []
+        """Snapshots still referenced: the current one and those of calls not finished."""
+        self._pinned: set[str] = set()
+        """The union of the live snapshots' digests, each held once in the store: a walk
+        and a drop change it by set operations, never by a loop over the whole tree."""
+        self._lock = threading.Lock()
+        self._told: frozenset[str] = frozenset()
+
+    # -- around a call --------------------------------------------------------------------
+    def begin(self) -> Snapshot:
+        """The tree before a call (its changed files stored), held until ``finish``."""
+        with self._lock:
+            snapshot = self._advance()
+            snapshot.refs += 1
+            return snapshot
+
+    def finish(
+        self, before: Snapshot, tool: str, origin: str
+    ) -> tuple[Checkpoint | None, str | None]:
+        """Record what changed since ``before`` as one checkpoint (None: nothing did), and
+        the note of what undo does not cover when the call's result has not told it yet."""
+        try:
+            with self._lock:
+                after = self._advance()
+                changes, created, removed = _compare(before, after, self.store.workspace)
+                note = after.gaps.note(self.store.max_file_size, self.store.max_entries)
+                new = after.gaps.keys() - self._told
+                self._told |= after.gaps.keys()
+            checkpoint = None
+            if changes or created or removed:
+                checkpoint = self.store.record_shell(
+                    changes, tool, origin, created=created, removed=removed, uncovered=note
+                )
+            return checkpoint, note if new else None
+        finally:
+            with self._lock:
+                self._unref(before)
+
+    def _unref(self, snapshot: Snapshot) -> None:
+        """One reference to ``snapshot`` fewer (under the lock); at none, the objects no
+        live snapshot names are let go (removed unless a checkpoint names them)."""
+        snapshot.refs -= 1
+        if snapshot.refs > 0:
+            return
+        self._live.remove(snapshot)
+        still: frozenset[str] = frozenset().union(*(s.digests for s in self._live))
+        gone = self._pinned - still
+        self._pinned = set(still)
+        if gone:
+            self.store.release(list(gone))
+
+    def _advance(self) -> Snapshot:
+        """A new walk (under the lock) becomes the current snapshot; the old one is dropped."""
+        previous = self._current
+        snapshot = self._walk(previous.files if previous is not None else {})
+        self._current = snapshot
+        self._live.append(snapshot)
+        if previous is not None:
+            self._unref(previous)
+        return snapshot
+
+    # -- the walk -------------------------------------------------------------------------
+    def _walk(self, known: dict[str, Seen]) -> Snapshot:
+        """Stat every covered entry, storing the files whose stat changed since ``known``."""
+        walk = _Walk(self, known)
+        root = os.fspath(self.store.workspace)
+        try:
+            fd = os.open(root, DIR_FLAGS)
+            try:
+                walk.folder(fd, (), root)
+            finally:
+                os.close(fd)
+        finally:
+            # Stored objects were held as they were stored; each becomes one pin.
+            digests = frozenset(walk.reused).union(walk.held)
+            fresh = digests - self._pinned
+            self.store.hold(list(fresh))
+            self._pinned |= fresh
+            self.store.release(walk.held, sweep=False)
+        return Snapshot(walk.files, walk.folders, walk.gaps, digests)
+
+
+class _Walk:
+    """One walk of the tree: what it saw, what it stored, what it left out."""
+
+    def __init__(self, baseline: Baseline, known: dict[str, Seen]) -> None:
+        store = baseline.store
+        self.store, self.known = store, known
+        self.skip_dirs = baseline.skip_dirs
+        self.ignore_files = baseline.ignore_files
+        self.rules = baseline.rules()
+        self.max_file_size, self.max_bytes = store.max_file_size, store.max_bytes
+        self.room = store.max_entries
+        self.covered = 0
+        self.files: dict[str, Seen] = {}
+        self.folders: set[str] = set()
+        self.gaps = Gaps()
+        self.held: list[str] = []
+        """Digests this walk stored (held as they were stored)."""
+        self.reused: list[str] = []
+        """Digests of files unchanged since the last walk (held when the walk ends)."""
+
+    def folder(self, fd: int, parts: Parts, root: str, ruled: bool = False) -> None:
+        """Walk the folder ``parts`` (open as ``fd``), its entries in sorted order;
+        ``ruled``: an ignore file lies in a folder above (its rules are read)."""
+        try:
+            with os.scandir(fd) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError:
+            return  # gone, or unreadable: nothing in it is covered
+        # Rules are read, and asked, only below a folder that has an ignore file (or a
+        # repository's exclude file at the root): most folders have none.
+        names = self.ignore_files
+        own = any(e.name in names or (not parts and e.name == ".git") for e in entries)
+        if own and not self.rules.loaded(parts):
+            self.rules.load(parts, fd)
+        ruled = ruled or own
+        prefix = "/".join(parts) + "/" if parts else ""
+        for entry in entries:
+            if self.room <= 0:
+                self.gaps.truncated = True
+                return
+            self.room -= 1
+            name = entry.name
+            if name[0] in ".gG" and _never_walked(name):
+                continue
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    if name in self.skip_dirs or (
+                        ruled and self.rules.ignored((*parts, name), True)
+                    ):
+                        self.gaps.ignored.append(prefix + name + "/")
+                        continue
+                    self.folders.add(prefix + name)
+                    self._enter(fd, name, (*parts, name), root, ruled)
+                elif entry.is_file(follow_symlinks=False):
+                    if ruled and self.rules.ignored((*parts, name), False):
+                        self.gaps.ignored.append(prefix + name)
+                        continue
+                    self._file(fd, name, prefix + name, entry.stat(follow_symlinks=False))
+            except OSError:
+                continue  # swapped for a link or gone mid-walk: not covered
+
+    def _enter(self, parent: int, name: str, path: Parts, root: str, ruled: bool) -> None:
+        fd = os.open(name, DIR_FLAGS, dir_fd=parent)  # ELOOP on a link swapped in
+        try:
+            require_inside(fd, root, "/".join(path))
+            self.folder(fd, path, root, ruled)
+        finally:
+            os.close(fd)
+
+    def _file(self, folder: int, name: str, path: str, info: os.stat_result) -> None:
+        """Keep the file's entry: the known one when its stat is unchanged, else read it."""
+        known = self.known.get(path)
+        digest = known.digest if known is not None else None
+        if known is None or digest is None or known.key != stat_key(info):
+            seen = self._read(folder, name, path, info)
+        elif self.covered + known.size > self.max_bytes:
+            seen = replace(known, digest=None)  # an earlier file grew: past the total now
+        else:
+            self.reused.append(digest)
+            self.covered += known.size
+            self.files[path] = known
+            return
+        if seen.digest is None:
+            (self.gaps.too_big if seen.size > self.max_file_size else self.gaps.past_total).append(
+                path
+            )
+        else:
+            self.covered += seen.size
+        self.files[path] = seen
+
+    def _read(self, folder: int, name: str, path: str, info: os.stat_result) -> Seen:
+        """The file's entry with its content stored (when within the caps)."""
+        seen = Seen(stat_key(info), None)
+        if info.st_size > self.max_file_size or self.covered + info.st_size > self.max_bytes:
+            return seen
+        fd = os.open(name, _FILE_FLAGS, dir_fd=folder)
+        with os.fdopen(fd, "rb") as fh:
+            opened = os.fstat(fh.fileno())
+            if not stat.S_ISREG(opened.st_mode):
+                raise OSError(f"{path} is not a regular file")
+            data = fh.read(self.max_file_size + 1)
+        if len(data) > self.max_file_size:
+            return seen
+        key = stat_key(opened)
+        return Seen(key, self.store.keep(self.held, data, key[4]))
+
+
+def _compare(
+    before: Snapshot, after: Snapshot, workspace: Path
+) -> tuple[list[FileChange], list[str], list[str]]:
+    """The files and folders that changed from ``before`` to ``after`` (covered ones)."""
+    changes: list[FileChange] = []
+    for path, new in after.files.items():
+        old = before.files.get(path)
+        if old is new:
+            continue  # unchanged: the walk kept the same entry
+        if new.digest is None or (old is not None and old.digest is None):
+            continue  # not covered on one side: told in the note
+        if old is None:
+            changes.append(FileChange(path, None, new.digest, None, new.mode))
+        elif old.digest != new.digest or old.mode != new.mode:
+            changes.append(FileChange(path, old.digest, new.digest, old.mode, new.mode))
+    truncated = before.gaps.truncated or after.gaps.truncated
+    for path, old in before.files.items():
+        if path in after.files or old.digest is None:
+            continue
+        if truncated and os.path.lexists(workspace / path):
+            continue  # past the cap this time, not deleted
+        changes.append(FileChange(path, old.digest, None, old.mode, None))
+    created = sorted(after.folders - before.folders)
+    removed = sorted(
+        p
+        for p in before.folders - after.folders
+        if not (truncated and os.path.lexists(workspace / p))
+    )
+    return changes, created, removed
+
+
+def _never_walked(name: str) -> bool:
+    """Whether the entry ``name`` is ``.git`` or ``.toold`` in a spelling a restore would
+    refuse (toold.checkpoints.store.never_restored: any case, trailing dots or blanks)."""
+    folded = name.partition(":")[0].rstrip(". ").lower()
+    return folded in NEVER_WALKED or folded == "git~1"
+
+
+def _some(paths: list[str], kind: str = "file") -> str:
+    """``n files (a, b, c, ...)`` for a note, each unprintable character escaped."""
+    named = ", ".join(_printable(p) for p in paths[:NAMED])
+    more = ", ..." if len(paths) > NAMED else ""
+    count = f"{len(paths)} {kind}" + ("s" if len(paths) != 1 else "")
+    return f"{count} ({named}{more})"
+
+
+def _printable(path: str) -> str:
+    if path.isprintable():
+        return path[:100]
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in path)[:100]

@@ -1,0 +1,236 @@
+"""Undo after a shell call: real bash, python_repl and background jobs, without git.
+
+The tree is fingerprinted whole (every file's bytes and mode, every folder) before a
+call and compared after ``restore``: what the call created, changed or deleted is back
+byte for byte, modes included. What the walk leaves out is named, never dropped silently.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import stat
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from toold.checkpoints import CheckpointStore
+from toold.checkpoints.baseline import Baseline
+from toold.errors import CheckpointConflict
+from toold.search.ignore import IGNORE_FILES, IgnoreRules
+from toold.search.walk import SKIP_DIRS
+from toold.tools.context import CallContext
+from toold.workspace import WorkspaceState, bind
+
+SCENARIO = "rm a.txt; echo new > b.txt; mkdir d; echo x > d/c.txt; chmod +x e.sh"
+"""The issue's command: a delete, a change, a new folder with a file, a mode change."""
+
+
+def fingerprint(root: Path) -> dict[str, Any]:
+    """Every entry below ``root`` but .toold/: a file's bytes and mode, a folder's name."""
+    found: dict[str, Any] = {}
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = [d for d in dirs if d != ".toold"]
+        for name in dirs:
+            found[os.path.relpath(os.path.join(folder, name), root) + "/"] = "folder"
+        for name in files:
+            path = os.path.join(folder, name)
+            mode = stat.S_IMODE(os.lstat(path).st_mode)
+            found[os.path.relpath(path, root)] = (Path(path).read_bytes(), oct(mode))
+    return found
+
+
+def seed(root: Path) -> None:
+    (root / "a.txt").write_bytes(b"alpha\r\n\x00")
+    (root / "b.txt").write_text("old\n")
+    (root / "e.sh").write_text("echo e\n")
+    (root / "e.sh").chmod(0o644)
+    (root / "keep").mkdir()
+    (root / "keep" / "k.txt").write_text("k")
+
+
+@pytest.fixture
+def store(workspace: Path) -> CheckpointStore:
+    made = CheckpointStore(workspace, workspace / ".toold" / "checkpoints", 1 << 24, 1 << 20)
+    made.baseline = Baseline(made, SKIP_DIRS, IgnoreRules, IGNORE_FILES)
+    return made
+
+
+def shell(store: CheckpointStore, command: str) -> tuple[str | None, str | None]:
+    """What the gateway does around a shell call: walk, run, walk and record."""
+    assert store.baseline is not None
+    before = store.baseline.begin()
+    subprocess.run(["bash", "-c", command], cwd=store.workspace, check=True)
+    checkpoint, note = store.baseline.finish(before, "bash", "agent")
+    return (checkpoint.id if checkpoint is not None else None), note
+
+
+def test_undo_puts_back_what_a_shell_command_changed(store: CheckpointStore) -> None:
+    ws = store.workspace
+    seed(ws)
+    before = fingerprint(ws)
+    checkpoint, note = shell(store, SCENARIO)
+    assert checkpoint is not None and note is None
+    [entry] = store.entries()
+    assert sorted(f.path for f in entry.files) == ["a.txt", "b.txt", "d/c.txt", "e.sh"]
+    assert entry.created == ["d"] and entry.uncovered is None
+    after = fingerprint(ws)
+    done = store.restore(checkpoint, "user")
+    assert fingerprint(ws) == before
+    store.restore(done.id, "user")  # redo
+    assert fingerprint(ws) == after
+
+
+def test_a_command_that_changes_nothing_records_nothing(store: CheckpointStore) -> None:
+    seed(store.workspace)
+    assert shell(store, "cat a.txt > /dev/null; ls") == (None, None)
+    assert store.entries() == []
+
+
+def test_a_removed_folder_comes_back(store: CheckpointStore) -> None:
+    ws = store.workspace
+    seed(ws)
+    (ws / "empty").mkdir()
+    before = fingerprint(ws)
+    checkpoint, _ = shell(store, "rm -r keep empty")
+    assert checkpoint is not None
+    store.restore(checkpoint, "user")
+    assert fingerprint(ws) == before
+
+
+def test_a_change_made_after_the_call_is_a_conflict(store: CheckpointStore) -> None:
+    ws = store.workspace
+    seed(ws)
+    checkpoint, _ = shell(store, "echo mine > b.txt")
+    assert checkpoint is not None
+    (ws / "b.txt").write_text("the user's\n")
+    with pytest.raises(CheckpointConflict, match=r"b\.txt"):
+        store.restore(checkpoint, "user")
+    assert (ws / "b.txt").read_text() == "the user's\n"
+
+
+def test_only_files_whose_stat_changed_are_read_again(
+    store: CheckpointStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ws = store.workspace
+    for i in range(50):
+        (ws / f"f{i}.txt").write_text(str(i))
+    shell(store, "true")  # the first call reads the tree
+    kept: list[bytes] = []
+    real = store.keep
+
+    def counted(held: list[str], data: bytes, mode: int) -> str:
+        kept.append(data)
+        return real(held, data, mode)
+
+    monkeypatch.setattr(store, "keep", counted)
+    checkpoint, _ = shell(store, "echo changed > f7.txt")
+    assert kept == [b"changed\n"]
+    assert checkpoint is not None
+
+
+def test_what_the_walk_leaves_out_is_named_once(store: CheckpointStore) -> None:
+    ws = store.workspace
+    seed(ws)
+    store.max_file_size = 100
+    (ws / "big.bin").write_bytes(b"x" * 101)
+    (ws / ".gitignore").write_text("build/\n")
+    (ws / "build").mkdir()
+    (ws / "node_modules").mkdir()
+    checkpoint, note = shell(store, "echo more >> big.bin; echo o > build/out; echo n > b.txt")
+    assert note is not None
+    assert "1 file (big.bin) over limits.max_file_size (100 bytes)" in note
+    assert "2 ignored paths (build/, node_modules/)" in note
+    [entry] = store.entries()
+    assert [f.path for f in entry.files] == ["b.txt"] and entry.uncovered == note
+    _, again = shell(store, "echo m > b.txt")
+    assert again is None  # told once in a result; every checkpoint keeps it
+    assert store.entries()[-1].uncovered == note
+    assert checkpoint is not None
+    store.restore(checkpoint, "user")
+    assert (ws / "build" / "out").exists()  # not covered, so not undone
+
+
+def test_past_the_entry_cap_the_rest_is_not_covered(store: CheckpointStore) -> None:
+    ws = store.workspace
+    for name in "abcdef":
+        (ws / name).write_text(name)
+    store.max_entries = 3
+    checkpoint, note = shell(store, "echo A > a; rm f; echo g > g")
+    assert note is not None and "past the first 3 entries" in note
+    [entry] = store.entries()
+    assert [f.path for f in entry.files] == ["a"]  # f and g lie past the cap: neither recorded
+    assert checkpoint is not None
+
+
+def test_git_and_toold_are_never_walked(store: CheckpointStore) -> None:
+    ws = store.workspace
+    (ws / ".git").mkdir()
+    checkpoint, _ = shell(store, "echo x > .git/HEAD; mkdir .GIT.; echo y > .GIT./c; echo z > t")
+    assert checkpoint is not None
+    [entry] = store.entries()
+    assert [f.path for f in entry.files] == ["t"] and entry.created == []
+    store.restore(checkpoint, "user")
+    assert (ws / ".git" / "HEAD").exists()
+
+
+# -- through the gateway of a bound workspace ------------------------------------------------
+LOCAL = {"execution": {"tool_runner": "local"}, "permissions": {"mode": "bypass"}}
+
+
+def _bound(workspace: Path) -> WorkspaceState:
+    return bind(workspace, LOCAL, lambda method, params: None, pytest.fail)
+
+
+def test_bash_and_python_repl_calls_are_undone(workspace: Path) -> None:
+    seed(workspace)
+    before = fingerprint(workspace)
+
+    async def main() -> None:
+        state = _bound(workspace)
+        try:
+            context = CallContext(origin="agent")
+            done = await state.gateway.call("bash", {"command": SCENARIO}, context)
+            assert not done.is_error, done.content
+            code = "open('py.txt', 'w').write('from python')"
+            ran = await state.gateway.call("python_repl", {"code": code}, CallContext("agent"))
+            assert not ran.is_error, ran.content
+            store = state.gateway.checkpoints
+            assert store is not None
+            assert [c.tool for c in store.entries()] == ["bash", "python_repl"]
+            first = store.entries()[0].id
+            await asyncio.to_thread(store.restore, first, "user")
+        finally:
+            await state.aclose()
+
+    asyncio.run(main())
+    assert fingerprint(workspace) == before
+
+
+def test_a_background_jobs_checkpoint_is_recorded_when_it_ends(workspace: Path) -> None:
+    seed(workspace)
+    before = fingerprint(workspace)
+
+    async def main() -> None:
+        state = _bound(workspace)
+        try:
+            arguments = {"command": "sleep 0.3; echo later > b.txt; rm a.txt"}
+            started = await state.gateway.call("background_run", arguments, CallContext("agent"))
+            assert started.job_id is not None
+            store = state.gateway.checkpoints
+            assert store is not None
+            deadline = asyncio.get_running_loop().time() + 20
+            while not store.entries():
+                assert asyncio.get_running_loop().time() < deadline, "no checkpoint recorded"
+                await asyncio.sleep(0.02)
+            [entry] = store.entries()
+            assert entry.tool == "background_run"
+            assert sorted(f.path for f in entry.files) == ["a.txt", "b.txt"]
+            await asyncio.to_thread(store.restore, entry.id, "user")
+        finally:
+            await state.aclose()
+
+    asyncio.run(main())
+    assert fingerprint(workspace) == before
