@@ -32,6 +32,7 @@ SLOW_FOLDERS = {
     "bench": "benchmarks against spawned peers",
     "ci": "spawns toold ci / the run script",
     "clients": "real Neovim and VS Code",
+    "diagnostics": "real language servers (ruff server) as child processes",
     "e2e": "spawns toold serve: exit codes, signals, stdin, logs",
     "engine": "spawned shared engines, scale and flood",
     "hardening": "bwrap, fuzzing and races against spawned daemons",

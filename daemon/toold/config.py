@@ -15,7 +15,14 @@ import tomllib
 from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    model_validator,
+)
 
 from toold.errors import describe, dotted
 from toold_protocol.errors import MAX_MESSAGE_BYTES
@@ -247,6 +254,56 @@ class CheckpointsConfig(_Section):
     python_repl); past it the rest is not covered, and the call's result says so."""
 
 
+DIAGNOSTICS_DEFAULTS = ("ruff", "ty", "basedpyright", "pyright", "typescript", "bash")
+"""The language servers toold knows by name (toold.diagnostics.servers: their commands)."""
+
+
+class DiagnosticsServerConfig(_Section):
+    command: list[str] | None = None
+    """The server's command line, e.g. ["ruff", "server"]; required for a server that is
+    not one of the defaults (ruff, ty, basedpyright, pyright, typescript, bash)."""
+    files: list[str] | None = None
+    """Globs of the files it checks, e.g. ["*.py"]: a glob without "/" matches the file's
+    name, one with "/" its path in the workspace; required with ``command`` for a new server."""
+    enabled: bool = True
+    """false: never start it (turns a detected default off)."""
+
+    @model_validator(mode="after")
+    def _complete(self) -> DiagnosticsServerConfig:
+        if self.command is not None and not self.command:
+            raise ValueError('command is empty: give a command line, e.g. ["ruff", "server"]')
+        if self.files is not None and not self.files:
+            raise ValueError('files is empty: give the globs it checks, e.g. ["*.py"]')
+        return self
+
+
+class DiagnosticsConfig(_Section):
+    enabled: bool = True
+    """After each file-changing call, report the diagnostics the edit introduced, from the
+    workspace's language servers."""
+    wait_ms: int = Field(2000, ge=0, le=60_000)
+    """Milliseconds a file-changing call waits at most for its diagnostics; a server that has
+    not answered by then is reported as pending, never as a failure."""
+    idle_seconds: float = Field(600.0, gt=0)
+    """A language server unused this long is stopped (started again on the next edit)."""
+    servers: dict[str, DiagnosticsServerConfig] = Field(default_factory=dict)
+    """Servers by name, over the defaults detected on PATH (ruff, ty or basedpyright or
+    pyright, typescript, bash): a new name needs ``command`` and ``files``."""
+
+    @model_validator(mode="after")
+    def _known_or_complete(self) -> DiagnosticsConfig:
+        for name, server in self.servers.items():
+            if name not in DIAGNOSTICS_DEFAULTS and (
+                server.command is None or server.files is None
+            ):
+                raise ValueError(
+                    f"diagnostics.servers.{name}: a server that is not one of the defaults "
+                    f"({', '.join(DIAGNOSTICS_DEFAULTS)}) needs both command and files, e.g. "
+                    f'command = ["{name}", "--stdio"] and files = ["*.ext"]'
+                )
+        return self
+
+
 class TooldConfig(_Section):
     """The whole configuration; every section optional."""
 
@@ -262,6 +319,7 @@ class TooldConfig(_Section):
     daemon: DaemonConfig = Field(default_factory=DaemonConfig)
     hooks: HooksConfig = Field(default_factory=HooksConfig)
     checkpoints: CheckpointsConfig = Field(default_factory=CheckpointsConfig)
+    diagnostics: DiagnosticsConfig = Field(default_factory=DiagnosticsConfig)
     search: SearchConfig = Field(default_factory=SearchConfig)
 
 

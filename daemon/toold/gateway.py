@@ -26,6 +26,7 @@ from pydantic_core import to_jsonable_python
 from toold.checkpoints import CheckpointStore
 from toold.checkpoints.baseline import Baseline, Snapshot
 from toold.checkpoints.store import IndexBusy, Pending
+from toold.diagnostics.step import after_call, before_call
 from toold.dispatch import run_tool
 from toold.errors import FileChangedError
 from toold.hooks import Hooks, PreHookVerdict
@@ -75,8 +76,14 @@ class ToolGateway:
         """
         tool = self.toolset.require(name)
         entry: dict[str, Any] = {"arguments": arguments}
+        # The text of the files it may write, for the diagnostics it introduces (if any).
+        watch = (
+            None if tool.annotations.read_only else await before_call(tool, arguments, self.runner)
+        )
         try:
             outcome = await self._call(tool, arguments, context, entry)
+            if watch is not None:
+                outcome = await after_call(watch, outcome)
         except asyncio.CancelledError:
             self._audit(tool.name, context.origin, entry, outcome="cancelled")
             raise

@@ -12,9 +12,12 @@ judges a call again or reads a fact back out of ``content``.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from toold.permissions.verdict import CallDecision
+
+if TYPE_CHECKING:
+    from toold_protocol.models import DiagnosticsDelta
 
 __all__ = ["CallDecision", "ToolOutcome", "error_text"]
 
@@ -45,6 +48,9 @@ class ToolOutcome:
     """The background job the call started (background_run)."""
     written: list[str] = field(default_factory=list)
     """The files the call wrote (``Tool.written_paths``), once it ran without an error."""
+    diagnostics: DiagnosticsDelta | None = None
+    """What the call did to its files' diagnostics (toold.diagnostics); None when no
+    language server checks them."""
 
     @property
     def ran(self) -> bool:

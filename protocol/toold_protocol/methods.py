@@ -119,6 +119,12 @@ METHODS: dict[str, MethodSpec] = {
             models.CheckpointsRestoreResult,
             doc="Put files back as they were before a checkpoint (Conflict if changed since).",
         ),
+        MethodSpec(
+            names.DIAGNOSTICS_GET,
+            models.DiagnosticsGetParams,
+            models.DiagnosticsGetResult,
+            doc="The language servers' current diagnostics of a file, a folder or the workspace.",
+        ),
         _notification(
             names.TEAM_MESSAGE,
             models.TeamMessageNotification,
@@ -128,6 +134,11 @@ METHODS: dict[str, MethodSpec] = {
         _notification(names.TASKS_CHANGED, models.TasksChanged, "Tasks changed (here or on disk)."),
         _notification(names.SKILLS_CHANGED, models.SkillsChanged, "A skill folder changed."),
         _notification(names.JOBS_FINISHED, models.JobFinished, "A background job ended."),
+        _notification(
+            names.DIAGNOSTICS_CHANGED,
+            models.DiagnosticsChanged,
+            "A file's diagnostics changed after a tool call wrote it.",
+        ),
         _notification(
             names.EXECUTION_EVENT,
             models.ExecutionEvent,

@@ -154,6 +154,9 @@ class ToolsCallResult(WireModel):
     allow" that let it run), when one was; absent with ``decision``."""
     job_id: str | None = None
     """The background job the call started (background_run): for jobs/get, jobs/cancel."""
+    diagnostics: DiagnosticsDelta | None = None
+    """For a file-changing call, the language servers' diagnostics it introduced or fixed
+    (``[diagnostics]`` in toold.toml); absent when no server checks its files."""
 
 
 class ServerInfo(WireModel):
@@ -467,6 +470,10 @@ class CheckpointInfo(WireModel):
     """A later restore went back before it."""
     restores: str | None = None
     """For a restore's own checkpoint: the checkpoint it went back before."""
+    uncovered: str | None = None
+    """For a shell call's checkpoint (bash, background_run, python_repl): what its undo does
+    not cover (ignored paths, files over limits.max_file_size, the tree past
+    checkpoints.max_entries); absent when it covers everything."""
 
 
 class CheckpointsListResult(WireModel):
@@ -503,3 +510,65 @@ class CheckpointsRestoreResult(WireModel):
 
     restored: list[str]
     checkpoint: CheckpointInfo
+
+
+class Diagnostic(WireModel):
+    """One problem a language server found in a file."""
+
+    path: str
+    """The file, relative to the workspace root ("/"-separated)."""
+    line: int
+    """1-based line of the start."""
+    column: int
+    """1-based column of the start (UTF-16 code units, as LSP counts)."""
+    severity: Literal["error", "warning", "information", "hint"]
+    message: str
+    source: str | None = None
+    """What reported it (the server's name for itself, e.g. "Ruff")."""
+    code: str | None = None
+    """The rule or error code, e.g. "F401"."""
+
+
+class DiagnosticsDelta(WireModel):
+    """What a file-changing call did to its files' diagnostics (tools/call's
+    ``diagnostics``): the new or changed ones listed, the ones already there counted."""
+
+    new: list[Diagnostic] = Field(default_factory=list)
+    """Diagnostics the call introduced (or changed: another message, code or severity)."""
+    fixed: list[Diagnostic] = Field(default_factory=list)
+    """Diagnostics that were there before the call and are gone."""
+    unchanged: int = 0
+    """Diagnostics that were there before the call and still are (not repeated)."""
+    pending: list[str] = Field(default_factory=list)
+    """Files whose servers did not answer within ``diagnostics.wait_ms`` (the next
+    diagnostics/changed or diagnostics/get has them)."""
+    missing: list[str] = Field(default_factory=list)
+    """Language servers these files need that are not installed or do not start (each
+    named once per workspace)."""
+
+
+class DiagnosticsGetParams(WireModel):
+    """Params of ``diagnostics/get``."""
+
+    path: str | None = None
+    """A file or folder (relative to the workspace, or absolute inside it); the whole
+    workspace when omitted."""
+
+
+class DiagnosticsGetResult(WireModel):
+    """Result of ``diagnostics/get``: the current diagnostics, by file then position."""
+
+    diagnostics: list[Diagnostic]
+    pending: list[str] = Field(default_factory=list)
+    """Files whose servers did not answer in time."""
+    checked: int = 0
+    """Files checked (a folder's are those its servers match, up to a cap)."""
+
+
+class DiagnosticsChanged(WireModel):
+    """``diagnostics/changed``: a file's diagnostics after a change toold saw."""
+
+    path: str
+    """The file, relative to the workspace root."""
+    diagnostics: list[Diagnostic]
+    """All of its diagnostics now (an empty list: none left)."""

@@ -17,6 +17,7 @@ TEAM_MESSAGE = "team/message"
 CHECKPOINTS_LIST = "checkpoints/list"
 CHECKPOINTS_DIFF = "checkpoints/diff"
 CHECKPOINTS_RESTORE = "checkpoints/restore"
+DIAGNOSTICS_GET = "diagnostics/get"
 
 TODOS_CHANGED = "todos/changed"
 TASKS_CHANGED = "tasks/changed"
@@ -24,6 +25,7 @@ SKILLS_CHANGED = "skills/changed"
 JOBS_FINISHED = "jobs/finished"
 EXECUTION_EVENT = "execution/event"
 PERMISSIONS_PREVIEW = "permissions/preview"
+DIAGNOSTICS_CHANGED = "diagnostics/changed"
 
 CLIENT_REQUESTS: tuple[str, ...] = (
     TOOLS_LIST,
@@ -40,6 +42,7 @@ CLIENT_REQUESTS: tuple[str, ...] = (
     CHECKPOINTS_LIST,
     CHECKPOINTS_DIFF,
     CHECKPOINTS_RESTORE,
+    DIAGNOSTICS_GET,
 )
 """Requests a client sends to the daemon."""
 
@@ -51,6 +54,7 @@ SERVER_NOTIFICATIONS: tuple[str, ...] = (
     EXECUTION_EVENT,
     TEAM_MESSAGE,
     PERMISSIONS_PREVIEW,
+    DIAGNOSTICS_CHANGED,
 )
 """Notifications the daemon pushes to the client."""
 

@@ -38,6 +38,7 @@ def test_what_the_builtins_declare() -> None:
         "task_get",
         "team_list",
         "load_skill",
+        "diagnostics",
     }
     writers = {"write_file", "edit_file", "str_replace", "multi_edit", "apply_patch"}
     always = writers | {"task_create", "task_update"}

@@ -7,7 +7,7 @@ and its clients cannot drift apart.
 
 from __future__ import annotations
 
-from toold.handlers import agents, checkpoints, jobs, state, tools
+from toold.handlers import agents, checkpoints, diagnostics, jobs, state, tools
 from toold.rpc import Request
 from toold_protocol import models as m
 from toold_protocol import names
@@ -43,6 +43,12 @@ REQUESTS = (
         m.CheckpointsRestoreParams,
         m.CheckpointsRestoreResult,
         checkpoints.checkpoints_restore,
+    ),
+    Request(
+        names.DIAGNOSTICS_GET,
+        m.DiagnosticsGetParams,
+        m.DiagnosticsGetResult,
+        diagnostics.diagnostics_get,
     ),
 )
 """Every request a client may send, with its handler."""

@@ -39,4 +39,5 @@ async def tools_call(ctx: Context, params: ToolsCallParams) -> ToolsCallResult:
         decision=None if ran else outcome.decision,
         rule=None if ran else outcome.rule,
         job_id=outcome.job_id,
+        diagnostics=outcome.diagnostics,
     )

@@ -39,6 +39,7 @@ BUILTIN_MODULES: tuple[str, ...] = (
     "toold.tools.builtin.coding",
     "toold.tools.builtin.edits",
     "toold.tools.builtin.web",
+    "toold.diagnostics.tool",  # beside its service: tools never import the LSP client
 )
 
 

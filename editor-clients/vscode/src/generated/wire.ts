@@ -74,6 +74,71 @@ export interface CheckpointsRestoreResult {
   restored: string[];
 }
 
+/** One problem a language server found in a file. */
+export interface Diagnostic {
+  /** The rule or error code, e.g. "F401". */
+  code?: string | null;
+  /** 1-based column of the start (UTF-16 code units, as LSP counts). */
+  column: number;
+  /** 1-based line of the start. */
+  line: number;
+  message: string;
+  /** The file, relative to the workspace root ("/"-separated). */
+  path: string;
+  severity: "error" | "warning" | "information" | "hint";
+  /** What reported it (the server's name for itself, e.g. "Ruff"). */
+  source?: string | null;
+}
+
+/** `diagnostics/changed`: a file's diagnostics after a change toold saw. */
+export interface DiagnosticsChanged {
+  /** All of its diagnostics now (an empty list: none left). */
+  diagnostics: Diagnostic[];
+  /** The file, relative to the workspace root. */
+  path: string;
+}
+
+/**
+ * What a file-changing call did to its files' diagnostics (tools/call's
+ * `diagnostics`): the new or changed ones listed, the ones already there counted.
+ */
+export interface DiagnosticsDelta {
+  /** Diagnostics that were there before the call and are gone. */
+  fixed?: Diagnostic[];
+  /**
+   * Language servers these files need that are not installed or do not start (each
+   * named once per workspace).
+   */
+  missing?: string[];
+  /** Diagnostics the call introduced (or changed: another message, code or severity). */
+  new?: Diagnostic[];
+  /**
+   * Files whose servers did not answer within `diagnostics.wait_ms` (the next
+   * diagnostics/changed or diagnostics/get has them).
+   */
+  pending?: string[];
+  /** Diagnostics that were there before the call and still are (not repeated). */
+  unchanged?: number;
+}
+
+/** Params of `diagnostics/get`. */
+export interface DiagnosticsGetParams {
+  /**
+   * A file or folder (relative to the workspace, or absolute inside it); the whole
+   * workspace when omitted.
+   */
+  path?: string | null;
+}
+
+/** Result of `diagnostics/get`: the current diagnostics, by file then position. */
+export interface DiagnosticsGetResult {
+  /** Files checked (a folder's are those its servers match, up to a cap). */
+  checked?: number;
+  diagnostics: Diagnostic[];
+  /** Files whose servers did not answer in time. */
+  pending?: string[];
+}
+
 /** Params of a method that takes none. */
 export type EmptyParams = Record<string, never>;
 
@@ -371,6 +436,11 @@ export interface ToolsCallResult {
    * checked in time). Absent when the rules let it run without asking.
    */
   decision?: "allowed" | "denied_by_rule" | "denied_by_user" | "refused" | null;
+  /**
+   * For a file-changing call, the language servers' diagnostics it introduced or fixed
+   * (`[diagnostics]` in toold.toml); absent when no server checks its files.
+   */
+  diagnostics?: DiagnosticsDelta | null;
   /** Exit status of the command, for tools that run one (bash, background jobs). */
   exitCode?: number | null;
   /** True when the call failed: bad arguments, a handler exception, a refusal. */
@@ -406,6 +476,8 @@ export interface RequestTypes {
   "checkpoints/list": { params: EmptyParams; result: CheckpointsListResult };
   /** Put files back as they were before a checkpoint (Conflict if changed since). */
   "checkpoints/restore": { params: CheckpointsRestoreParams; result: CheckpointsRestoreResult };
+  /** The language servers' current diagnostics of a file, a folder or the workspace. */
+  "diagnostics/get": { params: DiagnosticsGetParams; result: DiagnosticsGetResult };
   /** Cancel a running job: its whole process group is killed. */
   "jobs/cancel": { params: JobIdParams; result: JobInfo };
   /** One job with its output so far (capped). */
@@ -430,6 +502,8 @@ export interface RequestTypes {
 
 /** Notifications the daemon pushes, with their params types. */
 export interface NotificationTypes {
+  /** A file's diagnostics changed after a tool call wrote it. */
+  "diagnostics/changed": DiagnosticsChanged;
   /** A tool run started, completed or failed (opt-in). */
   "execution/event": ExecutionEvent;
   /** A background job ended. */
@@ -451,6 +525,7 @@ export const REQUESTS = [
   "checkpoints/diff",
   "checkpoints/list",
   "checkpoints/restore",
+  "diagnostics/get",
   "jobs/cancel",
   "jobs/get",
   "jobs/list",
@@ -464,6 +539,7 @@ export const REQUESTS = [
 ] as const;
 
 export const NOTIFICATIONS = [
+  "diagnostics/changed",
   "execution/event",
   "jobs/finished",
   "permissions/preview",

@@ -1,0 +1,180 @@
+"""The gateway's diagnostics step: what a file-changing call did to its files' diagnostics.
+
+``before_call`` notes the text of each file the call will write (before the guard or
+the tool ran; nothing of it is shown unless the call then runs and writes); ``after_call``
+compares the servers' diagnostics of that text with those of the text written, and
+returns the outcome with ``diagnostics`` set and the new ones added to its text. A file
+whose last checked text is the one before the call needs no second check. The step never
+fails a call and never waits past ``diagnostics.wait_ms`` in all.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import logging
+import os
+import time
+import weakref
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from toold.diagnostics.servers import resolved
+from toold.outcome import ToolOutcome
+from toold.sandbox.paths import open_in_workspace, workspace_relative
+from toold.sandbox.runner import ToolRunner
+from toold.tools.base import Tool
+from toold.tools.runtime import ToolRuntime
+
+if TYPE_CHECKING:
+    from toold.diagnostics.service import DiagnosticsService
+    from toold_protocol.models import Diagnostic, DiagnosticsDelta
+
+log = logging.getLogger(__name__)
+
+_SERVICES: dict[int, DiagnosticsService] = {}
+"""Each bound workspace's service, by its ToolRuntime's id (dropped when it is collected)."""
+
+
+def service_for(runtime: ToolRuntime, runner: ToolRunner | None) -> DiagnosticsService:
+    """The workspace's diagnostics service, made on first use; its servers are killed
+    when the runtime goes away, and at the latest when the daemon exits."""
+    # Imported here: the servers' client (and the protocol's models) load with the first
+    # file a server checks, not with every front end that imports the gateway.
+    from toold.diagnostics.service import DiagnosticsService
+
+    key = id(runtime)
+    service = _SERVICES.get(key)
+    if service is not None and runner is not None and service.launcher.runner is None:
+        service.launcher.runner = runner  # made by the diagnostics tool, which has none
+    if service is None:
+        service = DiagnosticsService(runtime.workspace, lambda: runtime.config, runner)
+        _SERVICES[key] = service
+        weakref.finalize(runtime, _forget, key)
+    return service
+
+
+def _forget(key: int) -> None:
+    service = _SERVICES.pop(key, None)
+    if service is not None:
+        service.kill()
+
+
+@atexit.register
+def _kill_all() -> None:
+    """The daemon exits: no server outlives it (bwrap's are also --die-with-parent)."""
+    for service in list(_SERVICES.values()):
+        service.kill()
+
+
+@dataclass
+class Watch:
+    """A call's files as they were before it ran."""
+
+    service: DiagnosticsService
+    before: dict[str, str | None]
+    """Each file's text before the call, by its path in the workspace (None: no file)."""
+
+
+async def before_call(tool: Tool, arguments: Any, runner: ToolRunner | None) -> Watch | None:
+    """The call's files that a language server checks, with their text now; None when
+    diagnostics are off or no server (installed or not) matches them."""
+    runtime = getattr(tool, "runtime", None)
+    if not isinstance(runtime, ToolRuntime) or not runtime.config.diagnostics.enabled:
+        return None
+    try:
+        paths = tool.written_paths(tool.validate_args(arguments))
+    except Exception:  # the gateway refuses such a call itself, with the reason
+        return None
+    if not paths:
+        return None
+    servers = resolved(runtime.config.diagnostics)
+    relatives = []
+    for path in paths:
+        try:
+            relative = workspace_relative(runtime.workspace, path)
+        except PermissionError:
+            continue
+        if servers.for_file(relative) or servers.missing_for(relative):
+            relatives.append(relative)
+    if not relatives:
+        return None
+    limit = runtime.config.limits.max_file_size
+    texts = await asyncio.to_thread(read_texts, runtime.workspace, relatives, limit)
+    return Watch(service_for(runtime, runner), texts)
+
+
+def read_texts(root: Path, relatives: list[str], limit: int) -> dict[str, str | None]:
+    """Each file's text (None: missing, over ``limit`` bytes, or not UTF-8)."""
+    return {relative: _read(root, relative, limit) for relative in relatives}
+
+
+def _read(root: Path, relative: str, limit: int) -> str | None:
+    """The file's text, never through a symlink; None when it is missing, too big or not
+    UTF-8 (such a file is compared with nothing)."""
+    try:
+        fd = open_in_workspace(root, relative)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as file:
+        data = file.read(limit + 1)
+    if len(data) > limit:
+        return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+async def after_call(watch: Watch, outcome: ToolOutcome) -> ToolOutcome:
+    """The outcome with the diagnostics its call introduced or fixed (text and field)."""
+    if outcome.is_error or not outcome.written:
+        return outcome
+    from toold.diagnostics.report import render
+
+    service = watch.service
+    try:
+        delta = await _delta(watch, service, time.monotonic() + service.wait)
+    except Exception:
+        log.exception("diagnostics after %s failed", ", ".join(watch.before))
+        return outcome
+    text = render(delta)
+    content = outcome.content
+    if text and isinstance(content, str):
+        content = f"{content}\n\n{text}" if content else text
+    return replace(outcome, content=content, diagnostics=delta)
+
+
+async def _delta(watch: Watch, service: DiagnosticsService, deadline: float) -> DiagnosticsDelta:
+    """Check the old texts the service has not seen, then the new ones, in the budget."""
+    from toold.diagnostics.report import compare
+    from toold.diagnostics.service import Checked
+
+    old = {rel: text for rel, text in watch.before.items() if text is not None}
+    unseen = {rel: text for rel, text in old.items() if service.texts.get(rel) != text}
+    baseline = Checked()
+    if unseen:
+        baseline = await service.check(unseen, max(0.0, deadline - time.monotonic()))
+    for rel in old.keys() - unseen.keys():
+        for name, found in service.known.get(rel, {}).items():
+            baseline.found[(rel, name)] = found
+    limit = service.config.limits.max_file_size
+    texts = await asyncio.to_thread(read_texts, service.root, list(watch.before), limit)
+    now = {rel: text for rel, text in texts.items() if text is not None}
+    checked = await service.check(now, max(0.0, deadline - time.monotonic()))
+    before: list[Diagnostic] = []
+    after: list[Diagnostic] = []
+    pending = set(checked.pending) | set(baseline.pending)
+    for (rel, name), found in checked.found.items():
+        if rel in watch.before and watch.before[rel] is None:
+            after += found  # a new file: everything in it is new
+        elif (rel, name) in baseline.found:
+            before += baseline.found[(rel, name)]
+            after += found
+        else:
+            pending.add(rel)
+    delta = compare(before, after)
+    delta.pending = sorted(pending)
+    delta.missing = [*baseline.missing, *checked.missing]
+    return delta

@@ -1,0 +1,86 @@
+"""Over LSP framing: tools/call's diagnostics field, diagnostics/get, diagnostics/changed and
+the diagnostics tool, as raw wire JSON (in process: the daemon's own server and framing)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.inprocess.client import InProcessClient
+
+
+@pytest.fixture
+def root(tmp_path: Path, ruff: str) -> Path:
+    """A workspace with ruff's default rules (whatever the folders above configure)."""
+    ws = (tmp_path / "ws").resolve()
+    ws.mkdir()
+    (ws / "ruff.toml").write_text('[lint]\nselect = ["E4", "E7", "E9", "F"]\n')
+    return ws
+
+
+@pytest.fixture
+def client(root: Path) -> Iterator[InProcessClient]:
+    """An initialized in-process daemon on ``root``."""
+    c = InProcessClient(root)
+    c.initialize(rootUri=root.as_uri(), processId=None)
+    yield c
+    assert c.close() == 0
+
+
+def test_tools_call_carries_the_new_diagnostics(client: InProcessClient) -> None:
+    result = client.tool("write_file", file_path="a.py", content="import os\n")
+    assert result["isError"] is False
+    assert result["diagnostics"] == {
+        "new": [
+            {
+                "path": "a.py",
+                "line": 1,
+                "column": 8,
+                "severity": "warning",
+                "message": "`os` imported but unused\n\nhelp: Remove unused import: `os`",
+                "source": "Ruff",
+                "code": "F401",
+            }
+        ],
+        "fixed": [],
+        "unchanged": 0,
+        "pending": [],
+        "missing": [],
+    }
+    assert "warning a.py:1:8 `os` imported but unused" in result["content"]
+    plain = client.tool("write_file", file_path="notes.txt", content="hi\n")
+    assert "diagnostics" not in plain  # no server checks it: the plain result
+
+
+def test_diagnostics_get_and_changed(client: InProcessClient, root: Path) -> None:
+    (root / "pkg").mkdir()
+    (root / "pkg" / "m.py").write_text("import re\n")
+    everything = client.call("diagnostics/get", {})
+    assert [(d["path"], d["code"]) for d in everything["diagnostics"]] == [("pkg/m.py", "F401")]
+    assert everything["checked"] == 1 and everything["pending"] == []
+    # The first look is a change too (from nothing known); then the fix empties the list.
+    first = client.notification("diagnostics/changed")["params"]
+    assert first == {"path": "pkg/m.py", "diagnostics": everything["diagnostics"]}
+    client.tool("edit_file", file_path="pkg/m.py", old_text="import re\n", new_text="x = 1\n")
+    changed = client.notification("diagnostics/changed")["params"]
+    assert changed == {"path": "pkg/m.py", "diagnostics": []}
+    one = client.call("diagnostics/get", {"path": "pkg/m.py"})
+    assert one == {"diagnostics": [], "pending": [], "checked": 1}
+    outside = client.response(client.request("diagnostics/get", {"path": "../x.py"}))
+    assert outside["error"]["code"] == -32602 and "path" in outside["error"]["message"]
+
+
+def test_the_diagnostics_tool(client: InProcessClient, root: Path) -> None:
+    (root / "b.py").write_text("import sys\n")
+    result = client.tool("diagnostics", path="b.py")
+    assert result["isError"] is False
+    assert result["content"] == (
+        "1 diagnostics in 1 files checked (b.py):\n"
+        "warning b.py:1:8 `sys` imported but unused; help: Remove unused import: `sys` "
+        "[Ruff F401]"
+    )
+    assert client.tool("diagnostics", path="ruff.toml")["content"] == (
+        "No file in ruff.toml is checked by a language server."
+    )
