@@ -23,6 +23,7 @@ from toold.search.ignore import IGNORE_FILES, IgnoreRules
 from toold.search.walk import SKIP_DIRS
 from toold.tools.context import CallContext
 from toold.workspace import WorkspaceState, bind
+from toold_protocol.models import CheckpointsListResult
 
 SCENARIO = "rm a.txt; echo new > b.txt; mkdir d; echo x > d/c.txt; chmod +x e.sh"
 """The issue's command: a delete, a change, a new folder with a file, a mode change."""
@@ -145,6 +146,9 @@ def test_what_the_walk_leaves_out_is_named_once(store: CheckpointStore) -> None:
     assert "2 ignored paths (build/, node_modules/)" in note
     [entry] = store.entries()
     assert [f.path for f in entry.files] == ["b.txt"] and entry.uncovered == note
+    listed = CheckpointsListResult.model_validate({"checkpoints": [entry.public()]})
+    wire = listed.model_dump(mode="json", by_alias=True, exclude_none=True)
+    assert wire["checkpoints"][0]["uncovered"] == note  # checkpoints/list shows it
     _, again = shell(store, "echo m > b.txt")
     assert again is None  # told once in a result; every checkpoint keeps it
     assert store.entries()[-1].uncovered == note
