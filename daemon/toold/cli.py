@@ -337,19 +337,6 @@ def _run(args: argparse.Namespace) -> int:
 def _mcp(args: argparse.Namespace) -> int:
     from toold.engine.hardening import harden
 
-    _configure_logging(args.log_level, args.log_file)
-    harden(runs_tools=True)
-    workspace = args.workspace.resolve()
-    if not workspace.is_dir():
-        print(f"toold: workspace {workspace} is not a folder", file=sys.stderr)
-        return EXIT_USAGE
-    try:
-        from toold.bridge.mcp_server import serve_mcp
-    except ImportError as exc:
-        print(
-            f"toold: the MCP bridge needs the mcp package ({exc}): pip install mcp", file=sys.stderr
-        )
-        return EXIT_USAGE
     http_only = (
         args.host,
         args.port,
@@ -361,6 +348,19 @@ def _mcp(args: argparse.Namespace) -> int:
         print(
             "toold: --host, --port, --token-file, --no-token and --allow-host need --http",
             file=sys.stderr,
+        )
+        return EXIT_USAGE
+    _configure_logging(args.log_level, args.log_file)
+    harden(runs_tools=True)
+    workspace = args.workspace.resolve()
+    if not workspace.is_dir():
+        print(f"toold: workspace {workspace} is not a folder", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        from toold.bridge.mcp_server import serve_mcp
+    except ImportError as exc:
+        print(
+            f"toold: the MCP bridge needs the mcp package ({exc}): pip install mcp", file=sys.stderr
         )
         return EXIT_USAGE
     if args.http:

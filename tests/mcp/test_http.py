@@ -18,9 +18,11 @@ import httpx2
 import mcp.types as types
 import pytest
 from mcp.client.client import Client
+from mcp.client.context import ClientRequestContext
 from mcp.client.streamable_http import streamable_http_client
 
 from tests.mcp.http_process import HttpServer, toold_http
+from tests.mcp.reading import audit, text
 from tests.waiting import wait_until
 from toold.bridge.inflight import MAX_IN_FLIGHT
 
@@ -44,7 +46,7 @@ def workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
     ws = tmp_path_factory.mktemp("http") / "ws"
     ws.mkdir()
     (ws / "toold.toml").write_text(
-        f'[permissions]\nmode = "bypass"\n[limits]\nmax_message_bytes = {BODY_CAP}\n',
+        f"[limits]\nmax_message_bytes = {BODY_CAP}\n",
         encoding="utf-8",
     )
     return ws
@@ -82,42 +84,61 @@ def initialize(server: HttpServer, headers: dict[str, str] | None = None) -> int
 
 
 @asynccontextmanager
-async def sdk_client(server: HttpServer, mode: str, token: str = TOKEN) -> AsyncIterator[Client]:
+async def sdk_client(
+    server: HttpServer, mode: str, user: User | None = None, token: str = TOKEN
+) -> AsyncIterator[Client]:
     """The SDK's high-level client over its streamable HTTP transport, with the token."""
+    transport = streamable_http_client
     async with (
         httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}) as http,
-        Client(streamable_http_client(server.url, http_client=http), mode=mode) as client,
+        Client(
+            transport(server.url, http_client=http), mode=mode, elicitation_callback=user
+        ) as client,
     ):
         yield client
 
 
-def text(result: types.CallToolResult) -> str:
-    block = result.content[0]
-    assert isinstance(block, types.TextContent)
-    return block.text
+class User:
+    """The SDK client's elicitation callback: answers from a script, keeps the questions."""
+
+    def __init__(self, *answers: str) -> None:
+        self.answers = list(answers)
+        self.asked: list[str] = []
+
+    async def __call__(
+        self, ctx: ClientRequestContext, params: types.ElicitRequestParams
+    ) -> types.ElicitResult:
+        self.asked.append(params.message)
+        return types.ElicitResult(action="accept", content={"answer": self.answers.pop(0)})
 
 
 @pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])
-def test_the_sdk_client_lists_tools_and_writes_a_canary(
+def test_the_sdk_client_lists_tools_and_is_asked_before_a_write(
     served: HttpServer, workspace: Path, mode: str
 ) -> None:
-    canary = f"canary-{mode}.txt"
+    """Over HTTP as over stdio: an elicitation on the handshake revision (on the POST's SSE
+    stream), an input_required result on 2026-07-28; Allow writes the canary, Deny not."""
+    user = User("allow", "deny")
+    allowed, denied = f"allowed-{mode}.txt", f"denied-{mode}.txt"
 
-    async def scenario() -> tuple[types.ListToolsResult, types.CallToolResult]:
-        async with sdk_client(served, mode) as client:
+    async def scenario() -> tuple[types.ListToolsResult, list[types.CallToolResult]]:
+        async with sdk_client(served, mode, user) as client:
             listed = await client.list_tools()
-            wrote = await client.call_tool(
-                "write_file", {"file_path": canary, "content": f"written over {mode}\n"}
-            )
-            return listed, wrote
+            results = [
+                await client.call_tool("write_file", {"file_path": name, "content": mode})
+                for name in (allowed, denied)
+            ]
+            return listed, results
 
-    listed, wrote = asyncio.run(asyncio.wait_for(scenario(), 60))
+    listed, (wrote, refused) = asyncio.run(asyncio.wait_for(scenario(), 60))
     assert {"bash", "read_file", "write_file"} <= {t.name for t in listed.tools}
+    assert len(user.asked) == 2 and f"+++ b/{allowed}" in user.asked[0]
     assert not wrote.is_error, text(wrote)
-    assert (workspace / canary).read_text(encoding="utf-8") == f"written over {mode}\n"
-    audit = (workspace / ".toold" / "audit.jsonl").read_text(encoding="utf-8").splitlines()
-    calls = [json.loads(line) for line in audit]
-    assert any(c["tool"] == "write_file" and canary in json.dumps(c) for c in calls)
+    assert (workspace / allowed).read_text(encoding="utf-8") == mode
+    assert refused.is_error and not (workspace / denied).exists()
+    assert text(refused).startswith("Denied: write_file was not allowed (user denied")
+    verdicts = {e["verdict"] for e in audit(workspace) if denied in json.dumps(e)}
+    assert verdicts == {"denied_by_user"}
 
 
 def test_a_missing_or_wrong_token_is_refused_with_401(served: HttpServer, workspace: Path) -> None:
@@ -183,6 +204,7 @@ def test_requests_past_the_in_flight_cap_get_503_until_one_ends(served: HttpServ
         refused = wait_until(
             lambda: (r := request(served, body=json.dumps(INIT).encode())).status == 503 and r,
             f"the {MAX_IN_FLIGHT + 1}th request refused",
+            timeout=30,
         )
         assert refused.getheader("Retry-After") == "1"
     finally:
@@ -204,15 +226,18 @@ def test_a_made_token_is_printed_and_sigterm_stops_cleanly(tmp_path: Path) -> No
         token = line.split()[-1]
         assert len(token) >= 32
 
-        async def write() -> types.CallToolResult:
+        async def write_then_stop() -> tuple[types.CallToolResult, int]:
             async with sdk_client(server, "legacy", token=token) as client:
-                return await client.call_tool(
+                wrote = await client.call_tool(
                     "write_file", {"file_path": "made.txt", "content": "ok"}
                 )
+                # SIGTERM while the session (and its GET stream) is open.
+                return wrote, await asyncio.to_thread(server.stop, signal.SIGTERM)
 
-        assert not asyncio.run(asyncio.wait_for(write(), 60)).is_error
+        wrote, status = asyncio.run(asyncio.wait_for(write_then_stop(), 60))
+        assert not wrote.is_error
         assert (workspace / "made.txt").read_text(encoding="utf-8") == "ok"
-        assert server.stop(signal.SIGTERM) == 0
+        assert status == 0
         assert not any("Traceback" in x for x in server.stderr), "".join(server.stderr)
 
 

@@ -29,7 +29,6 @@ import sys
 from collections.abc import Generator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import uvicorn
 from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
@@ -38,7 +37,7 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from toold.bridge.inflight import MAX_IN_FLIGHT
-from toold.bridge.mcp_server import build_server
+from toold.bridge.mcp_server import mcp_workspace
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +47,8 @@ MCP_PATH = "/mcp"
 """The endpoint, as in the SDK's examples and most clients' defaults."""
 MAX_SESSIONS = 256
 """Sessions open at once; one more is refused (503) until one ends or idles out."""
+CONNECTIONS = 4 * MAX_SESSIONS
+"""Open connections at most (a session's GET stream holds one while it lasts)."""
 SHUTDOWN_GRACE = 5
 """Seconds a signal waits for requests under way (a GET stream never ends by itself)."""
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
@@ -162,8 +163,10 @@ class Guard:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Refuse what fails a check; pass the rest to the SDK's app."""
-        if scope["type"] != "http":  # lifespan: the session manager's start and stop
+        if scope["type"] == "lifespan":  # the session manager's start and stop
             await self.app(scope, receive, send)
+            return
+        if scope["type"] != "http":  # uvicorn runs with ws="none": fail closed all the same
             return
         request = Request(scope)
         refused = await self.origin_check.validate_request(request, is_post=False)
@@ -235,15 +238,10 @@ def endpoint_url(sock: socket.socket) -> str:
 
 
 async def serve_http(workspace: Path, options: HttpOptions, sock: socket.socket) -> None:
-    """Open ``workspace`` and serve MCP over HTTP on ``sock`` until SIGINT or SIGTERM."""
-    from toold.opening import open_workspace
-
-    def drop(method: str, params: dict[str, Any]) -> None:
-        log.debug("no MCP equivalent for %s; dropped", method)
-
+    """Open ``workspace`` (mcp_workspace, as stdio does: the guard asks the client) and
+    serve MCP over HTTP on ``sock`` until SIGINT or SIGTERM."""
     with sock:
-        async with open_workspace(workspace, push=drop, report=log.error) as state:
-            server = build_server(state)
+        async with mcp_workspace(workspace) as (state, server):
             settings = security_settings(options)
             app = server.streamable_http_app(
                 streamable_http_path=MCP_PATH,
@@ -256,13 +254,18 @@ async def serve_http(workspace: Path, options: HttpOptions, sock: socket.socket)
                 Guard(app, settings, options.token),
                 log_level="warning",
                 lifespan="on",
+                ws="none",
+                # Connections and requests at once; past that uvicorn answers 503 itself.
+                limit_concurrency=CONNECTIONS,
                 timeout_graceful_shutdown=SHUTDOWN_GRACE,
                 server_header=False,
             )
             runner = _Uvicorn(config)
             loop = asyncio.get_running_loop()
             for sig in (signal.SIGINT, signal.SIGTERM):
-                loop.add_signal_handler(sig, setattr, runner, "should_exit", True)
+                # handle_exit, not should_exit alone: sse-starlette hooks it to end the
+                # open SSE streams, which would otherwise hold the stop for SHUTDOWN_GRACE.
+                loop.add_signal_handler(sig, runner.handle_exit, sig, None)
             if options.token_printed:
                 print(f"toold mcp: bearer token {options.token}", file=sys.stderr, flush=True)
             # The socket listens already: a client that reads the URL can connect now.
