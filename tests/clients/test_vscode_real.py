@@ -39,6 +39,7 @@ from tests.agents.conftest import API_KEY, ModelServer, tool_results
 from tests.clients import code_server
 from tests.clients.toolchain import CLIENTS, ROOT, apt_install, run
 from tests.clients.vscode_ui import CHROMIUM_FLAGS, WAIT_MS, Screens, Workbench
+from tests.engine.support import stop_engines
 from tests.environment import in_ci, unavailable
 from tests.processes import processes_matching, wait_gone
 from tests.waiting import wait_until
@@ -234,8 +235,13 @@ def session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Session]:
     )
     _user_settings(home / "user-data")
     model = ModelServer()
+    # The extension's `toold serve` relays to the workspace's engine, as for a user (not
+    # the private daemon the rest of the suite defaults to); the engines live here.
+    runtime = home / "rt"
+    runtime.mkdir(mode=0o700)
     env = {
-        **server.env(),
+        **{k: v for k, v in server.env().items() if k != "TOOLD_NO_DAEMON"},
+        "TOOLD_RUNTIME_DIR": os.fspath(runtime),
         "ANTHROPIC_API_KEY": API_KEY,
         "ANTHROPIC_BASE_URL": model.url,
         "XDG_CONFIG_HOME": os.fspath(home / "config"),
@@ -266,6 +272,7 @@ def session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Session]:
             browser.close()
     finally:
         process.stop()
+        stop_engines(runtime, env)
         model.close()
 
 
@@ -332,9 +339,10 @@ def test_activation_and_status_bar(session: Session, screens: Screens) -> None:
     expect(item).to_contain_text("toold")
     screens.shot("status-running")
     ui.command("toold: Show Log")
-    # The channel shows its last lines: the daemon's own log, started with --stdio.
+    # The channel shows its last lines: the relay's log (started with --stdio), which
+    # names the workspace's engine that serves it.
     log = ui.page.get_by_role("document", name="toold - Output")
-    expect(log).to_contain_text(f"serving {session.workspace}")
+    expect(log).to_contain_text(f"serving {session.workspace} through its engine")
     # Found where a Python project keeps it, whatever PATH the extension host was given.
     expect(log).to_contain_text(f"Starting {session.venv_toold} (the workspace's .venv)")
     screens.shot("output-channel")
