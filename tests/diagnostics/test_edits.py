@@ -6,6 +6,7 @@ import asyncio
 from pathlib import Path
 
 from tests.diagnostics.conftest import MakeEdits
+from toold.diagnostics.servers import find_program
 
 
 def test_an_unused_import_is_reported_and_its_fix_reported_gone(edits_with: MakeEdits) -> None:
@@ -100,5 +101,23 @@ def test_off_means_no_server_and_no_field(edits_with: MakeEdits) -> None:
     async def body() -> None:
         outcome = await edits.call("write_file", file_path="a.py", content="import os\n")
         assert outcome.diagnostics is None and edits.service.running() == {}
+
+    asyncio.run(body())
+
+
+def test_a_type_error_comes_from_ty_beside_ruff(edits_with: MakeEdits) -> None:
+    assert find_program("ty"), "ty is not installed: pip install -e '.[dev]'"
+    edits = edits_with()
+
+    async def body() -> None:
+        await edits.call("write_file", file_path="t.py", content="x: int = 1\n")
+        outcome = await edits.call(
+            "edit_file", file_path="t.py", old_text="x: int = 1\n", new_text='x: int = "a"\n'
+        )
+        assert outcome.diagnostics is not None
+        assert [(d.source, d.code, d.line) for d in outcome.diagnostics.new] == [
+            ("ty", "invalid-assignment", 1)
+        ]
+        assert set(edits.service.running()) == {"ruff", "ty"}
 
     asyncio.run(body())

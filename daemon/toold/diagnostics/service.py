@@ -243,7 +243,9 @@ class DiagnosticsService:
         slot.idle = loop.call_later(idle, lambda: self._idle_stop(slot))
 
     def _idle_stop(self, slot: _Slot) -> None:
-        if not slot.lock.locked():
+        if slot.lock.locked():  # busy after all: idle from now on
+            self._touch(slot)
+        else:
             task = asyncio.ensure_future(self._stop(slot))
             self._late.add(task)
             task.add_done_callback(self._late.discard)
