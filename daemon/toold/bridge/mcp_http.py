@@ -7,16 +7,20 @@ module binds, loopback by default. In front of it, in this order, every request 
 1. the SDK's Host/Origin check (DNS rebinding): a browser page on another site that
    resolves its name to 127.0.0.1 gets 421 (Host) or 403 (Origin), token or not;
 2. the bearer token, compared in constant time: 401 with ``WWW-Authenticate``;
-3. the cap on requests in flight (``bridge.inflight.MAX_IN_FLIGHT``, as on stdio): one
+3. a POST that is not JSON: 415 (the SDK itself would say 400);
+4. the cap on requests in flight (``bridge.inflight.MAX_IN_FLIGHT``, as on stdio): one
    POST more gets 503 with ``Retry-After`` (HTTP cannot stop reading one client only).
 
-Every session of the process serves the one workspace the process opened.
+Then the SDK's app refuses a body over ``[limits] max_message_bytes`` (413), an unknown
+session (404), a wrong ``Accept`` (406) or method (405). Every session of the process
+serves the one workspace the process opened (``mcp_server.mcp_workspace``, as on stdio).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import hmac
 import ipaddress
 import json
@@ -50,7 +54,7 @@ MAX_SESSIONS = 256
 CONNECTIONS = 4 * MAX_SESSIONS
 """Open connections at most (a session's GET stream holds one while it lasts)."""
 SHUTDOWN_GRACE = 5
-"""Seconds a signal waits for requests under way (a GET stream never ends by itself)."""
+"""Seconds a signal waits for calls under way before they are cancelled."""
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 
 
@@ -140,6 +144,11 @@ def _json_error(status: int, message: str, headers: dict[str, str] | None = None
     return Response(json.dumps(body), status, headers, media_type="application/json")
 
 
+def _digest(token: str) -> bytes:
+    """Digests of equal length, so that comparing them tells nothing of the token's."""
+    return hashlib.sha256(token.encode("utf-8", "surrogateescape")).digest()
+
+
 def _is_json(request: Request) -> bool:
     media_type = request.headers.get("content-type", "").partition(";")[0]
     return media_type.strip().lower() == "application/json"
@@ -157,7 +166,7 @@ class Guard:
     ) -> None:
         self.app = app
         self.origin_check = TransportSecurityMiddleware(settings)
-        self.token = token.encode("utf-8") if token is not None else None
+        self.token = _digest(token) if token is not None else None
         self.cap = cap
         self.in_flight = 0
 
@@ -195,7 +204,7 @@ class Guard:
             return None
         scheme, _, presented = request.headers.get("authorization", "").partition(" ")
         if scheme.lower() == "bearer" and hmac.compare_digest(
-            presented.strip().encode("utf-8"), self.token
+            _digest(presented.strip()), self.token
         ):
             return None
         # RFC 6750 §3: no error code when the request carried no credentials.
@@ -237,10 +246,29 @@ def endpoint_url(sock: socket.socket) -> str:
     return f"http://{host}:{port}{MCP_PATH}"
 
 
+class _Stop:
+    """SIGINT/SIGTERM from the start: while the workspace loads they only mark the stop;
+    once uvicorn runs they are its handle_exit (sse-starlette hooks that to end the open
+    SSE streams, which would otherwise hold the stop for SHUTDOWN_GRACE)."""
+
+    def __init__(self) -> None:
+        self.requested = False
+        self.runner: uvicorn.Server | None = None
+
+    def __call__(self, sig: int) -> None:
+        self.requested = True
+        if self.runner is not None:
+            self.runner.handle_exit(sig, None)
+
+
 async def serve_http(workspace: Path, options: HttpOptions, sock: socket.socket) -> None:
     """Open ``workspace`` (mcp_workspace, as stdio does: the guard asks the client) and
     serve MCP over HTTP on ``sock`` until SIGINT or SIGTERM."""
-    with sock:
+    loop = asyncio.get_running_loop()
+    stop = _Stop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop, sig)
+    try:
         async with mcp_workspace(workspace) as (state, server):
             settings = security_settings(options)
             app = server.streamable_http_app(
@@ -252,6 +280,7 @@ async def serve_http(workspace: Path, options: HttpOptions, sock: socket.socket)
             )
             config = uvicorn.Config(
                 Guard(app, settings, options.token),
+                log_config=None,  # uvicorn's records go where toold's logging sends them
                 log_level="warning",
                 lifespan="on",
                 ws="none",
@@ -260,21 +289,18 @@ async def serve_http(workspace: Path, options: HttpOptions, sock: socket.socket)
                 timeout_graceful_shutdown=SHUTDOWN_GRACE,
                 server_header=False,
             )
-            runner = _Uvicorn(config)
-            loop = asyncio.get_running_loop()
-            for sig in (signal.SIGINT, signal.SIGTERM):
-                # handle_exit, not should_exit alone: sse-starlette hooks it to end the
-                # open SSE streams, which would otherwise hold the stop for SHUTDOWN_GRACE.
-                loop.add_signal_handler(sig, runner.handle_exit, sig, None)
+            stop.runner = _Uvicorn(config)
+            if stop.requested:  # a signal while the workspace loaded
+                return
             if options.token_printed:
                 print(f"toold mcp: bearer token {options.token}", file=sys.stderr, flush=True)
             # The socket listens already: a client that reads the URL can connect now.
             print(endpoint_url(sock), flush=True)
-            try:
-                await runner.serve(sockets=[sock])
-            finally:
-                for sig in (signal.SIGINT, signal.SIGTERM):
-                    loop.remove_signal_handler(sig)
+            await stop.runner.serve(sockets=[sock])
+    finally:
+        sock.close()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(sig)
 
 
 def serve_mcp_http(workspace: Path, options: HttpOptions) -> int:
@@ -285,5 +311,8 @@ def serve_mcp_http(workspace: Path, options: HttpOptions) -> int:
     except OSError as exc:
         print(f"toold: cannot listen on {options.host}:{options.port}: {exc}", file=sys.stderr)
         return 2
-    asyncio.run(serve_http(workspace, options, sock))
+    try:
+        asyncio.run(serve_http(workspace, options, sock))
+    except KeyboardInterrupt:  # before serve_http's handlers were in place
+        log.info("stopped")
     return 0
