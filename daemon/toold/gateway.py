@@ -16,9 +16,11 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 from pydantic_core import to_jsonable_python
@@ -30,6 +32,7 @@ from toold.diagnostics.step import after_call, before_call
 from toold.dispatch import run_tool
 from toold.errors import FileChangedError
 from toold.hooks import Hooks, PreHookVerdict
+from toold.inotify import Inotify, remote_filesystem
 from toold.outcome import ToolOutcome, error_text
 from toold.permissions.guard import DENIED, PermissionGuard
 from toold.sandbox.runner import ToolRunner
@@ -40,6 +43,7 @@ from toold.tools.context import CallContext
 from toold.tools.filestate import FileTracker
 from toold.tools.runtime import ToolRuntime
 from toold.tools.toolset import ToolSet
+from toold.watching import POLLING_ENV
 
 log = logging.getLogger(__name__)
 
@@ -233,7 +237,9 @@ class ToolGateway:
         cover is told once, after the call's text."""
         baseline = store.baseline
         if baseline is None:
-            baseline = store.baseline = Baseline(store, SKIP_DIRS, IgnoreRules, IGNORE_FILES)
+            baseline = store.baseline = Baseline(
+                store, SKIP_DIRS, IgnoreRules, IGNORE_FILES, _watcher(store.workspace)
+            )
         try:
             before = await asyncio.to_thread(baseline.begin)
         except OSError as exc:  # the workspace itself unreadable: the call says why
@@ -262,6 +268,15 @@ class ToolGateway:
 
 _recording: set[asyncio.Task[None]] = set()
 """Background jobs' checkpoints waiting for their jobs to end (kept from collection)."""
+
+
+def _watcher(workspace: Path) -> Callable[[], Inotify] | None:
+    """What lets a shell call skip the walk before it when nothing changed (an inotify
+    instance of the baseline's own); None where inotify misses changes (a remote
+    filesystem, or TOOLD_WATCH_POLLING set)."""
+    if os.environ.get(POLLING_ENV) == "1" or remote_filesystem(workspace) is not None:
+        return None
+    return Inotify
 
 
 def _changes_tree(tool: Tool, checked: Any) -> bool:

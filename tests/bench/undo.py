@@ -14,8 +14,11 @@ runner unless told otherwise: ``bash -c true`` through ``gateway.call`` (origin 
 3. with checkpoints on, each call changing one file (``echo >> f``): the walks, one file
    read and one checkpoint recorded.
 
-The added latency is the median of 2 or 3 minus the median of 1. Figures only: nothing
-is asserted.
+The added latency is the median of 2 or 3 minus the median of 1. Where inotify works,
+the walk before a call is skipped when no covered folder changed since the last one, so
+the steady state is one walk a call. The floor printed beside it is a bare walk of the same
+tree (``os.scandir`` and ``lstat`` of every entry, nothing else), which tells the walk's own
+cost from the machine's load. Figures only: nothing is asserted.
 """
 
 from __future__ import annotations
@@ -39,6 +42,30 @@ def _tree(root: Path, files: int) -> None:
         if i % 100 == 0:
             folder.mkdir()
         (folder / f"f{i:05d}.txt").write_bytes(CONTENT)
+
+
+def _floor(root: Path, calls: int) -> float:
+    """Median milliseconds of a bare stat walk of ``root``: the least any walk costs here."""
+
+    def walk(fd: int) -> None:
+        with os.scandir(fd) as it:
+            for entry in it:
+                if entry.is_dir(follow_symlinks=False):
+                    if entry.name != ".toold":
+                        sub = os.open(entry.name, os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+                        walk(sub)
+                        os.close(sub)
+                else:
+                    entry.stat(follow_symlinks=False)
+
+    seconds = []
+    for _ in range(calls):
+        started = time.perf_counter()
+        fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+        walk(fd)
+        os.close(fd)
+        seconds.append(time.perf_counter() - started)
+    return round(statistics.median(seconds) * 1000, 2)
 
 
 def _stats(seconds: list[float]) -> dict[str, float]:
@@ -87,7 +114,16 @@ def bench_undo(files: int = 10_000, calls: int = 30, runner: str = "local") -> d
         os.environ["TOOLD_STATE_DIR"] = str(root / "state")
         off = asyncio.run(_calls(workspace, False, calls, runner))
         on = asyncio.run(_calls(workspace, True, calls, runner))
-    return {"files": files, "calls": calls, "runner": runner, "off": off, "on": on}
+        floor = _floor(workspace, calls)
+    return {
+        "files": files,
+        "calls": calls,
+        "runner": runner,
+        "off": off,
+        "on": on,
+        "floorMs": floor,
+        "load": os.getloadavg()[0],
+    }
 
 
 def table(results: dict[str, Any]) -> str:
@@ -106,6 +142,8 @@ def table(results: dict[str, Any]) -> str:
             f"  checkpoints on:  one file changed p50 {on['change']['p50Ms']:8.2f} ms  "
             f"p90 {on['change']['p90Ms']:8.2f} ms  "
             f"(+{on['change']['p50Ms'] - off['change']['p50Ms']:.2f} ms)",
+            f"  floor: a bare scandir + lstat walk of the tree  {results['floorMs']:8.2f} ms "
+            f"(load average {results['load']:.1f} on {os.cpu_count()} CPUs)",
         ]
     )
 

@@ -19,6 +19,7 @@ import pytest
 from toold.checkpoints import CheckpointStore
 from toold.checkpoints.baseline import Baseline
 from toold.errors import CheckpointConflict
+from toold.inotify import Inotify
 from toold.search.ignore import IGNORE_FILES, IgnoreRules
 from toold.search.walk import SKIP_DIRS
 from toold.tools.context import CallContext
@@ -52,10 +53,13 @@ def seed(root: Path) -> None:
     (root / "keep" / "k.txt").write_text("k")
 
 
-@pytest.fixture
-def store(workspace: Path) -> CheckpointStore:
+@pytest.fixture(params=["watched", "walked"])
+def store(workspace: Path, request: pytest.FixtureRequest) -> CheckpointStore:
+    """A store whose baseline skips the walk before a call when inotify saw no change
+    ("watched", the default where inotify works) or walks before every call ("walked")."""
     made = CheckpointStore(workspace, workspace / ".toold" / "checkpoints", 1 << 24, 1 << 20)
-    made.baseline = Baseline(made, SKIP_DIRS, IgnoreRules, IGNORE_FILES)
+    watcher = Inotify if request.param == "watched" else None
+    made.baseline = Baseline(made, SKIP_DIRS, IgnoreRules, IGNORE_FILES, watcher)
     return made
 
 
@@ -110,6 +114,43 @@ def test_a_change_made_after_the_call_is_a_conflict(store: CheckpointStore) -> N
     with pytest.raises(CheckpointConflict, match=r"b\.txt"):
         store.restore(checkpoint, "user")
     assert (ws / "b.txt").read_text() == "the user's\n"
+
+
+def test_a_change_between_calls_is_the_next_calls_before(store: CheckpointStore) -> None:
+    ws = store.workspace
+    seed(ws)
+    shell(store, "mkdir -p new/deep; echo 1 > new/deep/n.txt")
+    # The user edits, outside toold, a file at the root and one in the folder just made.
+    (ws / "b.txt").write_text("the user's\n")
+    (ws / "new" / "deep" / "n.txt").write_text("the user's n\n")
+    checkpoint, _ = shell(store, "echo shell > b.txt; echo shell > new/deep/n.txt")
+    assert checkpoint is not None
+    store.restore(checkpoint, "user")
+    assert (ws / "b.txt").read_text() == "the user's\n"
+    assert (ws / "new" / "deep" / "n.txt").read_text() == "the user's n\n"
+
+
+def test_a_quiet_tree_is_walked_once_a_call_when_watched(
+    store: CheckpointStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seed(store.workspace)
+    baseline = store.baseline
+    assert baseline is not None
+    shell(store, "true")
+    walks: list[int] = []
+    real = baseline._walk
+
+    def counted(known: dict[str, Any]) -> Any:
+        walks.append(1)
+        return real(known)
+
+    monkeypatch.setattr(baseline, "_walk", counted)
+    for _ in range(3):
+        shell(store, "echo x >> b.txt")
+    assert len(walks) == (3 if baseline.watch is not None else 6)
+    (store.workspace / "a.txt").write_text("outside")  # an event: the next call walks first
+    shell(store, "true")
+    assert len(walks) == (5 if baseline.watch is not None else 8)
 
 
 def test_only_files_whose_stat_changed_are_read_again(

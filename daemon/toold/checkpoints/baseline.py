@@ -12,6 +12,12 @@ the gateway cannot snapshot them as it does a file tool's. Instead, around such 
   the folders created and removed since the walk before become one checkpoint, their
   old contents already stored. A background job's is recorded when the job ends.
 
+Where inotify works (``watcher``: an instance of the baseline's own), each folder is
+watched before the walk lists it, and queued events are drained before a walk starts: a
+call whose folders had no event since the last walk began skips the walk before it (the
+tree is as that walk saw it), so a quiet tree costs one walk a call, not two. Any event,
+a queue overflow, a refused watch or the entry cap sends it back to walking.
+
 Bounded, and never silently: ``.git/``, ``.toold/``, the folders the searches skip
 (toold.search.walk.SKIP_DIRS) and what the ignore files ignore (toold.search.ignore)
 are not walked; a file over ``limits.max_file_size``, and files past
@@ -30,6 +36,7 @@ from __future__ import annotations
 import os
 import stat
 import threading
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -47,6 +54,14 @@ NEVER_WALKED = frozenset({".git", ".toold"})
 NAMED = 3
 """Paths a note names of each kind before it counts the rest."""
 Parts = tuple[str, ...]
+
+
+class Watcher(Protocol):
+    """An inotify instance (toold.inotify.Inotify): folders added, events read."""
+
+    def add(self, folder: Path) -> int: ...
+    def read(self) -> bytes: ...
+    def close(self) -> None: ...
 
 
 class IgnoreRules(Protocol):
@@ -138,6 +153,7 @@ class Baseline:
         skip_dirs: frozenset[str],
         rules: Callable[[], IgnoreRules],
         ignore_files: tuple[str, ...],
+        watcher: Callable[[], Watcher] | None = None,
     ) -> None:
         self.store = store
         self.skip_dirs = skip_dirs
@@ -153,12 +169,24 @@ class Baseline:
         and a drop change it by set operations, never by a loop over the whole tree."""
         self._lock = threading.Lock()
         self._told: frozenset[str] = frozenset()
+        self.watch: Watcher | None = None
+        """Every covered folder, watched: when it has no event, the tree is as the current
+        snapshot saw it, and the walk before a call is skipped. None: always walk."""
+        self._watched_all = False
+        if watcher is not None:
+            try:
+                self.watch = watcher()
+            except OSError:
+                self.watch = None  # no instance to be had: every call walks twice
+            else:
+                weakref.finalize(self, self.watch.close)
 
     # -- around a call --------------------------------------------------------------------
     def begin(self) -> Snapshot:
         """The tree before a call (its changed files stored), held until ``finish``."""
         with self._lock:
-            snapshot = self._advance()
+            current = self._current
+            snapshot = current if current is not None and self._quiet() else self._advance()
             snapshot.refs += 1
             return snapshot
 
@@ -197,9 +225,23 @@ class Baseline:
         if gone:
             self.store.release(list(gone))
 
+    def _quiet(self) -> bool:
+        """Whether no covered folder changed since the current snapshot's walk began: every
+        one is watched and no event is queued (the kernel queues one as a change is made)."""
+        if self.watch is None or not self._watched_all:
+            return False
+        if not self.watch.read():
+            return True
+        while self.watch.read():
+            pass  # the walk that follows covers them
+        return False
+
     def _advance(self) -> Snapshot:
         """A new walk (under the lock) becomes the current snapshot; the old one is dropped."""
         previous = self._current
+        if self.watch is not None:
+            while self.watch.read():
+                pass  # made before this walk: it sees them; later ones stay queued
         snapshot = self._walk(previous.files if previous is not None else {})
         self._current = snapshot
         self._live.append(snapshot)
@@ -225,6 +267,7 @@ class Baseline:
             self.store.hold(list(fresh))
             self._pinned |= fresh
             self.store.release(walk.held, sweep=False)
+        self._watched_all = walk.watched and not walk.gaps.truncated
         return Snapshot(walk.files, walk.folders, walk.gaps, digests)
 
 
@@ -247,10 +290,18 @@ class _Walk:
         """Digests this walk stored (held as they were stored)."""
         self.reused: list[str] = []
         """Digests of files unchanged since the last walk (held when the walk ends)."""
+        self.watch = baseline.watch
+        self.watched = self.watch is not None
+        """Every folder walked was watched before it was listed (no watch refused)."""
 
     def folder(self, fd: int, parts: Parts, root: str, ruled: bool = False) -> None:
         """Walk the folder ``parts`` (open as ``fd``), its entries in sorted order;
         ``ruled``: an ignore file lies in a folder above (its rules are read)."""
+        if self.watch is not None:
+            try:  # before listing it: a change made after its entries are read is queued
+                self.watch.add(Path(root, *parts))
+            except OSError:
+                self.watched = False  # fs.inotify.max_user_watches used up: walk each call
         try:
             with os.scandir(fd) as it:
                 entries = sorted(it, key=lambda e: e.name)
