@@ -100,6 +100,7 @@ def scenario_results(output: Path) -> dict[str, list[dict[str, str]]]:
     return results
 
 
+@pytest.mark.timeout(900)  # the first run on a machine installs Node 24 and both packages
 def test_the_conformance_suite_passes_every_scenario_toold_offers(
     node_tools: NodeTools, tmp_path: Path
 ) -> None:
@@ -136,6 +137,7 @@ def test_the_conformance_suite_passes_every_scenario_toold_offers(
     }
 
 
+@pytest.mark.timeout(900)  # as above, when it runs first
 def test_the_inspector_cli_lists_and_calls_a_tool_over_http(
     node_tools: NodeTools, tmp_path: Path
 ) -> None:
