@@ -30,7 +30,7 @@ from toold.checkpoints.baseline import Baseline, Snapshot
 from toold.checkpoints.store import IndexBusy, Pending
 from toold.diagnostics.step import after_call, before_call
 from toold.dispatch import run_tool
-from toold.errors import FileChangedError
+from toold.errors import CheckpointStoreError, FileChangedError
 from toold.hooks import Hooks, PreHookVerdict
 from toold.inotify import Inotify, remote_filesystem
 from toold.outcome import ToolOutcome, error_text
@@ -242,9 +242,10 @@ class ToolGateway:
             )
         try:
             before = await asyncio.to_thread(baseline.begin)
-        except OSError as exc:  # the workspace itself unreadable: the call says why
-            log.warning("%s: no checkpoint (cannot walk the workspace: %s)", tool.name, exc)
-            return await run_tool(tool, checked, context, self.runner)
+        except (OSError, CheckpointStoreError) as exc:  # the call runs; its result says so
+            log.warning("%s: no checkpoint (%s)", tool.name, exc)
+            outcome = await run_tool(tool, checked, context, self.runner)
+            return _noted(outcome, f"no checkpoint of this call was recorded: {exc}")
         job: asyncio.Task[None] | None = None
         try:
             outcome = await run_tool(tool, checked, context, self.runner)
@@ -261,13 +262,18 @@ class ToolGateway:
                     )
                 )
                 task.add_done_callback(_recording.discard)
-        if note is not None and isinstance(outcome.content, str):
-            outcome = replace(outcome, content=f"{outcome.content}\n\n({note})".lstrip())
-        return outcome
+        return _noted(outcome, note)
 
 
 _recording: set[asyncio.Task[None]] = set()
 """Background jobs' checkpoints waiting for their jobs to end (kept from collection)."""
+
+
+def _noted(outcome: ToolOutcome, note: str | None) -> ToolOutcome:
+    """The outcome with what undo could not cover after its text (a text result only)."""
+    if note is None or not isinstance(outcome.content, str):
+        return outcome
+    return replace(outcome, content=f"{outcome.content}\n\n({note})".lstrip())
 
 
 def _watcher(workspace: Path) -> Callable[[], Inotify] | None:

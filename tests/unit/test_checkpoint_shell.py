@@ -279,3 +279,20 @@ def test_a_background_jobs_checkpoint_is_recorded_when_it_ends(workspace: Path) 
 
     asyncio.run(main())
     assert fingerprint(workspace) == before
+
+
+def test_a_store_that_cannot_be_written_never_fails_the_call(workspace: Path) -> None:
+    seed(workspace)
+    (workspace / ".toold").mkdir()
+    (workspace / ".toold" / "checkpoints").write_text("not a folder")
+
+    async def main() -> None:
+        state = _bound(workspace)
+        try:
+            done = await state.gateway.call("bash", {"command": "echo ran"}, CallContext())
+            assert not done.is_error
+            assert done.content.startswith("ran\n\n(no checkpoint of this call was recorded: ")
+        finally:
+            await state.aclose()
+
+    asyncio.run(main())

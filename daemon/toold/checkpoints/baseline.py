@@ -33,6 +33,7 @@ this process never removes them; objects no snapshot and no checkpoint names go.
 
 from __future__ import annotations
 
+import logging
 import os
 import stat
 import threading
@@ -43,10 +44,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from toold.checkpoints.index import Checkpoint, FileChange
+from toold.errors import CheckpointStoreError
 from toold.sandbox.paths import DIR_FLAGS, require_inside
 
 if TYPE_CHECKING:
     from toold.checkpoints.store import CheckpointStore
+
+log = logging.getLogger(__name__)
 
 _FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 NEVER_WALKED = frozenset({".git", ".toold"})
@@ -197,7 +201,11 @@ class Baseline:
         the note of what undo does not cover when the call's result has not told it yet."""
         try:
             with self._lock:
-                after = self._advance()
+                try:
+                    after = self._advance()
+                except (OSError, CheckpointStoreError) as exc:  # the call's result stands
+                    log.warning("%s by %s: no checkpoint recorded: %s", tool, origin, exc)
+                    return None, f"no checkpoint of this call was recorded: {exc}"
                 changes, created, removed = _compare(before, after, self.store.workspace)
                 note = after.gaps.note(self.store.max_file_size, self.store.max_entries)
                 new = after.gaps.keys() - self._told
@@ -383,7 +391,13 @@ class _Walk:
         if len(data) > self.max_file_size:
             return seen
         key = stat_key(opened)
-        return Seen(key, self.store.keep(self.held, data, key[4]))
+        try:
+            digest = self.store.keep(self.held, data, key[4])
+        except OSError as exc:  # the store, not the file: no walk can go on
+            raise CheckpointStoreError(
+                f"cannot store {path} in {self.store.folder}: {exc}"
+            ) from exc
+        return Seen(key, digest)
 
 
 def _compare(
