@@ -32,6 +32,7 @@ def test_schema_describes_every_method() -> None:
         "decision",
         "rule",
         "jobId",
+        "diagnostics",
     }
     assert schema["errorCodes"]["ServerNotInitialized"] == -32002
 
