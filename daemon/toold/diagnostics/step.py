@@ -20,6 +20,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from toold.config import TooldConfig
 from toold.diagnostics.servers import resolved
 from toold.outcome import ToolOutcome
 from toold.sandbox.paths import open_in_workspace, workspace_relative
@@ -49,10 +50,18 @@ def service_for(runtime: ToolRuntime, runner: ToolRunner | None) -> DiagnosticsS
     if service is not None and runner is not None and service.launcher.runner is None:
         service.launcher.runner = runner  # made by the diagnostics tool, which has none
     if service is None:
-        service = DiagnosticsService(runtime.workspace, lambda: runtime.config, runner)
+        # Held weakly: the service (kept in _SERVICES) must not keep its workspace alive.
+        alive = weakref.ref(runtime)
+        service = DiagnosticsService(runtime.workspace, lambda: _config_of(alive), runner)
         _SERVICES[key] = service
         weakref.finalize(runtime, _forget, key)
     return service
+
+
+def _config_of(alive: weakref.ref[ToolRuntime]) -> TooldConfig:
+    """The workspace's configuration in force (the defaults once it is gone)."""
+    runtime = alive()
+    return runtime.config if runtime is not None else TooldConfig()
 
 
 def _forget(key: int) -> None:
