@@ -3,6 +3,10 @@
 Every message the agent sends is recorded as raw wire JSON (the SDK's stream
 observers), so tests assert on the protocol's camelCase contract; permission requests
 are answered from a script of option ids.
+
+``toold acp`` runs as users run it: its sessions are served by the engine of their
+workspace, under a runtime folder of the test's own whose engines are stopped at its
+end. ``agent_env(..., TOOLD_NO_DAEMON="1")`` runs the agent in the process instead.
 """
 
 from __future__ import annotations
@@ -10,8 +14,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import shutil
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable
+import tempfile
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, TypeVar
@@ -32,6 +38,7 @@ from acp.schema import (
 
 from tests.agents.conftest import API_KEY, ModelServer
 from tests.agents.conftest import model as model  # the scripted Messages API, shared
+from tests.engine.support import stop_engines
 
 WAIT = 20.0
 T = TypeVar("T")
@@ -194,3 +201,19 @@ def run(scenario: Callable[[], Awaitable[T]], timeout: float = 90) -> T:
 @pytest.fixture
 def recorder() -> Recorder:
     return Recorder()
+
+
+@pytest.fixture(autouse=True)
+def engine_runtime(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """The default path: ``toold acp`` attaches to the engines of a runtime folder of
+    this test's own (``agent_env`` copies the environment), all stopped at its end."""
+    # Short, under /tmp: a socket's path must fit in 108 bytes.
+    runtime = Path(tempfile.mkdtemp(prefix="toold-a-", dir="/tmp"))
+    monkeypatch.setenv("TOOLD_RUNTIME_DIR", os.fspath(runtime))
+    monkeypatch.delenv("TOOLD_NO_DAEMON", raising=False)
+    yield runtime
+    stop_engines(runtime, dict(os.environ))
+    if os.environ.get("TOOLD_KEEP_ENGINE_LOGS"):
+        for log in runtime.glob("*.log"):
+            print(log.read_text())
+    shutil.rmtree(runtime, ignore_errors=True)

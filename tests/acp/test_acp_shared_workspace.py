@@ -1,9 +1,11 @@
-"""Two ``toold acp`` processes on one folder: neither loses the other's TODOs or tasks.
+"""Two private ``toold acp`` processes on one folder: neither loses the other's TODOs or tasks.
 
-Each process binds the workspace itself (toold.opening.open_workspace) and holds its own
-TodoManager and TaskManager over ``.toold/todos.json`` and ``.tasks.json``. Both stores
-change the file under an flock shared between processes, on the file as it is then, so
-the second process's write keeps the first one's.
+With TOOLD_NO_DAEMON=1 each process binds the workspace itself
+(toold.opening.open_workspace) and holds its own TodoManager and TaskManager over
+``.toold/todos.json`` and ``.tasks.json``. Both stores change the file under an flock
+shared between processes, on the file as it is then, so the second process's write
+keeps the first one's. (By default both share the engine's one workspace:
+tests/engine/test_acp_engine.py.)
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ def test_two_acp_processes_on_one_folder_keep_each_others_writes(
     model.text("A saw B's TODO.")
 
     async def scenario() -> list[str]:
-        env = agent_env(model)
+        env = agent_env(model, TOOLD_NO_DAEMON="1")
         async with (
             acp_agent(workspace, env, first) as conn_a,
             acp_agent(workspace, env, second) as conn_b,

@@ -214,7 +214,7 @@ def test_a_hello_past_its_limit_is_refused_unread(engines: Engines, workspace: P
         for _ in range(4):
             peer = socket.socket(socket.AF_UNIX)
             peer.connect(_socket(engines))
-            peer.sendall(b'{"toold": 2, "kind": "session", "pad": "' + b"x" * (HELLO_LIMIT * 4))
+            peer.sendall(b'{"toold": 3, "kind": "session", "pad": "' + b"x" * (HELLO_LIMIT * 4))
             peers.append(peer)
         for peer in peers:
             reply = json.loads(peer.makefile("rb").readline())

@@ -72,7 +72,7 @@ def test_descriptors_sent_with_a_hello_that_never_ends_are_closed(
     try:
         with socket.socket(socket.AF_UNIX) as peer:
             peer.connect(_socket(engines))
-            _send_with_fds(peer, b'{"toold": 2, "kind": "stdio"', [write_end, write_end])
+            _send_with_fds(peer, b'{"toold": 3, "kind": "stdio"', [write_end, write_end])
             # The engine gives up on the hello; it must not keep the pipe's write end.
             wait_until(lambda: not _still_waiting(peer), "the engine to hang up", HELLO_TIMEOUT * 3)
         os.close(write_end)
@@ -100,7 +100,7 @@ def test_a_stdio_session_over_a_folder_is_refused(
     try:
         with socket.socket(socket.AF_UNIX) as peer:
             peer.connect(_socket(engines))
-            hello = {"toold": 2, "kind": "stdio", "preface": ""}
+            hello = {"toold": 3, "kind": "stdio", "preface": ""}
             _send_with_fds(peer, json.dumps(hello).encode() + b"\n", [fd, fd])
             reply = json.loads(peer.makefile("rb").readline())
     finally:
@@ -117,7 +117,7 @@ def test_too_many_descriptors_are_refused_and_closed(
     try:
         with socket.socket(socket.AF_UNIX) as peer:
             peer.connect(_socket(engines))
-            _send_with_fds(peer, b'{"toold": 2, ', [read_end, write_end])
+            _send_with_fds(peer, b'{"toold": 3, ', [read_end, write_end])
             _send_with_fds(peer, b'"kind": "session"}\n', [read_end, write_end])
             reply = json.loads(peer.makefile("rb").readline())
     finally:
@@ -136,7 +136,7 @@ def test_a_stdio_hello_with_a_broken_preface_leaves_no_session_behind(
     try:
         with socket.socket(socket.AF_UNIX) as peer:
             peer.connect(_socket(engines))
-            hello = {"toold": 2, "kind": "stdio", "preface": "not base64!"}
+            hello = {"toold": 3, "kind": "stdio", "preface": "not base64!"}
             _send_with_fds(peer, json.dumps(hello).encode() + b"\n", [stdin_r, stdout_w])
             reply = json.loads(peer.makefile("rb").readline())
     finally:
@@ -155,7 +155,7 @@ def test_clients_that_hang_up_right_after_hello_leave_no_session(
     for _ in range(20):
         with socket.socket(socket.AF_UNIX) as peer:
             peer.connect(_socket(engines))
-            peer.sendall(b'{"toold": 2, "kind": "session"}\n')
+            peer.sendall(b'{"toold": 3, "kind": "session"}\n')
     wait_until(
         lambda: engines.status(workspace)["sessions"] == [],
         lambda: f"sessions left: {engines.status(workspace)['sessions']}",
@@ -179,7 +179,7 @@ def test_what_a_relay_sends_after_its_hello_is_not_kept(
     try:
         with socket.socket(socket.AF_UNIX) as peer:
             peer.connect(_socket(engines))
-            hello = {"toold": 2, "kind": "stdio", "preface": ""}
+            hello = {"toold": 3, "kind": "stdio", "preface": ""}
             _send_with_fds(peer, json.dumps(hello).encode() + b"\n", [stdin_r, stdout_w])
             assert json.loads(peer.makefile("rb").readline())["ok"] is True
             chunk = b"x" * (1 << 20)

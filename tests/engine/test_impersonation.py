@@ -44,7 +44,7 @@ def read(stream):
 (path,) = glob.glob(os.path.join(os.environ["TOOLD_RUNTIME_DIR"], "*.sock"))
 sock = socket.socket(socket.AF_UNIX)
 sock.connect(path)
-sock.sendall(json.dumps({"toold": 2, "kind": "session", "client": "editor"}).encode() + b"\n")
+sock.sendall(json.dumps({"toold": 3, "kind": "session", "client": "editor"}).encode() + b"\n")
 stream = sock.makefile("rb")
 print("hello", stream.readline().decode().strip(), flush=True)
 asks = [
@@ -204,7 +204,8 @@ def test_an_engine_a_tool_call_starts_elsewhere_knows_the_agent(
         (["python", "-m", "toold", "serve", "--no-daemon"], True),
         (["/home/u/.local/bin/toold", "serve", "--stdio", "--no-daemon"], True),
         (["/usr/bin/toold", "mcp", "--workspace", "/w"], True),
-        (["python3", "/venv/bin/toold", "acp"], True),
+        (["python3", "/venv/bin/toold", "acp", "--no-daemon"], True),
+        (["/usr/bin/toold", "acp"], False),  # relays to the engines, which run the tools
         (["/usr/bin/toold", "serve", "--stdio"], False),  # the relay runs no tool
         (["python", "-m", "toold", "call", "bash", "{}"], False),
         (["bash", "-c", "toold mcp"], False),

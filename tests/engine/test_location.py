@@ -57,9 +57,10 @@ def test_a_missing_runtime_folder_is_made_owner_only(
     ("hello", "why"),
     [
         (b"not json\n", "bad hello"),
-        (b'{"toold": 99, "kind": "status"}\n', "protocol 2"),
-        (b'{"toold": 2, "kind": "shell"}\n', "kind must be one of"),
-        (b'{"toold": 2, "kind": "stdio"}\n', "two descriptors"),
+        (b'{"toold": 99, "kind": "status"}\n', "protocol 3"),
+        (b'{"toold": 2, "kind": "stdio", "version": "0.0.9"}\n', "toold 0.0.9 speaks protocol 2"),
+        (b'{"toold": 3, "kind": "shell"}\n', "kind must be one of"),
+        (b'{"toold": 3, "kind": "stdio"}\n', "two descriptors"),
     ],
 )
 def test_a_bad_hello_is_refused_and_the_engine_serves_on(

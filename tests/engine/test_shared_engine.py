@@ -247,7 +247,7 @@ def test_a_peer_of_another_uid_is_refused(engines: Engines, workspace: Path) -> 
         "peer = socket.socket(socket.AF_UNIX)\n"
         "peer.connect(sys.argv[1])\n"
         "try:\n"
-        '    peer.sendall(b\'{"toold": 2, "kind": "status"}\\n\')\n'
+        '    peer.sendall(b\'{"toold": 3, "kind": "status"}\\n\')\n'
         "except (BrokenPipeError, ConnectionResetError):\n"
         "    pass  # refused before it spoke: the refusal is still there to read\n"
         "sys.stdout.buffer.write(peer.makefile('rb').readline())\n"

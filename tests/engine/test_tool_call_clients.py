@@ -67,7 +67,7 @@ def test_a_peer_gone_before_its_hello_is_read_cannot_stop_the_engine(
     mine.close()
     os.waitpid(connector, 0)  # gone (and reaped) before anything is said
     with socket.socket(fileno=fd) as handed:
-        handed.sendall(b'{"toold": 2, "kind": "stop"}\n')
+        handed.sendall(b'{"toold": 3, "kind": "stop"}\n')
         reply = json.loads(handed.makefile("rb").readline())
     assert reply["ok"] is False and "cannot stop the engine" in reply["error"], reply
     assert engines.status(workspace)["pid"] == pid

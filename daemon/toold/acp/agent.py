@@ -4,6 +4,11 @@ ACP is newline-delimited JSON-RPC on stdin/stdout. Before the connection starts,
 process's own fds 0 and 1 are moved aside: the protocol keeps private copies, fd 0
 becomes /dev/null and fd 1 a copy of stderr, so nothing a tool, a worker or a library
 prints can corrupt the protocol stream.
+
+By default ``toold acp`` serves each session on the engine of its workspace
+(toold.acp.front relays, the engine runs this agent on its shared workspace:
+toold.acp.attached). With ``--no-daemon`` (TOOLD_NO_DAEMON=1) this process runs the
+agent itself and each session opens its workspace (toold.opening).
 """
 
 from __future__ import annotations
@@ -18,26 +23,26 @@ import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from acp import PROTOCOL_VERSION, RequestError, run_agent
+from acp import RequestError, run_agent
 from acp.interfaces import Agent, Client
 from acp.schema import (
-    AgentCapabilities,
     ClientCapabilities,
     Implementation,
     InitializeResponse,
     ListSessionsResponse,
     LoadSessionResponse,
-    McpCapabilities,
     NewSessionResponse,
-    PromptCapabilities,
     PromptResponse,
-    SessionCapabilities,
-    SessionListCapabilities,
     SetSessionModeResponse,
 )
 
-from toold import __version__
 from toold.acp import history
+from toold.acp.answers import (
+    initialize_response,
+    no_auth_methods,
+    unknown_session,
+    workspace_folder,
+)
 from toold.acp.session import AcpSession, modes
 from toold.acp.wire import READ_LIMIT, LineTransport
 from toold.opening import open_workspace
@@ -45,34 +50,35 @@ from toold_protocol import errors as codes
 
 if TYPE_CHECKING:
     from toold.acp.mcp_servers import McpServerLink
+    from toold.workspace import WorkspaceState
 
 log = logging.getLogger(__name__)
 
 WATCH_TIMEOUT_S = 10.0
 
 
-def workspace_folder(cwd: str) -> Path:
-    """session/new's ``cwd`` as a folder; RequestError naming the field and the fix."""
-    path = Path(cwd)
-    if not path.is_absolute():
-        raise RequestError(
-            codes.INVALID_PARAMS, f"cwd {cwd!r} must be an absolute path (ACP requires one)"
-        )
-    if not path.is_dir():
-        raise RequestError(
-            codes.INVALID_PARAMS, f"cwd {cwd!r} is not an existing folder: open a folder"
-        )
-    return path.resolve()
-
-
 class TooldAgent:
-    """An ACP agent whose sessions each bind a toold workspace."""
+    """An ACP agent whose sessions each bind a toold workspace, or share one (the engine's)."""
 
-    def __init__(self, workspace: Path | None = None) -> None:
-        self.workspace = workspace
-        """``--workspace``: bind this folder for every session instead of its cwd."""
+    def __init__(
+        self,
+        workspace: Path | None = None,
+        *,
+        shared: WorkspaceState | None = None,
+        from_tool: bool = False,
+    ) -> None:
+        self.workspace = shared.root if shared is not None else workspace
+        """``--workspace``: bind this folder for every session instead of its cwd (an
+        engine's agent: the engine's workspace)."""
+        self.shared = shared
+        """The engine's bound workspace, which every session uses (None: each opens its own)."""
+        self.from_tool = from_tool
+        """The client runs inside a tool call (an agent's command): nobody is asked, and it
+        may neither change the permission mode nor start MCP servers."""
         self.conn: Client | None = None
         self.client_capabilities = ClientCapabilities()
+        self.client_name = ""
+        """initialize's ``clientInfo.name`` (what ``toold daemon list`` shows)."""
         self.sessions: dict[str, AcpSession] = {}
         self.links: dict[str, list[McpServerLink]] = {}
         self._warming: asyncio.Future[Any] | None = None
@@ -92,25 +98,13 @@ class TooldAgent:
         the environment or toold.toml)."""
         if client_capabilities is not None:
             self.client_capabilities = client_capabilities
-        return InitializeResponse(
-            protocol_version=PROTOCOL_VERSION,  # the one version toold speaks, whatever was asked
-            agent_capabilities=AgentCapabilities(
-                load_session=True,
-                prompt_capabilities=PromptCapabilities(
-                    image=False, audio=False, embedded_context=True
-                ),
-                mcp_capabilities=McpCapabilities(http=True, sse=False),
-                session_capabilities=SessionCapabilities(list=SessionListCapabilities()),
-            ),
-            auth_methods=[],
-            agent_info=Implementation(name="toold", title="toold", version=__version__),
-        )
+        if client_info is not None:
+            self.client_name = client_info.name
+        return initialize_response()
 
     async def authenticate(self, method_id: str, **kwargs: Any) -> None:
         """No auth methods are offered, so none can be chosen."""
-        raise RequestError(
-            codes.INVALID_PARAMS, f"methodId {method_id!r}: toold offers no auth methods"
-        )
+        raise no_auth_methods(method_id)
 
     async def new_session(
         self,
@@ -165,6 +159,12 @@ class TooldAgent:
         root = workspace_folder(cwd)
         if self.workspace is not None:
             root = self.workspace
+        if mcp_servers and self.from_tool:
+            raise RequestError(
+                codes.INVALID_PARAMS,
+                "mcpServers from inside a tool call (an agent's command) are refused: the "
+                "MCP servers a session starts are the user's to give, from the editor",
+            )
         session = AcpSession(session_id, self.require_conn(), root)
         links: list[McpServerLink] = []
         tools: list[Any] = []
@@ -177,9 +177,14 @@ class TooldAgent:
             except (RuntimeError, ValueError) as exc:
                 await session.outbox.close()
                 raise RequestError(codes.INVALID_PARAMS, str(exc)) from None
-        # Released by session.aclose (toold.opening): its watcher, jobs and sandboxes.
-        opening = open_workspace(root, push=session.push, report=log.error, ask=session.ask)
-        state = await session.opened.enter_async_context(opening)
+        if self.shared is not None:
+            state = self.shared  # the engine's: its prompts reach us through the engine
+        else:
+            # Released by session.aclose (toold.opening): its watcher, jobs and sandboxes.
+            # A client inside a tool call is the agent's: nobody is asked (refused).
+            ask = None if self.from_tool else session.ask
+            opening = open_workspace(root, push=session.push, report=log.error, ask=ask)
+            state = await session.opened.enter_async_context(opening)
         fs = self.client_capabilities.fs
         editor_fs = bool(fs and fs.read_text_file and fs.write_text_file)
         session.attach(state, tools, editor_fs and state.config.acp.use_client_fs)
@@ -207,18 +212,22 @@ class TooldAgent:
     async def set_session_mode(
         self, mode_id: str, session_id: str, **kwargs: Any
     ) -> SetSessionModeResponse:
-        """Switch the session's permission mode."""
-        self.require_session(session_id).set_mode(mode_id)
+        """Switch the permission mode (an engine's: the workspace's, as permissions/setMode)."""
+        session = self.require_session(session_id)
+        if self.from_tool:
+            raise RequestError(
+                codes.INVALID_REQUEST,
+                "session/set_mode from inside a tool call (an agent's command) is refused: "
+                "change the mode from your editor",
+            )
+        session.set_mode(mode_id)
         return SetSessionModeResponse()
 
     def require_session(self, session_id: str) -> AcpSession:
         """The session of that id; RequestError saying how to get one."""
         session = self.sessions.get(session_id)
         if session is None:
-            raise RequestError(
-                codes.INVALID_PARAMS,
-                f"sessionId {session_id!r} is unknown: create one with session/new",
-            )
+            raise unknown_session(session_id)
         return session
 
     def require_conn(self) -> Client:
@@ -261,30 +270,42 @@ async def open_streams(
     return reader, writer
 
 
-async def serve(workspace: Path | None) -> None:
-    """Serve ACP on the process's stdin/stdout until the client hangs up."""
+async def serve(workspace: Path | None, *, private: bool = False, from_tool: bool = False) -> None:
+    """Serve ACP on the process's stdin/stdout until the client hangs up: through the
+    engines, or (``private``) with the agent in this process."""
     main = asyncio.current_task()
     if main is not None:
         with contextlib.suppress(NotImplementedError, RuntimeError):
             asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, main.cancel)
     reader, writer = await open_streams(*protocol_streams())
-    agent = TooldAgent(workspace)
+    # toold's transport frames and checks the client's lines (toold.acp.wire).
+    client = LineTransport(reader, writer)
+    if not private:
+        from toold.acp.front import Front
+
+        front = Front(client, workspace)
+        try:
+            await front.run()
+        finally:
+            await asyncio.shield(front.aclose())
+        return
+    agent = TooldAgent(workspace, from_tool=from_tool)
     try:
         # The SDK routes the methods an agent defines; the others answer method-not-found.
-        # toold's transport frames and checks the lines (toold.acp.wire).
-        await run_agent(cast(Agent, agent), LineTransport(reader, writer))
+        await run_agent(cast(Agent, agent), client)
     finally:
         await asyncio.shield(agent.aclose())
 
 
-def serve_acp(workspace: Path | None) -> int:
+def serve_acp(workspace: Path | None, *, private: bool = False, from_tool: bool = False) -> int:
     """Entry point of ``toold acp``: 0 when the client closed the connection, 2 for a
-    ``--workspace`` that is not a folder."""
+    ``--workspace`` that is not a folder. ``private``: no engine, the agent runs here;
+    ``from_tool``: this process runs inside a tool call (nobody is asked)."""
     if workspace is not None and not workspace.is_dir():
         print(f"toold: --workspace {workspace} is not a folder", file=sys.stderr)
         return 2
     try:
-        asyncio.run(serve(workspace))
+        asyncio.run(serve(workspace, private=private, from_tool=from_tool))
     except (KeyboardInterrupt, asyncio.CancelledError):
         log.info("stopped")
     return 0

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import logging
 from pathlib import Path
 from typing import Any
@@ -53,6 +54,11 @@ MODE_DESCRIPTIONS = {
     "bypass": "Run every call without asking",
 }
 CANCELLED = "Cancelled by the user."
+asking: contextvars.ContextVar[AcpSession | None] = contextvars.ContextVar(
+    "toold_acp_session", default=None
+)
+"""The session whose turn is running (its turn's task and what that starts inherit it):
+where a shared workspace's permission prompt goes (toold.acp.attached)."""
 
 
 def modes(current: str) -> SessionModeState:
@@ -207,7 +213,11 @@ class AcpSession:
             drain=state.jobs.drain_notifications,
             events=self.require_events(),
         )
-        self.turn = asyncio.ensure_future(agent_loop(ctx, self.messages))
+        running = asking.set(self)  # the turn's task keeps it: its prompts come here
+        try:
+            self.turn = asyncio.ensure_future(agent_loop(ctx, self.messages))
+        finally:
+            asking.reset(running)
         try:
             stop = await self._finish(self.turn)
         finally:

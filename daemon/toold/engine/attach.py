@@ -26,8 +26,9 @@ from typing import IO, Any
 from toold import __version__
 from toold.engine.location import EnginePaths, engine_keys, open_private, runtime_dir
 
-PROTOCOL = 2
-"""Version of the hello line; the engine refuses a client speaking another."""
+PROTOCOL = 3
+"""Version of the hello line; the engine refuses a client speaking another (3: the
+``acp`` kind, a ``toold acp``'s connection)."""
 START_TIMEOUT = 60.0
 """Seconds a started engine has to listen (it imports its stack and binds first)."""
 ENGINE_ARGV = ["-P", "-m", "toold.engine"]
@@ -159,9 +160,15 @@ def _hello(
         reader.close()
         sock.close()
         error = f"the toold engine refused the connection: {reply.get('error')}"
+        if str(reply.get("error")).startswith("bad hello: expected a toold hello of protocol"):
+            error += (  # an engine of another toold: the one that started it stops it
+                f" (this toold {__version__} speaks protocol {PROTOCOL}: stop that engine with"
+                f" the toold that started it, `toold daemon stop --workspace {paths.workspace}`,"
+                " and try again)"
+            )
         raise EngineGone(error) if reply.get("error") == STOPPING else EngineError(error)
     sock.settimeout(None)
-    if kind in ("session", "stdio") and reply.get("version") != __version__:
+    if kind in ("session", "stdio", "acp") and reply.get("version") != __version__:
         print(
             f"toold: the running engine is toold {reply.get('version')}, this is toold "
             f"{__version__}: `toold daemon stop --workspace {paths.workspace}` restarts it "

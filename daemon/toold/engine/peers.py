@@ -39,7 +39,9 @@ UNGREETED_LIMIT = 64
 PREFACE_LIMIT = 64 * 1024 * 1024 + 64 * 1024
 """Most bytes a ``stdio`` hello may announce (``prefaceBytes``): the largest first
 message the relay reads whole, with its header."""
-KINDS = ("session", "stdio", "status", "stop")
+KINDS = ("session", "stdio", "acp", "status", "stop")
+"""What a hello may open: an LSP session framed on the socket (the command line), an
+editor's stdio (``toold serve``), an ACP connection (``toold acp``), or a control ask."""
 
 
 class PeerRefused(Exception):
@@ -156,8 +158,10 @@ def parse_hello(data: bytes, fds: list[int]) -> dict[str, Any]:
         if not newline or rest:
             raise ValueError("one JSON line, then the client waits for the answer")
         hello = json.loads(line)
-        if not isinstance(hello, dict) or hello.get("toold") != PROTOCOL:
+        if not isinstance(hello, dict):
             raise ValueError(f"expected a toold hello of protocol {PROTOCOL}")
+        if hello.get("toold") != PROTOCOL:
+            raise ValueError(_other_protocol(hello.get("toold"), hello.get("version")))
         if hello.get("kind") not in KINDS:
             raise ValueError(f"kind must be one of {', '.join(KINDS)}")
         if hello["kind"] == "stdio":
@@ -169,6 +173,21 @@ def parse_hello(data: bytes, fds: list[int]) -> dict[str, Any]:
     except ValueError as exc:
         raise PeerRefused(f"bad hello: {exc}") from None
     return hello
+
+
+def _other_protocol(spoken: Any, version: Any) -> str:
+    """Why a hello of another protocol is refused, and what to do: a toold of another
+    version started this engine, or is attaching to it."""
+    if not isinstance(spoken, int) or isinstance(spoken, bool):
+        return f"expected a toold hello of protocol {PROTOCOL}"
+    from toold import __version__
+
+    client = f"toold {version}" if isinstance(version, str) else "the client"
+    return (
+        f"expected a toold hello of protocol {PROTOCOL} (this engine is toold {__version__}), "
+        f"{client} speaks protocol {spoken}: use one toold for both, or stop this engine "
+        "(`toold daemon stop` with the toold that started it) so the next client starts its own"
+    )
 
 
 def _preface(text: Any) -> bytes:

@@ -4,7 +4,9 @@ Each connection gets its own server (its own ``initialize``, capabilities, progr
 tokens and cancellations) on the one bound WorkspaceState. A ``session`` connection
 carries LSP frames both ways on the socket (the command line); a ``stdio`` one (``toold
 serve``) reads and writes the stdin and stdout descriptors the relay handed over, and
-ends with a line on the socket naming the exit status.
+ends with a line on the socket naming the exit status; an ``acp`` one (``toold acp``)
+carries ACP's JSON lines both ways on the socket, served by toold's ACP agent on the
+same workspace (toold.acp.attached).
 When the session ends its running calls are cancelled; the engine and its jobs go on.
 """
 
@@ -22,10 +24,11 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from toold import __version__
-from toold.engine.sessions import current
+from toold.engine.sessions import ACP, FrontEnd, current
 from toold.fairness import caller
 
 if TYPE_CHECKING:
+    from toold.acp.attached import AcpConnection
     from toold.engine.engine import Engine
     from toold.server import LspSession
     from toold.transport import FrameWriter
@@ -122,12 +125,21 @@ async def serve_session(
     streams: list[BinaryIO] = []
     if stdio is not None:
         streams = [os.fdopen(stdio[0], "rb", buffering=0), os.fdopen(stdio[1], "wb", buffering=0)]
-    server = session_server(engine.state, hello, from_tool)
+    acp: AcpConnection | None = None
+    if kind == ACP:
+        from toold.acp.attached import AcpConnection  # the ACP SDK loads with the first
+
+        acp = AcpConnection(engine.state, from_tool)
+        server: FrontEnd = acp
+    else:
+        lsp = session_server(engine.state, hello, from_tool)
+        server = lsp
     session = engine.sessions.open(kind, server, peer_pid, str(hello.get("client", "")))
     current.set(session)  # this task's context: every request of the session inherits it
     caller.set(session.id)  # its share of the blocking pool and of running jobs (fairness)
     log.info("session %d (%s, pid %d) attached", session.id, kind, peer_pid)
     close_input: Callable[[], None] = lambda: None  # noqa: E731
+    writer: FrameWriter | None = None
     try:
         reply = {"ok": True, "pid": os.getpid(), "version": __version__, "session": session.id}
         await asyncio.get_running_loop().sock_sendall(conn, json.dumps(reply).encode() + b"\n")
@@ -144,7 +156,9 @@ async def serve_session(
             # The relay's connection carries nothing more: its end means the relay died.
             watch: asyncio.Future[Any] = asyncio.ensure_future(_until_closed(control))
         else:
-            reader, writer = control, FrameWriter.over(socket_writer)
+            reader = control
+            if kind != ACP:
+                writer = FrameWriter.over(socket_writer)
             watch = asyncio.ensure_future(engine.stopping.wait())  # the socket is the input
     except BaseException:  # the client hung up at once: no ghost session, no kept stdio
         engine.sessions.close(session)
@@ -155,10 +169,14 @@ async def serve_session(
     code = 1
     try:
         stop = asyncio.ensure_future(engine.stopping.wait())
-        serving = asyncio.ensure_future(server.serve(reader, writer))
+        if acp is not None:  # ACP: its lines on the socket both ways
+            serving = asyncio.ensure_future(acp.serve(reader, socket_writer))
+        else:
+            assert writer is not None
+            serving = asyncio.ensure_future(lsp.serve(reader, writer))
         await asyncio.wait({stop, serving, watch}, return_when=asyncio.FIRST_COMPLETED)
         if not serving.done():
-            why = "the engine is stopping" if stop.done() else "its toold serve exited"
+            why = "the engine is stopping" if stop.done() else f"its client ({kind}) exited"
             log.info("session %d ends: %s", session.id, why)
             server.request_stop(1)
         stop.cancel()
@@ -166,7 +184,8 @@ async def serve_session(
         code = await serving
     finally:
         engine.sessions.close(session)
-        writer.close()
+        if writer is not None:
+            writer.close()
         close_input()
         log.info("session %d ended (status %d)", session.id, code)
     if kind == "stdio":

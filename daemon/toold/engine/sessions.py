@@ -16,24 +16,79 @@ import itertools
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from toold_protocol.names import EXECUTION_EVENT
 
-if TYPE_CHECKING:
-    from toold.server import LspSession
-
 log = logging.getLogger(__name__)
+
+ACP = "acp"
+"""The kind of a ``toold acp`` connection: ACP's newline-delimited JSON on the socket."""
+
+
+class SessionEditor(Protocol):
+    """What the shared workspace tells, and asks, one session's client."""
+
+    def push(self, method: str, params: dict[str, Any]) -> None:
+        """A notification of the contract (toold_protocol.names)."""
+
+    def show_error(self, message: str) -> None:
+        """Show the user an error."""
+
+    def show_warning(self, message: str) -> None:
+        """Show the user a warning."""
+
+    def can_ask(self) -> bool:
+        """Whether the client can put a question to its user."""
+
+    async def ask_user(self, tool: str, args: Any, reason: str) -> str | None:
+        """The user's answer to a permission prompt (allow, always, deny, never), or None."""
+
+    async def confirm(self, message: str, actions: list[str], timeout: float) -> str | None:
+        """The action the user chose, or None."""
+
+
+class FrontEnd(Protocol):
+    """A session's server as the engine sees it: an LspSession or an ACP connection."""
+
+    @property
+    def from_tool(self) -> bool:
+        """The client runs inside one of the engine's tool calls (an agent's command)."""
+
+    @property
+    def client_name(self) -> str:
+        """What the client called itself (``clientInfo.name``)."""
+
+    @property
+    def client_process_id(self) -> int | None:
+        """The process the session follows, if any."""
+
+    @property
+    def execution_events(self) -> bool:
+        """Whether the client asked for the runner's ``execution/event``s."""
+
+    @property
+    def editor(self) -> SessionEditor:
+        """Where the workspace's messages to this session go."""
+
+    @property
+    def initialized(self) -> bool:
+        """Whether notifications may go to the client yet."""
+
+    def request_stop(self, exit_code: int = 0) -> None:
+        """End the session (the engine stops)."""
 
 
 @dataclass
 class Session:
-    """One attached client: an editor through ``toold serve``, or the command line."""
+    """One attached client: an editor through ``toold serve``, the command line, or an ACP
+    client through ``toold acp``."""
 
     id: int
     kind: str
-    """``stdio`` (``toold serve`` handed its stdout over) or ``session`` (framed on the socket)."""
-    server: LspSession
+    """``stdio`` (``toold serve`` handed its stdout over), ``session`` (framed on the
+    socket) or ``acp`` (a ``toold acp``'s connection, ACP lines on the socket)."""
+    server: FrontEnd
     peer_pid: int
     client: str = ""
     """What the client called itself in its hello (``toold call``, ``toold serve``)."""
@@ -63,7 +118,7 @@ class Sessions:
         self._live: dict[int, Session] = {}
         self._ids = itertools.count(1)
 
-    def open(self, kind: str, server: LspSession, peer_pid: int, client: str) -> Session:
+    def open(self, kind: str, server: FrontEnd, peer_pid: int, client: str) -> Session:
         """Register a new session (the caller sets ``current`` in its task)."""
         session = Session(next(self._ids), kind, server, peer_pid, client)
         self._live[session.id] = session
@@ -117,8 +172,11 @@ class Sessions:
         return await session.server.editor.ask_user(tool, arguments, reason)
 
     async def confirm(self, message: str, actions: list[str], timeout: float) -> str | None:
-        """A question about the shared configuration, to the newest session that can ask."""
+        """A question about the shared configuration, to the newest session that can ask
+        one (ACP has no such question: an ACP client is asked about tool calls only)."""
         for session in reversed(self.all()):
+            if session.kind == ACP:
+                continue
             if session.server.initialized and _asks_the_user(session):
                 return await session.server.editor.confirm(message, actions, timeout)
         return None

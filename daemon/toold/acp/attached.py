@@ -1,0 +1,121 @@
+"""The engine's side of ``toold acp``: one ACP connection on the engine's shared workspace.
+
+``toold acp`` relays each session's lines to the engine of its workspace
+(toold.acp.front); the engine serves that connection here, with toold's ACP agent
+(TooldAgent) on the WorkspaceState it already holds, not a second one: ACP sessions
+share the engine's jobs, teammates, watcher, held configuration reload and the guard's
+one "Always allow / Always deny" memory with every LSP session on the folder.
+
+To the engine's bookkeeping (toold.engine.sessions) the connection is one session, a
+``FrontEnd``: the workspace's notifications reach each of its ACP sessions (the plan,
+the slash commands), and a permission prompt reaches the ACP session whose turn made
+the call (``asking``), through ``session/request_permission``. A connection from inside
+one of the engine's tool calls (an agent's command) is the agent's: the engine asks it
+nothing (such calls are denied), and it may neither change the mode nor start MCP
+servers (TooldAgent's ``from_tool``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import TYPE_CHECKING, Any, cast
+
+from acp import run_agent
+from acp.interfaces import Agent
+
+from toold.acp.agent import TooldAgent
+from toold.acp.session import asking
+from toold.acp.wire import LineTransport
+
+if TYPE_CHECKING:
+    from toold.workspace import WorkspaceState
+
+log = logging.getLogger(__name__)
+
+
+class AcpConnection:
+    """One ``toold acp``'s connection to the engine, as a session of the engine."""
+
+    def __init__(self, state: WorkspaceState, from_tool: bool) -> None:
+        self.agent = TooldAgent(shared=state, from_tool=from_tool)
+        self.from_tool = from_tool
+        """The client runs inside one of the engine's tool calls: it is asked nothing."""
+        self.client_process_id: int | None = None
+        self.execution_events = False
+        self.exit_code = 0
+        self._stop = asyncio.Event()
+
+    # -- FrontEnd ------------------------------------------------------------------
+    @property
+    def client_name(self) -> str:
+        """The ACP client's ``clientInfo.name`` (its editor), once it initialized."""
+        return self.agent.client_name
+
+    @property
+    def editor(self) -> AcpConnection:
+        """Where the workspace's messages to this connection go: here."""
+        return self
+
+    @property
+    def initialized(self) -> bool:
+        """Notifications go to sessions, which exist only once session/new answered."""
+        return True
+
+    def request_stop(self, exit_code: int = 0) -> None:
+        """End the connection (the engine stops): every session's turn is cancelled."""
+        if not self._stop.is_set():
+            self.exit_code = exit_code
+            self._stop.set()
+
+    # -- SessionEditor -------------------------------------------------------------
+    def push(self, method: str, params: dict[str, Any]) -> None:
+        """A shared-state notification, to each of the connection's sessions."""
+        for session in list(self.agent.sessions.values()):
+            session.push(method, params)
+
+    def show_error(self, message: str) -> None:
+        """ACP has no message to show: logged, as ``toold acp --no-daemon`` does."""
+        log.error("%s", message)
+
+    def show_warning(self, message: str) -> None:
+        """ACP has no message to show: logged."""
+        log.warning("%s", message)
+
+    def can_ask(self) -> bool:
+        """ACP clients answer session/request_permission."""
+        return True
+
+    async def ask_user(self, tool: str, args: Any, reason: str) -> str | None:
+        """The guard's question, to the session whose turn made the call (None: no turn
+        of this connection's is running it, so nobody is asked: denied)."""
+        session = asking.get()
+        if session is None or self.agent.sessions.get(session.id) is not session:
+            log.info("permission prompt for %s has no ACP session to ask: denied", tool)
+            return None
+        return await session.ask(tool, args, reason)
+
+    async def confirm(self, message: str, actions: list[str], timeout: float) -> str | None:
+        """ACP asks about tool calls only (the engine asks an editor about reloads)."""
+        return None
+
+    # -- serving -------------------------------------------------------------------
+    async def serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> int:
+        """Run the agent on the connection's lines until it closes or the engine stops."""
+        running = asyncio.ensure_future(
+            run_agent(cast(Agent, self.agent), LineTransport(reader, writer))
+        )
+        stop = asyncio.ensure_future(self._stop.wait())
+        try:
+            await asyncio.wait({running, stop}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stop.cancel()
+            running.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                try:
+                    await running
+                except Exception:
+                    log.exception("the ACP connection failed")
+            await asyncio.shield(self.agent.aclose())
+        return self.exit_code
