@@ -129,9 +129,10 @@ class DiagnosticsService:
         for relative, text in texts.items():
             for spec in servers.for_file(relative):
                 slot = self._slots.setdefault(spec.name, _Slot(spec))
-                if slot.spec != spec:  # the configuration changed its command
+                if slot.spec != spec:  # the configuration changed its command: a new start
                     await self._stop(slot)
-                    slot.spec = spec
+                    slot.spec, slot.crashes, slot.not_before = spec, 0, 0.0
+                    self._named.discard(spec.name)
                 task = asyncio.create_task(self._check_one(slot, relative, text))
                 tasks[task] = (relative, spec.name)
         if not tasks:
