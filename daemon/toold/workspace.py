@@ -383,6 +383,8 @@ class WorkspaceState:
         if self.team is not None:
             await self.team.close()
         self.watcher.close()
+        if self.gateway.checkpoints is not None:
+            self.gateway.checkpoints.close()  # the shell undo's own inotify instance
         await self.runner.close()
         if self.guard.audit is not None:
             self.guard.audit.close()

@@ -247,8 +247,10 @@ def test_bash_and_python_repl_calls_are_undone(workspace: Path) -> None:
             assert [c.tool for c in store.entries()] == ["bash", "python_repl"]
             first = store.entries()[0].id
             await asyncio.to_thread(store.restore, first, "user")
+            assert store.baseline is not None and store.baseline.watch is not None
         finally:
             await state.aclose()
+        assert store.baseline.watch is None  # its inotify instance went with the workspace
 
     asyncio.run(main())
     assert fingerprint(workspace) == before

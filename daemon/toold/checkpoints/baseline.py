@@ -233,6 +233,14 @@ class Baseline:
         if gone:
             self.store.release(list(gone))
 
+    def close(self) -> None:
+        """Stop watching (the workspace closes): each later call walks before it."""
+        with self._lock:
+            watch, self.watch = self.watch, None
+            self._watched_all = False
+        if watch is not None:
+            watch.close()
+
     def _quiet(self) -> bool:
         """Whether no covered folder changed since the current snapshot's walk began: every
         one is watched and no event is queued (the kernel queues one as a change is made)."""

@@ -325,6 +325,11 @@ class CheckpointStore:
             self._release(held)
         return checkpoint
 
+    def close(self) -> None:
+        """Let go of what the store holds open: the shell baseline's inotify instance."""
+        if self.baseline is not None:
+            self.baseline.close()
+
     # -- a shell call's checkpoint (toold.checkpoints.baseline) ----------------------------
     def keep(self, held: list[str], data: bytes, mode: int) -> str:
         """Store ``data`` (a file of mode ``mode``) as an object held until ``release``."""
