@@ -7,8 +7,11 @@ content-addressed in ``.toold/checkpoints/objects/<sha256>``; ``index.jsonl`` li
 checkpoints, oldest first, one signed entry per line, appended (index.py:
 a call costs the same however many checkpoints are kept). The store is bounded by
 ``checkpoints.max_bytes``, counted as it changes: the oldest checkpoints go first, and
-their objects with them once no entry names them. It works without git. bash's effects
-are not recorded.
+their objects with them once no entry names them. It works without git.
+
+A call that runs a shell line or code (bash, background_run's job, python_repl) names no
+files: around it the workspace's tree is walked by stat and what it created, changed or
+deleted is recorded the same way (baseline.py, which says what it cannot cover).
 
 Restoring checkpoint N puts every file touched by N and the (not undone) checkpoints
 after it back as it was before N. It refuses, naming the files, when one changed since
