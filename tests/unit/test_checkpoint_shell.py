@@ -11,6 +11,7 @@ import asyncio
 import os
 import stat
 import subprocess
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -229,58 +230,58 @@ def _bound(workspace: Path) -> WorkspaceState:
     return bind(workspace, LOCAL, lambda method, params: None, pytest.fail)
 
 
-def test_bash_and_python_repl_calls_are_undone(workspace: Path) -> None:
+def undone(workspace: Path, scenario: Callable[[WorkspaceState], Awaitable[None]]) -> None:
+    """Seed the tree, run ``scenario`` on the workspace bound as the daemon binds it (it
+    calls tools and restores), close it, and check the tree is back as it was."""
     seed(workspace)
     before = fingerprint(workspace)
 
     async def main() -> None:
         state = _bound(workspace)
         try:
-            context = CallContext(origin="agent")
-            done = await state.gateway.call("bash", {"command": SCENARIO}, context)
-            assert not done.is_error, done.content
-            code = "open('py.txt', 'w').write('from python')"
-            ran = await state.gateway.call("python_repl", {"code": code}, CallContext("agent"))
-            assert not ran.is_error, ran.content
-            store = state.gateway.checkpoints
-            assert store is not None
-            assert [c.tool for c in store.entries()] == ["bash", "python_repl"]
-            first = store.entries()[0].id
-            await asyncio.to_thread(store.restore, first, "user")
-            assert store.baseline is not None and store.baseline.watch is not None
+            await scenario(state)
         finally:
             await state.aclose()
-        assert store.baseline.watch is None  # its inotify instance went with the workspace
 
     asyncio.run(main())
     assert fingerprint(workspace) == before
+
+
+def test_bash_and_python_repl_calls_are_undone(workspace: Path) -> None:
+    async def scenario(state: WorkspaceState) -> None:
+        done = await state.gateway.call("bash", {"command": SCENARIO}, CallContext())
+        assert not done.is_error, done.content
+        code = "open('py.txt', 'w').write('from python')"
+        ran = await state.gateway.call("python_repl", {"code": code}, CallContext())
+        assert not ran.is_error, ran.content
+        store = state.gateway.checkpoints
+        assert store is not None and store.baseline is not None
+        assert [c.tool for c in store.entries()] == ["bash", "python_repl"]
+        await asyncio.to_thread(store.restore, store.entries()[0].id, "user")
+        assert store.baseline.watch is not None
+        await state.aclose()
+        assert store.baseline.watch is None  # its inotify instance went with the workspace
+
+    undone(workspace, scenario)
 
 
 def test_a_background_jobs_checkpoint_is_recorded_when_it_ends(workspace: Path) -> None:
-    seed(workspace)
-    before = fingerprint(workspace)
+    async def scenario(state: WorkspaceState) -> None:
+        arguments = {"command": "sleep 0.3; echo later > b.txt; rm a.txt"}
+        started = await state.gateway.call("background_run", arguments, CallContext())
+        assert started.job_id is not None
+        store = state.gateway.checkpoints
+        assert store is not None
+        deadline = asyncio.get_running_loop().time() + 20
+        while not store.entries():  # recorded once the job has ended
+            assert asyncio.get_running_loop().time() < deadline, "no checkpoint recorded"
+            await asyncio.sleep(0.02)
+        [entry] = store.entries()
+        assert entry.tool == "background_run"
+        assert sorted(f.path for f in entry.files) == ["a.txt", "b.txt"]
+        await asyncio.to_thread(store.restore, entry.id, "user")
 
-    async def main() -> None:
-        state = _bound(workspace)
-        try:
-            arguments = {"command": "sleep 0.3; echo later > b.txt; rm a.txt"}
-            started = await state.gateway.call("background_run", arguments, CallContext("agent"))
-            assert started.job_id is not None
-            store = state.gateway.checkpoints
-            assert store is not None
-            deadline = asyncio.get_running_loop().time() + 20
-            while not store.entries():
-                assert asyncio.get_running_loop().time() < deadline, "no checkpoint recorded"
-                await asyncio.sleep(0.02)
-            [entry] = store.entries()
-            assert entry.tool == "background_run"
-            assert sorted(f.path for f in entry.files) == ["a.txt", "b.txt"]
-            await asyncio.to_thread(store.restore, entry.id, "user")
-        finally:
-            await state.aclose()
-
-    asyncio.run(main())
-    assert fingerprint(workspace) == before
+    undone(workspace, scenario)
 
 
 def test_a_store_that_cannot_be_written_never_fails_the_call(workspace: Path) -> None:
