@@ -83,6 +83,8 @@ def test_undo_puts_back_what_a_shell_command_changed(store: CheckpointStore) -> 
     assert sorted(f.path for f in entry.files) == ["a.txt", "b.txt", "d/c.txt", "e.sh"]
     assert entry.created == ["d"] and entry.uncovered is None
     after = fingerprint(ws)
+    objects = store.folder / "objects"
+    assert {oct(o.stat().st_mode & 0o777) for o in objects.iterdir()} == {"0o600"}  # private
     done = store.restore(checkpoint, "user")
     assert fingerprint(ws) == before
     store.restore(done.id, "user")  # redo

@@ -55,6 +55,8 @@ log = logging.getLogger(__name__)
 _FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 NEVER_WALKED = frozenset({".git", ".toold"})
 """Skipped at any depth whatever the configuration: git's and toold's own state."""
+PRIVATE = 0o600
+"""The mode of a baseline's objects (the file's own mode is in its checkpoint entry)."""
 NAMED = 3
 """Paths a note names of each kind before it counts the rest."""
 Parts = tuple[str, ...]
@@ -400,7 +402,9 @@ class _Walk:
             return seen
         key = stat_key(opened)
         try:
-            digest = self.store.keep(self.held, data, key[4])
+            # Private (0600), whatever the file's mode: the checkpoint records its mode,
+            # and .toold holds copies of files that may be secret.
+            digest = self.store.keep(self.held, data, PRIVATE)
         except OSError as exc:  # the store, not the file: no walk can go on
             raise CheckpointStoreError(
                 f"cannot store {path} in {self.store.folder}: {exc}"

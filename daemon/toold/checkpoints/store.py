@@ -483,7 +483,7 @@ class CheckpointStore:
         path: str,
         before: str | None,
         current: tuple[bytes, int] | None,
-        modes: dict[str, int],
+        modes: dict[str, int | None],
     ) -> FileChange:
         """The restore's own change of ``path`` (restoring it redoes): what is there now
         to ``before``, with the modes when the undone change recorded them."""
@@ -491,7 +491,7 @@ class CheckpointStore:
         if path not in modes:
             return FileChange(path, now_digest, before)
         mode_now = None if current is None else current[1] & 0o777
-        return FileChange(path, now_digest, before, mode_now, modes[path] if before else None)
+        return FileChange(path, now_digest, before, mode_now, modes[path])
 
     def _restore_folders(self, live: list[Checkpoint]) -> tuple[list[str], list[str]]:
         """Folders the ``live`` shell calls removed made again, those they created removed
@@ -584,7 +584,7 @@ class CheckpointStore:
         targets: dict[str, Any],
         wanted: dict[str, tuple[bytes, int] | None],
         current: dict[str, tuple[bytes, int] | None],
-        modes: dict[str, int],
+        modes: dict[str, int | None],
     ) -> None:
         """Write every target (with its recorded mode, if any), or (a write failed) put
         back those already written."""
@@ -710,13 +710,15 @@ def _named(paths: list[str]) -> str:
     )
 
 
-def _modes(live: list[Checkpoint]) -> dict[str, int]:
-    """path → its mode before the first of the ``live`` calls, where that call recorded it."""
-    modes: dict[str, int] = {}
+def _modes(live: list[Checkpoint]) -> dict[str, int | None]:
+    """path → its mode before the first of the ``live`` calls (None: no file), for the
+    paths whose first change recorded modes (a shell call's)."""
+    modes: dict[str, int | None] = {}
     seen: set[str] = set()
     for checkpoint in live:
         for change in checkpoint.files:
-            if change.path not in seen and change.mode_before is not None:
+            recorded = change.mode_before is not None or change.mode_after is not None
+            if change.path not in seen and recorded:
                 modes[change.path] = change.mode_before
             seen.add(change.path)
     return modes
