@@ -15,6 +15,7 @@ import asyncio
 import contextlib
 import os
 import shutil
+import signal
 import sys
 import tempfile
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
@@ -38,7 +39,8 @@ from acp.schema import (
 
 from tests.agents.conftest import API_KEY, ModelServer
 from tests.agents.conftest import model as model  # the scripted Messages API, shared
-from tests.engine.support import stop_engines
+from tests.engine.support import live_engines, stop_engines
+from tests.processes import wait_gone
 
 WAIT = 20.0
 T = TypeVar("T")
@@ -212,6 +214,14 @@ def engine_runtime(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     monkeypatch.setenv("TOOLD_RUNTIME_DIR", os.fspath(runtime))
     monkeypatch.delenv("TOOLD_NO_DAEMON", raising=False)
     yield runtime
+    # SIGTERM stops an engine as `toold daemon stop` does (its jobs cancelled), without a
+    # command's start per test; what is left is killed.
+    pids = live_engines(runtime)
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+    with contextlib.suppress(AssertionError):
+        wait_gone(pids, "engines", timeout=10)
     stop_engines(runtime, dict(os.environ))
     if os.environ.get("TOOLD_KEEP_ENGINE_LOGS"):
         for log in runtime.glob("*.log"):
