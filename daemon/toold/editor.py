@@ -16,8 +16,6 @@ import logging
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from lsprotocol import types
-
 import toold_protocol
 from toold.config import PermissionsConfig
 from toold.connection import ResponseError
@@ -32,6 +30,12 @@ log = logging.getLogger(__name__)
 
 ASK_ACTIONS = {"Allow": "allow", "Always allow": "always", "Deny": "deny"}
 """A permission prompt's buttons → the guard's answers."""
+ProgressToken = int | str
+ERROR, WARNING = 1, 2
+"""window/showMessage's MessageType (LSP's messages are written as plain JSON here:
+lsprotocol's types would cost each session's process 15 MiB and ~250 ms to load)."""
+PROGRESS = "$/progress"
+SHOW_MESSAGE, SHOW_MESSAGE_REQUEST = "window/showMessage", "window/showMessageRequest"
 
 
 class WorkDone:
@@ -39,7 +43,7 @@ class WorkDone:
     (``done`` unless the handler says otherwise; ``cancelled`` or ``failed`` when it
     was cancelled or raised)."""
 
-    def __init__(self, editor: Editor, token: types.ProgressToken | None) -> None:
+    def __init__(self, editor: Editor, token: ProgressToken | None) -> None:
         self._editor, self._token = editor, token
         self.outcome = "done"
 
@@ -51,7 +55,7 @@ class WorkDone:
     def report(self, text: str) -> None:
         """One ``$/progress`` report."""
         if self._token is not None:
-            self._editor.progress(self._token, types.WorkDoneProgressReport(message=text))
+            self._editor.progress(self._token, {"kind": "report", "message": text})
 
 
 def _default_timeout() -> float:
@@ -73,11 +77,11 @@ class Editor:
         self.connection = connection
         self.tool_named = tool_named
         self.prompt_timeout = prompt_timeout
-        self.capabilities: types.ClientCapabilities | None = None
-        """What the client said it can do (initialize's ``capabilities``)."""
+        self.capabilities: dict[str, Any] | None = None
+        """What the client said it can do (initialize's ``capabilities``, decoded)."""
         self.loop: asyncio.AbstractEventLoop | None = None
         """The loop serving this session (messages from other threads are sent on it)."""
-        self._cancellable: dict[types.ProgressToken, asyncio.Task[Any]] = {}
+        self._cancellable: dict[ProgressToken, asyncio.Task[Any]] = {}
 
     def _in_loop(self, func: Callable[..., Any], *args: Any) -> None:
         loop = self.loop
@@ -91,13 +95,13 @@ class Editor:
             loop.call_soon_threadsafe(func, *args)
 
     # -- progress ------------------------------------------------------------------
-    def progress(self, token: types.ProgressToken, value: Any) -> None:
+    def progress(self, token: ProgressToken, value: Any) -> None:
         """One ``$/progress`` notification (begin, report or end)."""
-        params = types.ProgressParams(token=token, value=value)
-        self._in_loop(self.connection.notify, types.PROGRESS, params)
+        params = {"token": token, "value": value}
+        self._in_loop(self.connection.notify, PROGRESS, params)
 
     @contextlib.contextmanager
-    def work_done(self, token: types.ProgressToken | None, title: str) -> Iterator[WorkDone]:
+    def work_done(self, token: ProgressToken | None, title: str) -> Iterator[WorkDone]:
         """``$/progress`` begin, reports and end for a request carrying ``token``.
 
         The client's ``window/workDoneProgress/cancel`` for the token cancels the
@@ -108,7 +112,7 @@ class Editor:
         if token is None:
             yield done
             return
-        self.progress(token, types.WorkDoneProgressBegin(title=title, cancellable=True))
+        self.progress(token, {"title": title, "kind": "begin", "cancellable": True})
         task = asyncio.current_task()
         if task is not None:
             self._cancellable[token] = task
@@ -122,9 +126,9 @@ class Editor:
             raise
         finally:
             self._cancellable.pop(token, None)
-            self.progress(token, types.WorkDoneProgressEnd(message=done.outcome))
+            self.progress(token, {"kind": "end", "message": done.outcome})
 
-    def cancel_work(self, token: types.ProgressToken) -> None:
+    def cancel_work(self, token: ProgressToken) -> None:
         """Cancel the request whose progress ``token`` the client cancelled."""
         task = self._cancellable.get(token)
         if task is not None:
@@ -138,27 +142,25 @@ class Editor:
         payload = dump(toold_protocol.METHODS[method].params.model_validate(params))
         self._in_loop(self.connection.notify, method, payload)
 
-    def show_error(self, message: str, kind: types.MessageType = types.MessageType.Error) -> None:
+    def show_error(self, message: str, kind: int = ERROR) -> None:
         """window/showMessage an error (or a message of another ``kind``) to the user."""
-        log.log(
-            logging.ERROR if kind == types.MessageType.Error else logging.WARNING, "%s", message
-        )
-        params = types.ShowMessageParams(type=kind, message=f"toold: {message}")
-        self._in_loop(self.connection.notify, types.WINDOW_SHOW_MESSAGE, params)
+        log.log(logging.ERROR if kind == ERROR else logging.WARNING, "%s", message)
+        params = {"type": kind, "message": f"toold: {message}"}
+        self._in_loop(self.connection.notify, SHOW_MESSAGE, params)
 
     def show_warning(self, message: str) -> None:
         """window/showMessage a warning to the user."""
-        self.show_error(message, types.MessageType.Warning)
+        self.show_error(message, WARNING)
 
     # -- prompts -------------------------------------------------------------------
     def can_ask(self) -> bool:
         """Whether the client said it can show message requests with actions."""
-        window = getattr(self.capabilities, "window", None)
-        return getattr(window, "show_message", None) is not None
+        window = (self.capabilities or {}).get("window")
+        return isinstance(window, dict) and window.get("showMessage") is not None
 
     def shows_diffs(self) -> bool:
         """Whether the client set ``experimental.toold.diffPreview`` in its capabilities."""
-        experimental = getattr(self.capabilities, "experimental", None)
+        experimental = (self.capabilities or {}).get("experimental")
         ours = experimental.get("toold") if isinstance(experimental, dict) else None
         return isinstance(ours, dict) and ours.get("diffPreview") is True
 
@@ -194,12 +196,12 @@ class Editor:
 
     async def confirm(self, message: str, actions: list[str], timeout: float) -> str | None:
         """window/showMessageRequest offering ``actions``: the title chosen, None without one."""
-        params = types.ShowMessageRequestParams(
-            type=types.MessageType.Warning,
-            message=f"toold: {message}",
-            actions=[types.MessageActionItem(title=t) for t in actions],
-        )
-        asked = self.connection.send_request(types.WINDOW_SHOW_MESSAGE_REQUEST, params)
+        params = {
+            "type": WARNING,
+            "message": f"toold: {message}",
+            "actions": [{"title": t} for t in actions],
+        }
+        asked = self.connection.send_request(SHOW_MESSAGE_REQUEST, params)
         try:
             item = await asyncio.wait_for(asked, timeout)
         except (TimeoutError, ResponseError) as exc:

@@ -19,15 +19,22 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from lsprotocol import types
 from pygls.uris import to_fs_path
 
 from toold import __version__, handlers
 from toold.binding import ConfigReloads, WorkspaceBinding
 from toold.config import LimitsConfig, PermissionsConfig
-from toold.connection import JsonRpcConnection, ResponseError
+from toold.connection import (
+    EXIT,
+    INITIALIZE,
+    INITIALIZED,
+    SHUTDOWN,
+    JsonRpcConnection,
+    ResponseError,
+)
 from toold.editor import Editor
 from toold.initialization import parse_initialization_options
+from toold.initialize_params import InitializeParams, UndecodableParams, converter, read_initialize
 from toold.lifecycle import ClientWatch, SessionEnd
 from toold.modes import SessionMode
 from toold.rpc import Context
@@ -36,27 +43,20 @@ from toold_protocol import ALL_METHODS, PROTOCOL_VERSION, errors
 from toold_protocol.names import CLIENT_REQUESTS
 
 if TYPE_CHECKING:
-    from cattrs import Converter
-
     from toold.tools.base import Tool
     from toold.workspace import WorkspaceState
     from toold_protocol.models import InitializationOptions
 
 log = logging.getLogger(__name__)
-
-
-@functools.cache
-def _converter() -> Converter:
-    """lsprotocol's converter, built once per process (about 30 ms), on first use."""
-    from lsprotocol.converters import get_converter
-
-    return get_converter()
+SET_TRACE = "$/setTrace"
+DID_CHANGE_CONFIGURATION = "workspace/didChangeConfiguration"
+PROGRESS_CANCEL = "window/workDoneProgress/cancel"
 
 
 def _unstructure(value: Any) -> Any:
     """An lsprotocol type as JSON (what the connection cannot encode itself)."""
     if hasattr(value, "__attrs_attrs__"):
-        return _converter().unstructure(value)
+        return converter().unstructure(value)
     raise TypeError(f"{type(value).__name__} is not JSON")
 
 
@@ -192,13 +192,13 @@ class LspSession:
     # -- LSP's methods ---------------------------------------------------------------
     def _register(self) -> None:
         on_request, on_notification = self.connection.on_request, self.connection.on_notification
-        on_request(types.INITIALIZE, self._initialize)
-        on_request(types.SHUTDOWN, self._shutdown)
-        on_notification(types.EXIT, self._exit)
-        on_notification(types.INITIALIZED, _ignore)
-        on_notification(types.SET_TRACE, _ignore)
-        on_notification(types.WORKSPACE_DID_CHANGE_CONFIGURATION, self._configuration)
-        on_notification(types.WINDOW_WORK_DONE_PROGRESS_CANCEL, self._progress_cancel)
+        on_request(INITIALIZE, self._initialize)
+        on_request(SHUTDOWN, self._shutdown)
+        on_notification(EXIT, self._exit)
+        on_notification(INITIALIZED, _ignore)
+        on_notification(SET_TRACE, _ignore)
+        on_notification(DID_CHANGE_CONFIGURATION, self._configuration)
+        on_notification(PROGRESS_CANCEL, self._progress_cancel)
         for method in CLIENT_REQUESTS:
             on_request(method, functools.partial(self._custom, method))
 
@@ -206,13 +206,13 @@ class LspSession:
         """Take the client's capabilities and options, start binding the workspace (a
         session of its own) and answer with toold's methods under ``experimental``."""
         try:
-            params = _converter().structure(raw, types.InitializeParams)
-        except Exception as exc:
+            params = read_initialize(raw)
+        except UndecodableParams as exc:
             log.error("undecodable initialize params: %s", exc)
             raise ResponseError("Invalid Params", errors.INVALID_PARAMS) from None
         self.editor.capabilities = params.capabilities
         self.process_id = params.process_id
-        self.client_name = params.client_info.name if params.client_info else ""
+        self.client_name = params.client_name
         parsed = parse_initialization_options(params.initialization_options)
         for problem in parsed.problems:
             self.editor.show_error(problem)
@@ -289,11 +289,11 @@ def _ignore(raw: Any) -> None:
     """A notification toold takes and has nothing to do for."""
 
 
-def _workspace_from(params: types.InitializeParams, options: InitializationOptions) -> Path | None:
+def _workspace_from(params: InitializeParams, options: InitializationOptions) -> Path | None:
     if options.workspace:
         return Path(options.workspace)
-    if params.workspace_folders:
-        return Path(to_fs_path(params.workspace_folders[0].uri) or ".")
+    if params.first_folder is not None:
+        return Path(to_fs_path(params.first_folder) or ".")
     if params.root_uri:
         return Path(to_fs_path(params.root_uri) or ".")
     if params.root_path:

@@ -13,8 +13,12 @@ Each round, interleaved so machine noise hits all three alike:
   until its first ``tools/list`` is answered.
 
 Reported: medians and the extra over ``bare`` (targets: fresh within +100 ms, attach
-within +30 ms; issue 28). Engines run under a runtime folder of the bench's own and are
-stopped at the end. Standard library only, with the bench's own framing client.
+within +30 ms; issue 28). ``toold`` is the console script installed beside this
+interpreter, as ``bare`` is this interpreter: a version manager's shim found first on
+PATH (pyenv's runs bash and ``pyenv exec``, about 70 ms) would be counted against toold
+alone (``--script`` names another). Engines run under a runtime folder of the bench's
+own and are stopped at the end. Standard library only, with the bench's own framing
+client.
 """
 
 from __future__ import annotations
@@ -49,10 +53,16 @@ def first_result_ms(argv: list[str], workspace: Path, tools_list: bool) -> float
         client.stop()
 
 
-def bench_start(rounds: int) -> dict[str, Any]:
+def console_script() -> list[str]:
+    """The ``toold`` console script beside this interpreter (else toold_cli())."""
+    beside = Path(sys.executable).parent / "toold"
+    return [str(beside)] if beside.is_file() else toold_cli()
+
+
+def bench_start(rounds: int, script: list[str] | None = None) -> dict[str, Any]:
     """``rounds`` interleaved rounds of bare, fresh and attach; medians in ms."""
     samples: dict[str, list[float]] = {"bare": [], "fresh": [], "attach": []}
-    serve = [*toold_cli(), "serve", "--workspace"]
+    serve = [*(script or console_script()), "serve", "--workspace"]
     with private_engines(), tempfile.TemporaryDirectory(prefix="toold-start-") as scratch:
         for i in range(rounds):
             workspace = Path(scratch, f"ws{i}").resolve()
@@ -66,6 +76,7 @@ def bench_start(rounds: int) -> dict[str, Any]:
     medians = {name: round(statistics.median(values), 1) for name, values in samples.items()}
     return {
         "rounds": rounds,
+        "toold": serve[0],
         "median_ms": medians,
         "extra_over_bare_ms": {
             name: round(medians[name] - medians["bare"], 1) for name in TARGETS_MS
@@ -88,8 +99,9 @@ def table(results: dict[str, Any]) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="5 rounds instead of 15")
+    parser.add_argument("--script", help="the toold command to run (default: beside python)")
     args = parser.parse_args()
-    results = bench_start(5 if args.quick else 15)
+    results = bench_start(5 if args.quick else 15, [args.script] if args.script else None)
     print(table(results))
     print(json.dumps(results, indent=2))
     return 0

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import fcntl
+import importlib
 import json
 import logging
 import os
@@ -70,6 +71,9 @@ class Engine:
         self.sessions = TrackedSessions(self.usage)
         self.state: WorkspaceState | None = None
         self.bound: asyncio.Future[None] | None = None
+        self.stack: asyncio.Future[None] | None = None
+        """The session stack (server, transport, the contract's models) loading on a
+        thread while the workspace binds (``_bind``)."""
         self.stopping = asyncio.Event()
         self.started = time.time()
         self.own = {path: _identity(path) for path in (paths.workspace, paths.pid_file)}
@@ -141,6 +145,12 @@ class Engine:
     async def _bind(self) -> None:
         from toold.opening import open_workspace
 
+        # The workspace's modules first, then the session stack on a thread of its own
+        # while the workspace binds: the bind waits on the runner's probe and other
+        # subprocesses, time the stack's import fills. Importing both graphs at once
+        # from the start would have two threads in pydantic's own imports.
+        await asyncio.to_thread(importlib.import_module, "toold.workspace")
+        self.stack = asyncio.ensure_future(asyncio.to_thread(load_session_stack))
         sessions = self.sessions
         opening = open_workspace(
             self.paths.workspace,
@@ -318,6 +328,8 @@ class Engine:
             raise PeerRefused(STOPPING)
         assert self.bound is not None
         await asyncio.shield(self.bound)
+        if self.stack is not None:
+            await asyncio.shield(self.stack)
         from toold.engine.serving import serve_session
 
         stdio = (fds.pop(0), fds.pop(0)) if kind == "stdio" else None
@@ -344,6 +356,27 @@ class Engine:
         if outer is not None and (outer < 0 or inside_tool_call(pid, outer)):
             return True
         return tool_runner_above(pid) is not None
+
+
+SESSION_STACK = (
+    "toold.engine.serving",
+    "toold.server",
+    "toold.transport",
+    "toold_protocol.models",
+    "toold.handlers.table",
+)
+"""What a session needs before its first answers (``initialize`` reads the contract's
+models, ``tools/list`` the method table), loaded while the workspace binds."""
+
+
+def load_session_stack() -> None:
+    """Import SESSION_STACK (a failure is left for the session's own import to raise)."""
+    for name in SESSION_STACK:
+        try:
+            importlib.import_module(name)
+        except Exception:
+            log.exception("could not load %s ahead of the first session", name)
+            return
 
 
 def _identity(path: Path) -> tuple[int, int, int] | None:
