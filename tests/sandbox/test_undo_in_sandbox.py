@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.sandbox.conftest import Daemon
-from tests.unit.test_checkpoint_shell import SCENARIO, fingerprint, seed
+from tests.trees import SCENARIO, fingerprint, seed
 
 
 @pytest.mark.parametrize("runner", ["bwrap", "docker"])
