@@ -177,7 +177,15 @@ class AuditLog:
         self._close()
 
 
+_OWN_WORDS = frozenset({"time", "event", "tool", "origin", "decision", "verdict", "outcome"})
+"""Fields whose values are toold's own words: its clock, a registered tool's name, the
+wire's origins and the verdict's vocabulary. Nothing of a caller's reaches them, so they
+skip redaction (about half its cost per line)."""
+
+
 def _line(entry: dict[str, Any]) -> bytes:
-    # Every field, not only the arguments: a verdict's reason may quote the command.
-    entry = redact(entry, text=_shown)
-    return (json.dumps(entry, ensure_ascii=False, default=str) + "\n").encode("utf-8")
+    # Every other field, not only the arguments: a verdict's reason may quote the command.
+    own = {k: v for k, v in entry.items() if k in _OWN_WORDS}
+    rest = redact({k: v for k, v in entry.items() if k not in _OWN_WORDS}, text=_shown)
+    shown = {k: own[k] if k in own else rest[k] for k in entry}  # the entry's own order
+    return (json.dumps(shown, ensure_ascii=False, default=str) + "\n").encode("utf-8")

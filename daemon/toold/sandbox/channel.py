@@ -11,6 +11,7 @@ import builtins
 import json
 import sys
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -82,8 +83,26 @@ def shareable(tool: Tool) -> bool:
     return not (marks.open_world or marks.runs_code or marks.shell)
 
 
-def encode_request(tool: Tool, args: Any, workspace: Path, config: TooldConfig) -> bytes:
-    """The request line for ``tool``; the tool's own runtime wins over the sandbox's."""
+@dataclass(frozen=True)
+class Request:
+    """A call's request, to be sent as one line (see ``line``)."""
+
+    head: str
+    """The request's JSON object without its closing brace."""
+    config: str
+    """The configuration's JSON text."""
+
+    def line(self, known: str | None = None) -> bytes:
+        """The line for a worker that has the configuration ``known``: the configuration
+        is left out when it is the same (the worker keeps the one it was sent last)."""
+        if known == self.config:
+            return f"{self.head}}}\n".encode()
+        # Spliced in as it was encoded once (an object's last member).
+        return f'{self.head}, "config": {self.config}}}\n'.encode()
+
+
+def encode_request(tool: Tool, args: Any, workspace: Path, config: TooldConfig) -> Request:
+    """The request for ``tool``; the tool's own runtime wins over the sandbox's."""
     from toold.tools.registry import BuiltinToolProvider
 
     if BuiltinToolProvider.get_tool_class(tool.name) is not type(tool):
@@ -103,10 +122,7 @@ def encode_request(tool: Tool, args: Any, workspace: Path, config: TooldConfig) 
         "origin": ctx.origin if ctx is not None else "agent",
         "reuse": shareable(tool),
     }
-    # The configuration's text is spliced in as it was encoded once (an object's last
-    # member: the text before it ends with "}").
-    head = json.dumps(request, ensure_ascii=False)[:-1]
-    return f'{head}, "config": {_configs.text(config)}}}\n'.encode()
+    return Request(json.dumps(request, ensure_ascii=False)[:-1], _configs.text(config))
 
 
 class RemoteError(Exception):

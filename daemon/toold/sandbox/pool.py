@@ -78,6 +78,8 @@ class WorkerHandle(ABC):
     who: str = "sandbox"
     reusable: bool = False
     """Its last call was shareable and it offered to serve another (set by call())."""
+    config: str | None = None
+    """The configuration (JSON text) it was sent last: later requests leave it out."""
 
     @abstractmethod
     async def call(self, request: bytes, shared: bool = False) -> Any:
@@ -108,8 +110,12 @@ class WorkerPool:
 
     def fill(self) -> None:
         """Start workers until ``size`` are ready or starting."""
-        while not self.closed and len(self._ready) < self.size:
+        while self.short():
             self._ready.append(self._executor.submit(self._spawn, True))
+
+    def short(self) -> bool:
+        """Whether fewer than ``size`` workers are ready or starting (fill() has work)."""
+        return not self.closed and len(self._ready) < self.size
 
     async def acquire(self, refill: bool = True, shared: bool = False) -> WorkerHandle:
         """A worker of its own for one call: for a ``shared`` one, an idle worker that
@@ -238,7 +244,9 @@ class WorkerSandbox(ABC):
         self._running += 1
         try:
             worker = await pool.acquire(refill=not self.refill_after_call, shared=shared)
-            result = await worker.call(request, shared)
+            line = request.line(worker.config)
+            worker.config = request.config
+            result = await worker.call(line, shared)
             if worker.reusable:
                 pool.give_back(worker)
             return self.explain(result)
@@ -247,8 +255,9 @@ class WorkerSandbox(ABC):
             loop = asyncio.get_running_loop()
             if self._closed and not self._running:
                 loop.run_in_executor(None, self.release)  # the last call of a closed runner
-            elif self.refill_after_call:
-                # Once the answer is on its way to the client, not while it is being sent.
+            elif self.refill_after_call and pool.short():
+                # Once the answer is on its way to the client, not while it is being sent
+                # (a call served by an idle worker took none: nothing to start, no timer).
                 loop.call_later(REFILL_DELAY, pool.fill)
 
     async def close(self) -> None:

@@ -15,7 +15,10 @@ exits. Closing stdin while the tool runs cancels the call: the tool's own clean-
 A request with ``"reuse": true`` (the daemon sends it for tools that run no command or
 code the caller chose: see toold.sandbox.channel.shareable) is answered with ``"next": true`` when
 it succeeded and the worker has served fewer than MAX_CALLS: the worker then sweeps and
-reads the next request, or stdin's end. Any other call is the worker's last.
+reads the next request, or stdin's end. Any other call is the worker's last. A further
+request leaves ``config`` out when it is the one the worker already has: the worker keeps
+the runtime it built from it (validating the configuration costs more than a small call);
+a first request without one gets the defaults.
 
 ``--fork-server`` turns the process into a fork server: it imports everything once and
 forks one such worker per request received on its control socket (stdin), so a worker is
@@ -38,7 +41,11 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from toold.tools.base import Tool
+    from toold.tools.runtime import ToolRuntime
 
 PID_FORMAT = "=i"
 """Fork server reply: the new worker's pid."""
@@ -115,9 +122,21 @@ def _children(pid: int) -> list[int]:
     return found
 
 
+def _childless() -> bool:
+    """Whether this process has no child at all, living or not (one system call). As
+    their subreaper, every descendant is a child or below a living one, so none is left."""
+    try:
+        os.waitpid(-1, os.WNOHANG)
+    except ChildProcessError:
+        return True
+    return False  # a living child (0), or a reaped one: others may follow
+
+
 def sweep_descendants() -> None:
     """SIGKILL every descendant and reap them; orphans come back to us as we are their
     subreaper, so a few rounds catch those that forked or daemonised meanwhile."""
+    if _childless():  # the common case: a file call started nothing
+        return
     deadline = time.monotonic() + SWEEP_SECONDS
     while time.monotonic() < deadline:
         pending = _children(os.getpid())
@@ -159,56 +178,87 @@ def prepare() -> None:
 async def _warm_up() -> None:
     """A dry run while idle: a fresh fork pays ~2 ms of page faults and cold caches on its
     first call; doing it here keeps them off the call's critical path."""
-    tool = _build_tool({"tool": "read_file", "workspace": "/"})
+    tool = _Runtimes().build_tool({"tool": "read_file", "workspace": "/", "config": {}})
     with contextlib.suppress(Exception):
         await tool.call({"file_path": ".toold-worker-warm-up", "offset": 0})
 
 
-def _build_tool(request: dict[str, Any]) -> Any:
-    from toold.config import TooldConfig
-    from toold.tools.registry import BuiltinToolProvider
-    from toold.tools.runtime import ToolRuntime
+class _Runtimes:
+    """The runtime of the configuration the daemon sent last (a request without one
+    means the same again), rebuilt only when the configuration or workspace changes."""
 
-    config = TooldConfig.model_validate(request.get("config") or {})
-    runtime = ToolRuntime(workspace=Path(request["workspace"]), config=config)
-    tool_cls = BuiltinToolProvider.get_tool_class(request["tool"])
-    if tool_cls is None:
-        raise LookupError(f"Unknown tool: {request['tool']} (the worker cannot rebuild it)")
-    return tool_cls(runtime)
+    def __init__(self) -> None:
+        self._runtime: ToolRuntime | None = None
+        self._workspace = ""
+
+    def build_tool(self, request: dict[str, Any]) -> Tool:
+        """The requested tool, bound to the request's workspace and configuration."""
+        from toold.tools.registry import BuiltinToolProvider
+
+        runtime = self._for(request)
+        tool_cls = BuiltinToolProvider.get_tool_class(request["tool"])
+        if tool_cls is None:
+            raise LookupError(f"Unknown tool: {request['tool']} (the worker cannot rebuild it)")
+        return tool_cls(runtime)
+
+    def _for(self, request: dict[str, Any]) -> ToolRuntime:
+        from toold.config import TooldConfig
+        from toold.tools.runtime import ToolRuntime
+
+        workspace = str(request["workspace"])
+        runtime = self._runtime
+        if "config" in request or runtime is None:  # none yet: the defaults, as ever
+            config = TooldConfig.model_validate(request.get("config") or {})
+        else:
+            config = runtime.config
+        if runtime is None or runtime.config is not config or self._workspace != workspace:
+            runtime = self._runtime = ToolRuntime(workspace=Path(workspace), config=config)
+            self._workspace = workspace
+        return runtime
+
+
+class _Stdin:
+    """Watches the worker's stdin for the whole life of its loop (registered once, not
+    per call): the daemon writes nothing while a call runs, so stdin turning readable
+    then means it was closed, the daemon's way to cancel the call. Between calls the
+    loop does not run and the next request is read outside it."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, fd: int) -> None:
+        self.loop = loop
+        self.fd = fd
+        self.call: asyncio.Task[Any] | None = None
+        """The call running now; None between calls."""
+        loop.add_reader(fd, self._readable)
+
+    def _readable(self) -> None:
+        if self.call is not None:  # else the next request came as the last call ended
+            self.loop.remove_reader(self.fd)
+            self.call.cancel()
 
 
 async def _run(
-    tool: Any, request: dict[str, Any], in_fd: int, channel: _Channel, last: bool
+    tool: Tool, request: dict[str, Any], stdin: _Stdin, channel: _Channel, last: bool
 ) -> bool:
     """Run the call and send its answer; True when the worker offered to serve another."""
     from pydantic_core import to_jsonable_python
 
     from toold.tools.context import CallContext, current_call
 
-    loop = asyncio.get_running_loop()
-    task = asyncio.current_task()
-    assert task is not None
-
-    def on_stdin() -> None:
-        # The daemon closed our stdin: the call was cancelled.
-        loop.remove_reader(in_fd)
-        task.cancel()
-
-    loop.add_reader(in_fd, on_stdin)
     ctx = CallContext(
         origin=str(request.get("origin") or "agent"),
         progress=lambda text: channel.send({"progress": text}),
     )
     current_call.set(ctx)
+    stdin.call = asyncio.current_task()
     try:
         result = await tool.call(request.get("args"))
     except asyncio.CancelledError:
         return False
     except Exception as exc:
-        loop.remove_reader(in_fd)
+        stdin.call = None
         channel.send({"error": error_payload(exc)})
         return False
-    loop.remove_reader(in_fd)
+    stdin.call = None
     answer = {"result": to_jsonable_python(result, fallback=str), "meta": ctx.meta}
     offered = request.get("reuse") is True and not last
     if offered:
@@ -232,18 +282,20 @@ def serve_one(in_fd: int, out_fd: int, warm_up: bool | None = None) -> None:
     if warm_up:
         loop.run_until_complete(_warm_up())
     channel = _Channel(out_fd)
+    runtimes = _Runtimes()
+    stdin = _Stdin(loop, in_fd)
     for served in range(1, MAX_CALLS + 1):
         line = _read_line(in_fd)
         if not line.strip():
             return  # the pool was closed before we got a (further) call
         try:
             request = json.loads(line)
-            tool = _build_tool(request)
+            tool = runtimes.build_tool(request)
             os.chdir(request["workspace"])
         except Exception as exc:
             channel.send({"error": error_payload(exc)})
             break
-        if not loop.run_until_complete(_run(tool, request, in_fd, channel, served == MAX_CALLS)):
+        if not loop.run_until_complete(_run(tool, request, stdin, channel, served == MAX_CALLS)):
             break
         sweep_descendants()  # nothing a call left behind sees the next one
     _wait_for_eof(in_fd)  # the daemon has the answer (or gave up on it)
