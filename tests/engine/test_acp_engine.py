@@ -12,13 +12,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from acp import text_block
+import pytest
+from acp import RequestError, text_block
 
 from tests.acp.conftest import Recorder, acp_agent, agent_env, run, start_session
 from tests.agents.conftest import ModelServer, tool_results
 from tests.agents.conftest import model as model  # the scripted Messages API, shared
 from tests.engine.support import Engines, live_engines
 from tests.processes import wait_gone
+from toold.acp import history
 
 
 def _env(engines: Engines, model: ModelServer | None) -> dict[str, str]:
@@ -94,30 +96,32 @@ def test_a_session_on_a_second_folder_gets_a_second_engine(
     engines: Engines, workspace: Path, tmp_path: Path
 ) -> None:
     """One ``toold acp``, two sessions on two folders: two engines, one ACP session each;
-    session/list merges the folders' kept sessions."""
+    session/list without a cwd merges the sessions kept in both folders."""
     other = tmp_path / "other"
     other.mkdir()
+    kept = {"a" * 32: workspace, "b" * 32: other}
+    for session_id, folder in kept.items():
+        history.save(folder, session_id, [{"role": "user", "content": f"in {folder.name}"}])
     recorder = Recorder()
 
     async def scenario() -> tuple[list[dict[str, Any]], list[str], str]:
         env = _env(engines, None)
         async with acp_agent(workspace, env, recorder) as conn:
             await start_session(conn, workspace)
-            second = await conn.new_session(cwd=str(other), mcp_servers=[])
+            await conn.new_session(cwd=str(other), mcp_servers=[])
             listed = [engines.status(folder) for folder in (workspace, other)]
-            kept = await conn.list_sessions()
-            try:
+            merged = await conn.list_sessions()
+            with pytest.raises(RequestError) as unknown:
                 await conn.prompt(session_id="not-a-session", prompt=[text_block("hi")])
-            except Exception as exc:
-                unknown = str(exc)
-            return listed, [s.session_id for s in kept.sessions], unknown + second.session_id
+            return listed, [s.session_id for s in merged.sessions], str(unknown.value)
 
-    listed, _kept, unknown = run(scenario)
+    listed, merged, unknown = run(scenario)
     assert sorted(e["workspace"] for e in listed) == sorted(
         [str(workspace.resolve()), str(other.resolve())]
     )
     assert all([s["kind"] for s in e["sessions"]] == ["acp"] for e in listed), listed
-    assert "unknown" in unknown
+    assert sorted(merged) == sorted(kept)
+    assert "create one with session/new" in unknown
 
 
 INNER = """\
