@@ -236,6 +236,9 @@ def test_bash_and_python_repl_calls_are_undone(workspace: Path) -> None:
         assert store.baseline.watch is not None
         await state.aclose()
         assert store.baseline.watch is None  # its inotify instance went with the workspace
+        # The baseline's copies went too: what is left is what the checkpoints name.
+        named = {d for c in store.entries() for d in c.digests()}
+        assert {o.name for o in (store.folder / "objects").iterdir()} == named
 
     undone(workspace, scenario)
 

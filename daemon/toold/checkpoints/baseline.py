@@ -236,10 +236,14 @@ class Baseline:
             self.store.release(list(gone))
 
     def close(self) -> None:
-        """Stop watching (the workspace closes): each later call walks before it."""
+        """Stop watching and let go of the current snapshot (the workspace closes): its
+        copies no checkpoint names leave the store; a later call walks the tree anew."""
         with self._lock:
             watch, self.watch = self.watch, None
             self._watched_all = False
+            current, self._current = self._current, None
+            if current is not None:
+                self._unref(current)
         if watch is not None:
             watch.close()
 
