@@ -240,8 +240,12 @@ class ToolGateway:
             baseline = store.baseline = Baseline(
                 store, SKIP_DIRS, IgnoreRules, IGNORE_FILES, _watcher(store.workspace)
             )
+        begun = asyncio.ensure_future(asyncio.to_thread(baseline.begin))
         try:
-            before = await asyncio.to_thread(baseline.begin)
+            before = await asyncio.shield(begun)
+        except asyncio.CancelledError:  # the walk goes on in its thread: its snapshot goes
+            begun.add_done_callback(lambda done: _discard(baseline, done))
+            raise
         except (OSError, CheckpointStoreError) as exc:  # the call runs; its result says so
             log.warning("%s: no checkpoint (%s)", tool.name, exc)
             outcome = await run_tool(tool, checked, context, self.runner)
@@ -267,6 +271,12 @@ class ToolGateway:
 
 _recording: set[asyncio.Task[None]] = set()
 """Background jobs' checkpoints waiting for their jobs to end (kept from collection)."""
+
+
+def _discard(baseline: Baseline, begun: asyncio.Future[Snapshot]) -> None:
+    """Let go of the snapshot taken for a call cancelled before it ran."""
+    if not begun.cancelled() and begun.exception() is None:
+        baseline.discard(begun.result())
 
 
 def _noted(outcome: ToolOutcome, note: str | None) -> ToolOutcome:

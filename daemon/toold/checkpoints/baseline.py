@@ -222,6 +222,11 @@ class Baseline:
             with self._lock:
                 self._unref(before)
 
+    def discard(self, snapshot: Snapshot) -> None:
+        """Let go of a snapshot ``begin`` gave for a call that never ran (cancelled)."""
+        with self._lock:
+            self._unref(snapshot)
+
     def _unref(self, snapshot: Snapshot) -> None:
         """One reference to ``snapshot`` fewer (under the lock); at none, the objects no
         live snapshot names are let go (removed unless a checkpoint names them)."""
