@@ -52,6 +52,11 @@ def test_tools_call_carries_the_new_diagnostics(client: InProcessClient) -> None
     assert "warning a.py:1:8 `os` imported but unused" in result["content"]
     plain = client.tool("write_file", file_path="notes.txt", content="hi\n")
     assert "diagnostics" not in plain  # no server checks it: the plain result
+    # A clean file, new or rewritten clean, keeps the plain result too.
+    clean = client.tool("write_file", file_path="c.py", content="x = 1\n")
+    assert clean == {"content": "Wrote 6 characters to c.py", "isError": False}
+    again = client.tool("write_file", file_path="c.py", content="x = 2\n")
+    assert again == {"content": "Wrote 6 characters to c.py", "isError": False}
 
 
 def test_diagnostics_get_and_changed(client: InProcessClient, root: Path) -> None:

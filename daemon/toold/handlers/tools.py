@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 from toold.tools import formats
 from toold.tools.context import CallContext
 from toold_protocol import ToolsCallParams, ToolsCallResult, ToolsListParams, ToolsListResult
+from toold_protocol.models import DiagnosticsDelta
 
 if TYPE_CHECKING:
     from toold.rpc import Context
@@ -39,5 +40,15 @@ async def tools_call(ctx: Context, params: ToolsCallParams) -> ToolsCallResult:
         decision=None if ran else outcome.decision,
         rule=None if ran else outcome.rule,
         job_id=outcome.job_id,
-        diagnostics=outcome.diagnostics,
+        diagnostics=_noteworthy(outcome.diagnostics),
     )
+
+
+def _noteworthy(delta: DiagnosticsDelta | None) -> DiagnosticsDelta | None:
+    """The call's diagnostics when there is anything in them (a clean file keeps the plain
+    result, as its text does)."""
+    if delta is None or not (
+        delta.new or delta.fixed or delta.unchanged or delta.pending or delta.missing
+    ):
+        return None
+    return delta
