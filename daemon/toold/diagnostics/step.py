@@ -14,6 +14,7 @@ import asyncio
 import atexit
 import logging
 import os
+import stat
 import time
 import weakref
 from dataclasses import dataclass, replace
@@ -123,11 +124,18 @@ def _read(root: Path, relative: str, limit: int) -> str | None:
     """The file's text, never through a symlink; None when it is missing, too big or not
     UTF-8 (such a file is compared with nothing)."""
     try:
-        fd = open_in_workspace(root, relative)
+        # O_NONBLOCK: a FIFO named like a source file must not hold the thread.
+        fd = open_in_workspace(root, relative, os.O_RDONLY | os.O_NONBLOCK)
     except OSError:
         return None
-    with os.fdopen(fd, "rb") as file:
-        data = file.read(limit + 1)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        data = os.read(fd, limit + 1)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
     if len(data) > limit:
         return None
     try:
