@@ -21,6 +21,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from pydantic import TypeAdapter
 
+from tests.mcp.http_process import toold_http
 from tests.mcp.reading import audit, text
 
 MODERN: Literal["2026-07-28"] = "2026-07-28"
@@ -72,7 +73,9 @@ def write(name: str) -> dict[str, Any]:
     return {"file_path": name, "content": f"{name}\n"}
 
 
-def test_both_revisions_and_discover_lists_every_one(workspace: Path) -> None:
+def test_both_revisions_discover_lists_them_and_no_elicitation_is_refused(
+    workspace: Path,
+) -> None:
     async def main() -> tuple[Any, ...]:
         async with client(workspace, "legacy") as old:
             legacy = old.session.protocol_version
@@ -82,14 +85,20 @@ def test_both_revisions_and_discover_lists_every_one(workspace: Path) -> None:
             found = await new.session.send_discover(MODERN)
             listed = await new.list_tools()
             read = await new.call_tool("glob", {"pattern": "*"})
-        return legacy, modern, found["supportedVersions"], (found, listed, read)
+            # No elicitation declared: the refusal, with how to allow the call (on the
+            # handshake revisions: test_mcp_bridge's test_the_guard_refuses_write_file...)
+            refused = await new.call_tool("write_file", write("canary"))
+        return legacy, modern, found["supportedVersions"], (found, listed, read, refused)
 
-    legacy, modern, supported, (found, listed, read) = asyncio.run(main())
+    legacy, modern, supported, (found, listed, read, refused) = asyncio.run(main())
     assert (legacy, modern) == ("2025-11-25", MODERN)
     assert supported == [*HANDSHAKE_PROTOCOL_VERSIONS, MODERN]
     assert found["capabilities"]["extensions"] == {TASKS: {}}
     assert "write_file" in {t.name for t in listed.tools}
     assert not read.is_error
+    assert refused.is_error and not (workspace / "canary").exists()
+    assert text(refused).startswith("Denied: write_file needs the user's confirmation")
+    assert 'mode = "bypass"' in text(refused)
 
 
 def test_elicitation_allow_deny_decline_invalid_then_always(workspace: Path) -> None:
@@ -202,19 +211,6 @@ def test_input_responses_toold_did_not_ask_for_are_refused(workspace: Path) -> N
     assert not (workspace / "canary").exists() and not (workspace / "other").exists()
 
 
-def test_a_client_without_elicitation_gets_the_refusal_on_2026(workspace: Path) -> None:
-    # On the handshake revisions: test_mcp_bridge's test_the_guard_refuses_write_file...
-    async def main() -> types.CallToolResult:
-        async with client(workspace, MODERN) as c:
-            return await c.call_tool("write_file", write("canary"))
-
-    result = asyncio.run(main())
-    assert result.is_error
-    assert text(result).startswith("Denied: write_file needs the user's confirmation")
-    assert 'mode = "bypass"' in text(result)
-    assert not (workspace / "canary").exists()
-
-
 class TaskParams(types.RequestParams):
     """The params of tasks/get and tasks/cancel."""
 
@@ -284,3 +280,21 @@ def test_background_jobs_are_tasks_get_and_cancel(workspace: Path) -> None:
     done = got["done"]
     assert not done.is_error and "from-the-job" in text(done)
     assert got["unknown"].code == types.INVALID_PARAMS
+
+
+def test_asking_over_streamable_http_on_both_revisions(workspace: Path) -> None:
+    user = User("allow", "deny")
+
+    async def main(url: str) -> list[types.CallToolResult]:
+        out = []
+        for mode, name in (("legacy", "yes.txt"), (MODERN, "no.txt")):
+            async with Client(url, mode=mode, elicitation_callback=user) as c:
+                out.append(await c.call_tool("write_file", write(name)))
+        return out
+
+    with toold_http(workspace, "--no-token") as server:
+        allowed, denied = asyncio.run(main(server.url))
+        assert server.stop() == 0
+    assert len(user.asked) == 2
+    assert not allowed.is_error and (workspace / "yes.txt").exists()
+    assert denied.is_error and not (workspace / "no.txt").exists()
