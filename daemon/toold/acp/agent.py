@@ -27,12 +27,14 @@ from acp import RequestError, run_agent
 from acp.interfaces import Agent, Client
 from acp.schema import (
     ClientCapabilities,
+    CloseSessionResponse,
     Implementation,
     InitializeResponse,
     ListSessionsResponse,
     LoadSessionResponse,
     NewSessionResponse,
     PromptResponse,
+    ResumeSessionResponse,
     SetSessionModeResponse,
 )
 
@@ -55,6 +57,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 WATCH_TIMEOUT_S = 10.0
+UNSTABLE = True
+"""The SDK (0.12) routes session/resume and session/close, stable in ACP v1 since, only
+with its ``use_unstable_protocol``; toold implements no other method it gates so."""
 
 
 class TooldAgent:
@@ -140,6 +145,37 @@ class TooldAgent:
         await session.outbox.flush()
         session.announce_workspace()
         return LoadSessionResponse(modes=modes(session.require_state().guard.mode))
+
+    async def resume_session(
+        self,
+        cwd: str,
+        session_id: str,
+        mcp_servers: list[Any] | None = None,
+        additional_directories: list[str] | None = None,
+        **kwargs: Any,
+    ) -> ResumeSessionResponse:
+        """Take up a kept session without replaying it (the client shows it already): the
+        next prompt goes on from its conversation."""
+        if session_id in self.sessions:
+            raise RequestError(
+                codes.INVALID_PARAMS, f"session {session_id} is already open on this connection"
+            )
+        root = self.workspace or workspace_folder(cwd)
+        messages = await asyncio.to_thread(history.load, root, session_id)
+        session = await self.open_session(session_id, cwd, mcp_servers)
+        session.messages = messages
+        session.announce_workspace()
+        return ResumeSessionResponse(modes=modes(session.require_state().guard.mode))
+
+    async def close_session(self, session_id: str, **kwargs: Any) -> CloseSessionResponse:
+        """End a session: its turn cancelled, its MCP servers stopped (it stays kept, for
+        session/load or session/resume)."""
+        session = self.require_session(session_id)
+        del self.sessions[session_id]
+        for link in self.links.pop(session_id, []):
+            await link.close()
+        await session.aclose()
+        return CloseSessionResponse()
 
     async def list_sessions(
         self, cwd: str | None = None, cursor: str | None = None, **kwargs: Any
@@ -292,7 +328,7 @@ async def serve(workspace: Path | None, *, private: bool = False, from_tool: boo
     agent = TooldAgent(workspace, from_tool=from_tool)
     try:
         # The SDK routes the methods an agent defines; the others answer method-not-found.
-        await run_agent(cast(Agent, agent), client)
+        await run_agent(cast(Agent, agent), client, use_unstable_protocol=UNSTABLE)
     finally:
         await asyncio.shield(agent.aclose())
 

@@ -14,7 +14,9 @@ from acp.schema import (
     McpCapabilities,
     PromptCapabilities,
     SessionCapabilities,
+    SessionCloseCapabilities,
     SessionListCapabilities,
+    SessionResumeCapabilities,
 )
 
 from toold import __version__
@@ -44,7 +46,11 @@ def initialize_response() -> InitializeResponse:
             load_session=True,
             prompt_capabilities=PromptCapabilities(image=False, audio=False, embedded_context=True),
             mcp_capabilities=McpCapabilities(http=True, sse=False),
-            session_capabilities=SessionCapabilities(list=SessionListCapabilities()),
+            session_capabilities=SessionCapabilities(
+                list=SessionListCapabilities(),
+                resume=SessionResumeCapabilities(),
+                close=SessionCloseCapabilities(),
+            ),
         ),
         auth_methods=[],
         agent_info=Implementation(name="toold", title="toold", version=__version__),

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, cast
 from acp import run_agent
 from acp.interfaces import Agent
 
-from toold.acp.agent import TooldAgent
+from toold.acp.agent import UNSTABLE, TooldAgent
 from toold.acp.session import asking
 from toold.acp.wire import LineTransport
 
@@ -104,7 +104,11 @@ class AcpConnection:
     async def serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> int:
         """Run the agent on the connection's lines until it closes or the engine stops."""
         running = asyncio.ensure_future(
-            run_agent(cast(Agent, self.agent), LineTransport(reader, writer))
+            run_agent(
+                cast(Agent, self.agent),
+                LineTransport(reader, writer),
+                use_unstable_protocol=UNSTABLE,
+            )
         )
         stop = asyncio.ensure_future(self._stop.wait())
         try:

@@ -11,8 +11,9 @@ its shared workspace (toold.acp.attached). Here messages only move:
   (so each knows the client's capabilities); ``authenticate`` is refused here as the
   agent refuses it; ``session/list`` reads the sessions kept in the folder asked about,
   or in every attached workspace when none is named.
-- ``session/new`` and ``session/load`` go to the engine of their workspace; a later
-  request or notification naming a ``sessionId`` goes to the engine holding it. Each
+- ``session/new``, ``session/load`` and ``session/resume`` go to the engine of their
+  workspace; a later request or notification naming a ``sessionId`` goes to the engine
+  holding it (until ``session/close`` answers). Each
   request forwarded gets this side's own id on that connection, and its answer goes
   back under the client's id.
 - What an engine asks the client (``session/request_permission``, ``fs/*``,
@@ -48,7 +49,7 @@ from toold_protocol import errors as codes
 log = logging.getLogger(__name__)
 
 Message = dict[str, Any]
-OPENING = ("session/new", "session/load")
+OPENING = ("session/new", "session/load", "session/resume")
 """The requests that name a workspace (their ``cwd``) and so an engine."""
 
 
@@ -139,7 +140,8 @@ class Front:
         if not isinstance(session_id, str):
             raise RequestError(codes.METHOD_NOT_FOUND, f"Method not found: {method}")
         upstream = self._route(session_id)
-        await upstream.request(method, params, (number, method, None))
+        closing = session_id if method == "session/close" else None  # unrouted once closed
+        await upstream.request(method, params, (number, method, closing))
 
     async def _notification(self, method: str, params: Message, message: Message) -> None:
         session_id = params.get("sessionId")
@@ -174,7 +176,7 @@ class Front:
 
     async def _open(self, method: str, params: Message, number: Any) -> None:
         """session/new or session/load, on the engine of the session's workspace."""
-        session_id = params.get("sessionId") if method == "session/load" else None
+        session_id = params.get("sessionId") if method != "session/new" else None
         try:
             if isinstance(session_id, str) and session_id in self.routes:
                 raise RequestError(
@@ -273,7 +275,9 @@ class Front:
                     session_id = message["result"].get("sessionId")
                     if isinstance(session_id, str):
                         self.routes[session_id] = upstream
-                elif method == "session/load" and "error" in message and loading is not None:
+                elif method in OPENING and "error" in message and loading is not None:
+                    self.routes.pop(loading, None)  # a load or resume that failed
+                elif method == "session/close" and "result" in message and loading is not None:
                     self.routes.pop(loading, None)
                 await self.client.send({**message, "id": theirs})
             return
