@@ -170,9 +170,9 @@ class Editor:
         """Allow / Always allow / Deny a tool call: the guard's answer, None without one."""
         if not self.can_ask():
             return None
-        from toold.permissions.prompt import summary  # loaded with the first prompt
+        from toold.permissions.prompt import question  # loaded with the first prompt
 
-        message = f"the agent wants to run {tool} {summary(args)} ({reason}). Allow it?"
+        message = question(tool, args, reason)
         message = await self._with_preview(message, tool, args, reason)
         wait = self.prompt_timeout() if timeout is None else timeout
         title = await self.confirm(message, list(ASK_ACTIONS), wait)

@@ -285,3 +285,23 @@ def test_the_daemon_never_imports_the_mcp_sdk() -> None:
         [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True
     )
     assert done.stdout.strip() == "[]"
+
+
+def test_an_edit_carries_the_diagnostics_it_introduced(workspace: Path) -> None:
+    """A real ruff server checks the edit; the result's _meta carries what it broke."""
+    (workspace / "toold.toml").write_text('[permissions]\nmode = "bypass"\n', encoding="utf-8")
+
+    async def scenario(s: ClientSession) -> types.CallToolResult:
+        await s.call_tool("read_file", {"file_path": "src/main.py"})  # an agent reads first
+        return await s.call_tool(
+            "write_file", {"file_path": "src/main.py", "content": "import os\nprint('needle')\n"}
+        )
+
+    result = run(workspace, scenario)
+    assert not result.is_error, result
+    found = (result.meta or {}).get("toold/diagnostics")
+    assert found is not None, result
+    unused = [d for d in found["new"] if d.get("code") == "F401"]
+    assert len(unused) == 1, found
+    assert unused[0]["path"] == "src/main.py" and unused[0]["line"] == 1
+    assert "Diagnostics introduced by this change" in text(result)

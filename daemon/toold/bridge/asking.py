@@ -38,8 +38,8 @@ from mcp.shared.exceptions import MCPError, NoBackChannelError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
+from toold.permissions import prompt
 from toold.permissions.guard import Answer, CannotAsk
-from toold.permissions.prompt import summary
 from toold.tools import preview
 from toold.workspace import WorkspaceState
 
@@ -79,7 +79,7 @@ def answer_of(result: types.ElicitResult) -> Answer | None:
 
 async def question(state: WorkspaceState, tool: str, args: Any, reason: str) -> str:
     """The prompt's text: the call's summary, the guard's reason and the capped diff."""
-    message = f"toold: the agent wants to run {tool} {summary(args)} ({reason}). Allow it?"
+    message = f"toold: {prompt.question(tool, args, reason)}"
     edits = await asyncio.to_thread(preview.preview_edits, state.toolset.get(tool), args)
     return message if edits is None else f"{message}\n\n{preview.in_message(edits)}"
 

@@ -36,6 +36,7 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSI
 from toold import __version__
 from toold.bridge import asking, tasks
 from toold.bridge.inflight import capped
+from toold.bridge.tasks import EXIT_CODE_META
 from toold.errors import TooldError, wire_error
 from toold.hooks import matches
 from toold.outcome import ToolOutcome
@@ -48,8 +49,8 @@ log = logging.getLogger(__name__)
 REVISIONS: list[str] = [*HANDSHAKE_PROTOCOL_VERSIONS, *MODERN_PROTOCOL_VERSIONS]
 """Every MCP revision served: the SDK's handshake ones and its stateless ones."""
 
-EXIT_CODE_META = "toold/exitCode"
-"""``_meta`` key of a result carrying the exit status of the command a tool ran."""
+DIAGNOSTICS_META = "toold/diagnostics"
+"""``_meta`` key of an edit's result carrying the diagnostics it introduced or fixed."""
 JOB_URI = "toold://jobs/{job_id}"
 """A background job as an MCP resource: its record and output so far, as JSON."""
 
@@ -141,13 +142,19 @@ def call_result(tool: Tool, outcome: ToolOutcome) -> types.CallToolResult:
         text = content
     else:
         text = json.dumps(content, indent=2, ensure_ascii=False)
-    meta = {EXIT_CODE_META: outcome.exit_code} if outcome.exit_code is not None else None
+    meta: dict[str, Any] = {}
+    if outcome.exit_code is not None:
+        meta[EXIT_CODE_META] = outcome.exit_code
+    if outcome.diagnostics is not None:  # what the edit broke or fixed (toold.diagnostics)
+        meta[DIAGNOSTICS_META] = outcome.diagnostics.model_dump(
+            mode="json", by_alias=True, exclude_none=True
+        )
     blocks: list[types.ContentBlock] = [types.TextContent(type="text", text=text)]
     if outcome.job_id is not None and not outcome.is_error:
         blocks.append(job_link(outcome.job_id))
     is_error = outcome.is_error or outcome.timed_out or outcome.exit_code not in (None, 0)
     shaped = None if is_error else structured(tool, content)
-    result = types.CallToolResult(content=blocks, is_error=is_error, _meta=meta)
+    result = types.CallToolResult(content=blocks, is_error=is_error, _meta=meta or None)
     if shaped is not None:
         result.structured_content = shaped
     return result

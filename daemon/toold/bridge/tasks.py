@@ -25,6 +25,7 @@ EXTENSION = "io.modelcontextprotocol/tasks"
 POLL_MS = 1000
 """How often a client is asked to poll ``tasks/get``."""
 EXIT_CODE_META = "toold/exitCode"
+"""``_meta`` key of a result carrying the exit status of the command a tool ran."""
 STATUSES = {"running": "working", "cancelled": "cancelled"}
 """A job's status as a task's; every other end (done, failed, timed_out) is
 ``completed``: a command that failed is a tool error (isError), not a JSON-RPC one."""

@@ -88,3 +88,8 @@ def _marker(omitted: int) -> str:
 def summary(args: Any, limit: int = MAX_CHARS) -> str:
     """What a permission prompt shows of a call's arguments (at most about ``limit``)."""
     return shorten(render(args), limit)
+
+
+def question(tool: str, args: Any, reason: str) -> str:
+    """The words every front end asks a call with (the editor adds its name or diff)."""
+    return f"the agent wants to run {tool} {summary(args)} ({reason}). Allow it?"
