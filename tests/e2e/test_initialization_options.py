@@ -71,7 +71,7 @@ def test_an_unknown_key_is_refused_by_name_and_the_rest_applies(start: Start) ->
         "toold: initializationOptions.exection: unknown key, not applied; did you mean "
         "'execution'? expected one of: workspace, config, executionEvents or a toold.toml "
         "section (execution, limits, files, http, python_repl, web_search, permissions, agent, "
-        "acp, daemon, hooks, checkpoints, search)"
+        "acp, daemon, hooks, checkpoints, diagnostics, search)"
     )
     assert _runner_of_a_call(client) == "subprocess"
 
