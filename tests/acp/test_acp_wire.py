@@ -177,3 +177,33 @@ def test_a_client_that_hangs_up_during_a_permission_request_denies_it(
         pass
     assert wire.close() == 0  # a clean exit, no traceback
     assert not (workspace / "asked.txt").exists()
+
+
+def test_set_mode_is_the_sessions_own(model: ModelServer, workspace: Path) -> None:
+    """Two sessions of one toold acp on one engine: plan in one leaves the other's mode."""
+    model.tool_use(("write_file", {"file_path": "planned.txt", "content": "x"}))
+    model.text("refused")
+    model.tool_use(("write_file", {"file_path": "free.txt", "content": "y"}))
+    model.text("written")
+    wire = Wire(workspace, agent_env(model))
+    try:
+        wire.request(1, "initialize", {"protocolVersion": 1})
+        wire.answer(1)
+        ids = []
+        for n in (2, 3):
+            wire.request(n, "session/new", {"cwd": str(workspace), "mcpServers": []})
+            ids.append(wire.answer(n)["result"]["sessionId"])
+        planning, free = ids
+        wire.request(4, "session/set_mode", {"sessionId": planning, "modeId": "plan"})
+        wire.answer(4)
+        wire.request(5, "session/set_mode", {"sessionId": free, "modeId": "bypass"})
+        wire.answer(5)
+        prompt = [{"type": "text", "text": "write"}]
+        wire.request(6, "session/prompt", {"sessionId": planning, "prompt": prompt})
+        assert wire.answer(6)["result"] == {"stopReason": "end_turn"}
+        wire.request(7, "session/prompt", {"sessionId": free, "prompt": prompt})
+        assert wire.answer(7)["result"] == {"stopReason": "end_turn"}
+    finally:
+        assert wire.close() == 0
+    assert not (workspace / "planned.txt").exists()  # plan mode: refused, not asked
+    assert (workspace / "free.txt").read_text(encoding="utf-8") == "y"  # bypass: ran

@@ -38,6 +38,7 @@ from toold.agents.loop import AgentContext, TurnLimitReached, agent_loop, curren
 from toold.agents.provider import ModelRefused, ProviderError
 from toold.errors import AgentUnavailable, wire_error
 from toold.gateway import ToolGateway
+from toold.modes import SessionMode as OwnMode
 from toold.permissions.guard import MODES, Answer, Mode
 from toold.tools.base import Tool
 from toold.tools.toolset import ToolSet
@@ -108,6 +109,10 @@ class AcpSession:
         self.turn: asyncio.Task[str] | None = None
         self.state: WorkspaceState | None = None
         self.gateway: ToolGateway | None = None
+        """The workspace's gateway with this session's tools (its MCP servers', the editor's
+        files); ``require_gateway`` adds the session's own mode."""
+        self.modes = OwnMode()
+        """session/set_mode: this session's mode; other sessions on the engine keep theirs."""
         self.events: TurnEvents | None = None
         self.opened = contextlib.AsyncExitStack()
         """The session's workspace (toold.opening: bound and watched), closed with it."""
@@ -184,7 +189,7 @@ class AcpSession:
                 f"modeId {mode_id!r} is not a toold mode: use one of {', '.join(MODES)}",
             )
         mode: Mode = mode_id  # type: ignore[assignment]
-        self.require_state().guard.mode = mode
+        self.modes.set(mode)
         self.outbox.put(update_current_mode(mode_id))
 
     def cancel(self) -> None:
@@ -279,9 +284,10 @@ class AcpSession:
         return self.state
 
     def require_gateway(self) -> ToolGateway:
-        """The session's gateway: the workspace's tools and its MCP servers' tools."""
+        """The session's gateway: the workspace's tools and its MCP servers' tools, under
+        the session's own mode (toold.modes)."""
         assert self.gateway is not None, "the session is attached before session/new answers"
-        return self.gateway
+        return self.modes.gateway(self.gateway)
 
     def require_events(self) -> TurnEvents:
         """Where the session's loop reports."""
