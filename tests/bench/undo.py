@@ -10,13 +10,14 @@ runner unless told otherwise: ``bash -c true`` through ``gateway.call`` (origin 
 
 1. with ``checkpoints.enabled = false``: the call alone;
 2. with checkpoints on: the first call (the baseline reads and stores the tree once),
-   then the steady state (two stat walks a call, nothing read);
-3. with checkpoints on, each call changing one file (``echo >> f``): the walks, one file
-   read and one checkpoint recorded.
+   then the steady state (nothing read);
+3. with checkpoints on, each call changing one file (``echo >> f``): one file read and
+   one checkpoint recorded.
 
 The added latency is the median of 2 or 3 minus the median of 1. Where inotify works,
-the walk before a call is skipped when no covered folder changed since the last one, so
-the steady state is one walk a call. The floor printed beside it is a bare walk of the same
+the walks are incremental: a quiet call only drains the baseline's event queue, a call
+that changes one file lists that file's folder again; without inotify every call walks
+the tree twice. The floor printed beside it is a bare walk of the same
 tree (``os.scandir`` and ``lstat`` of every entry, nothing else), which tells the walk's own
 cost from the machine's load. Figures only: nothing is asserted.
 """

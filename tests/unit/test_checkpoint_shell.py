@@ -8,6 +8,7 @@ byte for byte, modes included. What the walk leaves out is named, never dropped 
 from __future__ import annotations
 
 import asyncio
+import os
 import subprocess
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -17,7 +18,7 @@ import pytest
 
 from tests.trees import SCENARIO, fingerprint, seed
 from toold.checkpoints import CheckpointStore
-from toold.checkpoints.baseline import Baseline
+from toold.checkpoints.baseline import IN_Q_OVERFLOW, Baseline, Seen, Snapshot, _Walk
 from toold.errors import CheckpointConflict
 from toold.inotify import Inotify
 from toold.search.ignore import IGNORE_FILES, IgnoreRules
@@ -106,27 +107,227 @@ def test_a_change_between_calls_is_the_next_calls_before(store: CheckpointStore)
     assert (ws / "new" / "deep" / "n.txt").read_text() == "the user's n\n"
 
 
-def test_a_quiet_tree_is_walked_once_a_call_when_watched(
-    store: CheckpointStore, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    seed(store.workspace)
+class Counted:
+    """The baseline's full walks and the folders listed since ``start``."""
+
+    def __init__(self, baseline: Baseline, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.walks = 0
+        self.listed: list[str] = []
+        walk, folder = baseline._walk, _Walk.folder
+
+        def walked(known: dict[str, Seen]) -> Snapshot:
+            self.walks += 1
+            return walk(known)
+
+        def listed(walker: _Walk, fd: int, parts: tuple[str, ...], *rest: Any) -> None:
+            self.listed.append("/".join(parts))
+            folder(walker, fd, parts, *rest)
+
+        monkeypatch.setattr(baseline, "_walk", walked)
+        monkeypatch.setattr(_Walk, "folder", listed)
+
+    def start(self) -> None:
+        """Count from now."""
+        self.walks, self.listed = 0, []
+
+
+def _counted(store: CheckpointStore, monkeypatch: pytest.MonkeyPatch) -> tuple[Baseline, Counted]:
+    """The store's baseline, after a first call walked the tree, and its counter."""
     baseline = store.baseline
     assert baseline is not None
     shell(store, "true")
-    walks: list[int] = []
-    real = baseline._walk
+    return baseline, Counted(baseline, monkeypatch)
 
-    def counted(known: dict[str, Any]) -> Any:
-        walks.append(1)
-        return real(known)
 
-    monkeypatch.setattr(baseline, "_walk", counted)
+def _wide(root: Path) -> None:
+    """The seed, ten more folders and a deep one."""
+    seed(root)
+    for i in range(10):
+        (root / f"w{i}").mkdir()
+        (root / f"w{i}" / "f.txt").write_text(str(i))
+    (root / "deep" / "a" / "b").mkdir(parents=True)
+    (root / "deep" / "a" / "b" / "f.txt").write_text("deep\n")
+
+
+def test_a_quiet_tree_is_not_walked_when_watched(
+    store: CheckpointStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _wide(store.workspace)
+    baseline, counted = _counted(store, monkeypatch)
     for _ in range(3):
-        shell(store, "echo x >> b.txt")
-    assert len(walks) == (3 if baseline.watch is not None else 6)
-    (store.workspace / "a.txt").write_text("outside")  # an event: the next call walks first
-    shell(store, "true")
-    assert len(walks) == (5 if baseline.watch is not None else 8)
+        assert shell(store, "true") == (None, None)
+    if baseline.watch is None:
+        assert counted.walks == 6  # before and after each call
+        return
+    assert (counted.walks, counted.listed) == (0, [])
+    checkpoint, _ = shell(store, "echo x >> b.txt")
+    assert checkpoint is not None
+    assert (counted.walks, counted.listed) == (0, [""])  # the root only: b.txt's folder
+
+
+def test_an_edit_in_a_deep_folder_is_seen_by_an_incremental_walk(
+    store: CheckpointStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ws = store.workspace
+    _wide(ws)
+    baseline, counted = _counted(store, monkeypatch)
+    deep = ws / "deep" / "a" / "b" / "f.txt"
+    deep.write_text("the user's\n")  # between calls, outside toold
+    before = fingerprint(ws)
+    checkpoint, _ = shell(store, "echo shell > deep/a/b/f.txt; echo more >> w3/f.txt")
+    assert checkpoint is not None
+    [entry] = store.entries()
+    assert sorted(f.path for f in entry.files) == ["deep/a/b/f.txt", "w3/f.txt"]
+    if baseline.watch is not None:
+        assert counted.walks == 0
+        assert sorted(counted.listed) == ["deep/a/b", "deep/a/b", "w3"]  # before, after
+    store.restore(checkpoint, "user")
+    assert fingerprint(ws) == before
+
+
+def test_a_folder_the_call_creates_is_walked_whole(
+    store: CheckpointStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ws = store.workspace
+    _wide(ws)
+    baseline, counted = _counted(store, monkeypatch)
+    before = fingerprint(ws)
+    made = "mkdir -p n/m/o; echo 1 > n/one; echo 2 > n/m/o/two; mkdir w1/x; echo 3 > w1/x/t"
+    checkpoint, _ = shell(store, made)
+    assert checkpoint is not None
+    [entry] = store.entries()
+    assert sorted(f.path for f in entry.files) == ["n/m/o/two", "n/one", "w1/x/t"]
+    assert entry.created == ["n", "n/m", "n/m/o", "w1/x"]
+    if baseline.watch is not None:
+        assert counted.walks == 0
+        assert sorted(counted.listed) == ["", "n", "n/m", "n/m/o", "w1", "w1/x"]
+        # Watched as they were walked: a later change in the new deep folder is seen.
+        checkpoint2, _ = shell(store, "echo changed > n/m/o/two")
+        assert checkpoint2 is not None and counted.walks == 0
+        store.restore(checkpoint2, "user")
+    store.restore(checkpoint, "user")
+    assert fingerprint(ws) == before
+
+
+def test_a_folder_moved_by_the_call_is_seen_on_both_sides(
+    store: CheckpointStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ws = store.workspace
+    _wide(ws)
+    baseline, counted = _counted(store, monkeypatch)
+    before = fingerprint(ws)
+    checkpoint, _ = shell(store, "mv deep/a w2/moved; rmdir deep")
+    assert checkpoint is not None
+    [entry] = store.entries()
+    assert sorted(f.path for f in entry.files) == ["deep/a/b/f.txt", "w2/moved/b/f.txt"]
+    assert entry.created == ["w2/moved", "w2/moved/b"]
+    assert entry.removed == ["deep", "deep/a", "deep/a/b"]
+    # The moved folder keeps its watch: a change in it, and one where it was, are seen.
+    checkpoint2, _ = shell(
+        store, "echo again > w2/moved/b/f.txt; mkdir -p deep/a/b; echo x > deep/a/b/g"
+    )
+    assert checkpoint2 is not None
+    assert sorted(f.path for f in store.entries()[-1].files) == ["deep/a/b/g", "w2/moved/b/f.txt"]
+    if baseline.watch is not None:
+        assert counted.walks == 0
+    store.restore(checkpoint, "user")  # undoes every checkpoint from it on
+    assert fingerprint(ws) == before
+
+
+def test_a_folder_removed_and_made_again_is_walked_anew(
+    store: CheckpointStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ws = store.workspace
+    _wide(ws)
+    baseline, counted = _counted(store, monkeypatch)
+    before = fingerprint(ws)
+    checkpoint, _ = shell(store, "rm -r deep/a; mkdir -p deep/a/c; echo n > deep/a/c/n")
+    assert checkpoint is not None
+    [entry] = store.entries()
+    assert sorted(f.path for f in entry.files) == ["deep/a/b/f.txt", "deep/a/c/n"]
+    assert entry.created == ["deep/a/c"] and entry.removed == ["deep/a/b"]
+    if baseline.watch is not None:
+        assert counted.walks == 0
+    store.restore(checkpoint, "user")
+    assert fingerprint(ws) == before
+
+
+def test_a_write_through_another_link_is_seen(
+    store: CheckpointStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ws = store.workspace
+    _wide(ws)
+    outside = ws.parent / "outside.txt"
+    outside.write_text("linked\n")
+    os.link(outside, ws / "w4" / "linked.txt")
+    baseline, counted = _counted(store, monkeypatch)
+    before = fingerprint(ws)
+    # No event in w4: the write goes through the name outside the workspace.
+    checkpoint, _ = shell(store, f"echo changed >> {outside}")
+    assert checkpoint is not None
+    assert [f.path for f in store.entries()[0].files] == ["w4/linked.txt"]
+    if baseline.watch is not None:
+        assert counted.walks == 0 and "w4" in counted.listed
+    store.restore(checkpoint, "user")
+    assert fingerprint(ws) == before
+
+
+def test_an_incremental_walk_reads_the_ignore_files_above(
+    store: CheckpointStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ws = store.workspace
+    _wide(ws)
+    (ws / ".gitignore").write_text("*.log\n")
+    baseline, counted = _counted(store, monkeypatch)
+    checkpoint, note = shell(store, "echo l > deep/a/b/x.log; echo y > deep/a/b/f.txt")
+    assert checkpoint is not None and note is not None
+    assert "1 ignored path (deep/a/b/x.log)" in note
+    assert [f.path for f in store.entries()[0].files] == ["deep/a/b/f.txt"]
+    if baseline.watch is not None:
+        assert (counted.walks, counted.listed) == (0, ["deep/a/b"])
+    # A changed ignore file changes what folders with no event cover: a full walk.
+    checkpoint, _ = shell(store, "echo '*.txt' >> .gitignore")
+    assert checkpoint is not None
+    assert counted.walks == (1 if baseline.watch is not None else 4)
+
+
+class Overflowing:
+    """An inotify instance whose queue overflows when told (the kernel's event for it:
+    wd -1, IN_Q_OVERFLOW), as it does past fs.inotify.max_queued_events."""
+
+    def __init__(self) -> None:
+        self.real = Inotify()
+        self.overflow = False
+
+    def add(self, folder: Path) -> int:
+        return self.real.add(folder)
+
+    def read_events(self) -> list[tuple[int, int, bytes]]:
+        events = self.real.read_events()
+        if self.overflow:
+            self.overflow = False
+            return [*events, (-1, IN_Q_OVERFLOW, b"")]
+        return events
+
+    def close(self) -> None:
+        self.real.close()
+
+
+def test_a_queue_overflow_falls_back_to_a_full_walk(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = CheckpointStore(workspace, workspace / ".toold" / "checkpoints", 1 << 24, 1 << 20)
+    store.baseline = Baseline(store, SKIP_DIRS, IgnoreRules, IGNORE_FILES, Overflowing)
+    _wide(workspace)
+    baseline, counted = _counted(store, monkeypatch)
+    watch = baseline.watch
+    assert isinstance(watch, Overflowing)
+    watch.overflow = True
+    checkpoint, _ = shell(store, "echo x > w5/f.txt")
+    assert checkpoint is not None and counted.walks == 1  # before the call; after: events
+    counted.start()
+    shell(store, "echo y > w6/f.txt")
+    assert (counted.walks, counted.listed) == (0, ["w6"] * 1)
 
 
 def test_only_files_whose_stat_changed_are_read_again(

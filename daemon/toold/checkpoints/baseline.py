@@ -13,10 +13,16 @@ the gateway cannot snapshot them as it does a file tool's. Instead, around such 
   old contents already stored. A background job's is recorded when the job ends.
 
 Where inotify works (``watcher``: an instance of the baseline's own), each folder is
-watched before the walk lists it, and queued events are drained before a walk starts: a
-call whose folders had no event since the last walk began skips the walk before it (the
-tree is as that walk saw it), so a quiet tree costs one walk a call, not two. Any event,
-a queue overflow, a refused watch or the entry cap sends it back to walking.
+watched before the walk lists it, and the walk is incremental: the queued events are
+drained (synchronously, before anything is decided) and only the folders that had one are
+listed and their files stat'ed again; a folder that appeared (or an event named as a
+folder) is walked whole, a watch added before it is listed; everything else is kept from
+the last walk. A quiet tree costs a drain of the queue, not a walk. Folders holding a file
+with more than one link are listed every time (a write through its other name has no
+event here). A queue overflow, a refused watch, the entry cap, ``checkpoints.max_bytes``
+reached, a changed ignore file or a watched folder that cannot be opened sends it back to a
+full walk. inotify does not see writes through a shared ``mmap``: such a change is seen
+with the file's next event, or the next full walk.
 
 Bounded, and never silently: ``.git/``, ``.toold/``, the folders the searches skip
 (toold.search.walk.SKIP_DIRS) and what the ignore files ignore (toold.search.ignore)
@@ -60,13 +66,20 @@ PRIVATE = 0o600
 NAMED = 3
 """Paths a note names of each kind before it counts the rest."""
 Parts = tuple[str, ...]
+NONE: frozenset[str] = frozenset()
+# inotify's event bits (linux/inotify.h; toold.inotify is not below this package).
+IN_DELETE_SELF = 0x400
+IN_MOVE_SELF = 0x800
+IN_Q_OVERFLOW = 0x4000
+IN_IGNORED = 0x8000
+IN_ISDIR = 0x40000000
 
 
 class Watcher(Protocol):
     """An inotify instance (toold.inotify.Inotify): folders added, events read."""
 
     def add(self, folder: Path) -> int: ...
-    def read(self) -> bytes: ...
+    def read_events(self) -> list[tuple[int, int, bytes]]: ...
     def close(self) -> None: ...
 
 
@@ -138,6 +151,25 @@ class Gaps:
         return frozenset([*self.too_big, *self.past_total, *self.ignored, *truncated])
 
 
+@dataclass(frozen=True, slots=True)
+class Listing:
+    """One folder as a walk listed it: what an incremental walk replaces when it changes."""
+
+    files: tuple[str, ...]
+    """Its regular files the walk saw (workspace-relative), stored or not."""
+    folders: tuple[str, ...]
+    """Its folders the walk entered (or kept)."""
+    entries: int
+    """Entries listed (what counts against ``checkpoints.max_entries``)."""
+    own: bool
+    """It holds an ignore file (or is the root of a repository): its rules are read."""
+    linked: bool
+    """It holds a file with more than one link: listed again by every walk."""
+    too_big: tuple[str, ...] = ()
+    past_total: tuple[str, ...] = ()
+    ignored: tuple[str, ...] = ()
+
+
 @dataclass
 class Snapshot:
     """The tree at one moment: its covered files and its folders (workspace-relative)."""
@@ -147,6 +179,8 @@ class Snapshot:
     gaps: Gaps
     digests: frozenset[str]
     """The objects its files' contents are (held in the store while it lives)."""
+    listings: dict[str, Listing] = field(default_factory=dict)
+    """Every folder walked, by path ("" the root): what an incremental walk starts from."""
     refs: int = 1
 
 
@@ -176,9 +210,13 @@ class Baseline:
         self._lock = threading.Lock()
         self._told: frozenset[str] = frozenset()
         self.watch: Watcher | None = None
-        """Every covered folder, watched: when it has no event, the tree is as the current
-        snapshot saw it, and the walk before a call is skipped. None: always walk."""
+        """Every covered folder, watched: a folder with no event is as the current snapshot
+        saw it, and only the others are listed again. None: every walk is a full one."""
         self._watched_all = False
+        self._wds: dict[int, str] = {}
+        """The folder each watch descriptor watches (a moved folder keeps its descriptor)."""
+        self._exclude: StatKey | None = None
+        """.git/info/exclude's stat when the current snapshot was made."""
         if watcher is not None:
             try:
                 self.watch = watcher()
@@ -191,8 +229,7 @@ class Baseline:
     def begin(self) -> Snapshot:
         """The tree before a call (its changed files stored), held until ``finish``."""
         with self._lock:
-            current = self._current
-            snapshot = current if current is not None and self._quiet() else self._advance()
+            snapshot = self._advance()
             snapshot.refs += 1
             return snapshot
 
@@ -252,35 +289,112 @@ class Baseline:
         if watch is not None:
             watch.close()
 
-    def _quiet(self) -> bool:
-        """Whether no covered folder changed since the current snapshot's walk began: every
-        one is watched and no event is queued (the kernel queues one as a change is made)."""
-        if self.watch is None or not self._watched_all:
-            return False
-        if not self.watch.read():
-            return True
-        while self.watch.read():
-            pass  # the walk that follows covers them
-        return False
-
     def _advance(self) -> Snapshot:
-        """A new walk (under the lock) becomes the current snapshot; the old one is dropped."""
+        """The tree now (under the lock) becomes the current snapshot; the old one is
+        dropped. Unchanged (no event, nothing linked): the current snapshot itself."""
         previous = self._current
-        if self.watch is not None:
-            while self.watch.read():
-                pass  # made before this walk: it sees them; later ones stay queued
-        snapshot = self._walk(previous.files if previous is not None else {})
+        dirty = self._drain()  # before anything is decided: a change made until now is seen
+        exclude = _exclude_key(self.store.workspace)
+        if exclude != self._exclude:
+            dirty = None  # .git/info/exclude is not watched: its rules may have changed
+        snapshot = None
+        try:
+            if previous is not None and dirty is not None and self._watched_all:
+                if not dirty and not any(entry.linked for entry in previous.listings.values()):
+                    return previous
+                snapshot = self._update(previous, dirty)
+            if snapshot is None:
+                snapshot = self._walk(previous.files if previous is not None else {})
+        except BaseException:
+            self._watched_all = False  # the events drained are lost: the next walk is full
+            raise
+        self._exclude = exclude
         self._current = snapshot
         self._live.append(snapshot)
         if previous is not None:
             self._unref(previous)
         return snapshot
 
+    def _drain(self) -> dict[str, set[str]] | None:
+        """Every queued event read: the folders that had one, each with the names of the
+        folders in it an event named (walked whole); None when a full walk is needed."""
+        if self.watch is None:
+            return None
+        dirty: dict[str, set[str]] = {}
+        full = False
+        while events := self.watch.read_events():
+            for wd, mask, raw in events:
+                if mask & IN_Q_OVERFLOW:
+                    full = True  # events were lost: nothing is known of what changed
+                    continue
+                path = self._wds.get(wd)
+                if path is None or full:
+                    continue  # a folder no longer in the tree (moved out, removed)
+                if mask & (IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF):
+                    if not path:
+                        full = True  # the root itself
+                        continue
+                    # The folder went (or its watch did): its parent lists it again, and
+                    # walks it whole if it is still there (its watch added anew).
+                    parent, _, name = path.rpartition("/")
+                    dirty.setdefault(parent, set()).add(name)
+                    continue
+                name = os.fsdecode(raw)
+                if name in self.ignore_files or (not path and name == ".git"):
+                    full = True  # the rules of folders with no event may have changed
+                    continue
+                names = dirty.setdefault(path, set())
+                if mask & IN_ISDIR and name:
+                    names.add(name)
+        return None if full else dirty
+
+    def _update(self, previous: Snapshot, dirty: dict[str, set[str]]) -> Snapshot | None:
+        """``previous`` with the ``dirty`` folders (and the linked ones) listed again, the
+        folders new in them walked whole; None when only a full walk can tell."""
+        if previous.gaps.past_total or previous.gaps.truncated:
+            return None  # which files fit depends on the whole walk's order
+        listings = dict(previous.listings)
+        for path, listing in listings.items():
+            if listing.linked:
+                dirty.setdefault(path, set())
+        walk = _Walk(self, previous.files)
+        walk.files, walk.folders = dict(previous.files), set(previous.folders)
+        walk.listings = listings
+        root = os.fspath(self.store.workspace)
+        settled = False
+        try:
+            root_fd = os.open(root, DIR_FLAGS)
+            try:
+                for path in sorted(dirty, key=lambda p: p.split("/") if p else []):
+                    if path not in listings or path in walk.listed:
+                        continue  # gone with a folder above, or walked whole already
+                    if not walk.relist(root_fd, path, root, dirty[path]):
+                        return None
+            finally:
+                os.close(root_fd)
+            if walk.gaps.truncated or not walk.watched:
+                return None
+            if sum(listing.entries for listing in listings.values()) > self.store.max_entries:
+                return None
+            digests = frozenset(s.digest for s in walk.files.values() if s.digest is not None)
+            stored = sum(s.size for s in walk.files.values() if s.digest is not None)
+            gaps = _gaps(listings)
+            if gaps.past_total or stored > self.store.max_bytes:
+                return None
+            self._settle(walk, digests)
+            settled = True
+            self._wds.update(walk.wds)
+            return Snapshot(walk.files, walk.folders, gaps, digests, listings)
+        finally:
+            if not settled:  # its objects are held by the full walk that follows
+                self.store.release(walk.held, sweep=False)
+
     # -- the walk -------------------------------------------------------------------------
     def _walk(self, known: dict[str, Seen]) -> Snapshot:
         """Stat every covered entry, storing the files whose stat changed since ``known``."""
         walk = _Walk(self, known)
         root = os.fspath(self.store.workspace)
+        digests: frozenset[str] = frozenset()
         try:
             fd = os.open(root, DIR_FLAGS)
             try:
@@ -288,14 +402,19 @@ class Baseline:
             finally:
                 os.close(fd)
         finally:
-            # Stored objects were held as they were stored; each becomes one pin.
             digests = frozenset(walk.reused).union(walk.held)
-            fresh = digests - self._pinned
-            self.store.hold(list(fresh))
-            self._pinned |= fresh
-            self.store.release(walk.held, sweep=False)
+            self._settle(walk, digests)
         self._watched_all = walk.watched and not walk.gaps.truncated
-        return Snapshot(walk.files, walk.folders, walk.gaps, digests)
+        self._wds = walk.wds
+        return Snapshot(walk.files, walk.folders, walk.gaps, digests, walk.listings)
+
+    def _settle(self, walk: _Walk, digests: frozenset[str]) -> None:
+        """Pin what a walk's snapshot names: its stored objects were held as they were
+        stored; each becomes one pin."""
+        fresh = digests - self._pinned
+        self.store.hold(list(fresh))
+        self._pinned |= fresh
+        self.store.release(walk.held, sweep=False)
 
 
 class _Walk:
@@ -320,15 +439,77 @@ class _Walk:
         self.watch = baseline.watch
         self.watched = self.watch is not None
         """Every folder walked was watched before it was listed (no watch refused)."""
+        self.listings: dict[str, Listing] = {}
+        self.listed: set[str] = set()
+        """The folders this walk listed (an incremental walk's are in ``listings`` too)."""
+        self.wds: dict[int, str] = {}
 
-    def folder(self, fd: int, parts: Parts, root: str, ruled: bool = False) -> None:
+    def relist(self, root_fd: int, path: str, root: str, named: set[str]) -> bool:
+        """List the folder ``path`` again (its listing replaced, its files stat'ed), its
+        folders that are new or ``named`` by an event walked whole, those gone dropped;
+        False when it cannot be opened (a full walk tells what happened)."""
+        parts = tuple(path.split("/")) if path else ()
+        old = self.listings.pop(path)
+        for file in old.files:
+            self.files.pop(file, None)
+        try:
+            fd = _open_below(root_fd, parts, root)
+        except OSError:
+            return False
+        try:
+            ruled = False
+            for depth in range(len(parts)):  # the rules of the folders above it
+                above = parts[:depth]
+                listing = self.listings.get("/".join(above))
+                if listing is None:
+                    return False  # not listed after all (unreadable): a full walk tells
+                if listing.own:
+                    ruled = True
+                    if not self.rules.loaded(above):
+                        above_fd = _open_below(root_fd, above, root)
+                        try:
+                            self.rules.load(above, above_fd)
+                        finally:
+                            os.close(above_fd)
+            stay = frozenset(f for f in old.folders if f.rpartition("/")[2] not in named)
+            for renewed in set(old.folders) - stay:
+                self._drop(renewed)  # walked whole below, if it is still there
+            self.folder(fd, parts, root, ruled, stay)
+        except OSError:
+            return False
+        finally:
+            os.close(fd)
+        now = self.listings.get(path)
+        if now is None:
+            return False
+        for gone in stay - set(now.folders):
+            self._drop(gone)
+        return True
+
+    def _drop(self, path: str) -> None:
+        """Forget the folder ``path`` and everything below it (gone, or walked anew)."""
+        self.folders.discard(path)
+        listing = self.listings.pop(path, None)
+        if listing is None:
+            return
+        for file in listing.files:
+            self.files.pop(file, None)
+        for below in listing.folders:
+            self._drop(below)
+
+    def folder(
+        self, fd: int, parts: Parts, root: str, ruled: bool = False, stay: frozenset[str] = NONE
+    ) -> None:
         """Walk the folder ``parts`` (open as ``fd``), its entries in sorted order;
-        ``ruled``: an ignore file lies in a folder above (its rules are read)."""
+        ``ruled``: an ignore file lies in a folder above (its rules are read); ``stay``:
+        folders in it kept as the last walk saw them (not entered)."""
+        path = "/".join(parts)
         if self.watch is not None:
             try:  # before listing it: a change made after its entries are read is queued
-                self.watch.add(Path(root, *parts))
+                self.wds[self.watch.add(Path(root, *parts))] = path
             except OSError:
                 self.watched = False  # fs.inotify.max_user_watches used up: walk each call
+        self.listed.add(path)
         try:
             with os.scandir(fd) as it:
                 entries = sorted(it, key=lambda e: e.name)
@@ -340,12 +521,42 @@ class _Walk:
         own = any(e.name in names or (not parts and e.name == ".git") for e in entries)
         if own and not self.rules.loaded(parts):
             self.rules.load(parts, fd)
-        ruled = ruled or own
+        files: list[str] = []
+        folders: list[str] = []
+        ignored: list[str] = []
+        linked = False
+        try:
+            linked = self._entries(
+                fd, parts, root, ruled or own, stay, entries, files, folders, ignored
+            )
+        finally:
+            missing = [f for f in files if self.files[f].digest is None]
+            big = tuple(f for f in missing if self.files[f].size > self.max_file_size)
+            over = tuple(f for f in missing if self.files[f].size <= self.max_file_size)
+            self.listings[path] = Listing(
+                tuple(files), tuple(folders), len(entries), own, linked, big, over, tuple(ignored)
+            )
+
+    def _entries(
+        self,
+        fd: int,
+        parts: Parts,
+        root: str,
+        ruled: bool,
+        stay: frozenset[str],
+        entries: list[os.DirEntry[str]],
+        files: list[str],
+        folders: list[str],
+        ignored: list[str],
+    ) -> bool:
+        """Walk a folder's ``entries`` (what ``folder`` listed), noting its own files,
+        folders and ignored entries; whether a file of it has more than one link."""
+        linked = False
         prefix = "/".join(parts) + "/" if parts else ""
         for entry in entries:
             if self.room <= 0:
                 self.gaps.truncated = True
-                return
+                return linked
             self.room -= 1
             name = entry.name
             if name[0] in ".gG" and _never_walked(name):
@@ -356,16 +567,24 @@ class _Walk:
                         ruled and self.rules.ignored((*parts, name), True)
                     ):
                         self.gaps.ignored.append(prefix + name + "/")
+                        ignored.append(prefix + name + "/")
                         continue
                     self.folders.add(prefix + name)
-                    self._enter(fd, name, (*parts, name), root, ruled)
+                    folders.append(prefix + name)
+                    if prefix + name not in stay:
+                        self._enter(fd, name, (*parts, name), root, ruled)
                 elif entry.is_file(follow_symlinks=False):
                     if ruled and self.rules.ignored((*parts, name), False):
                         self.gaps.ignored.append(prefix + name)
+                        ignored.append(prefix + name)
                         continue
-                    self._file(fd, name, prefix + name, entry.stat(follow_symlinks=False))
+                    info = entry.stat(follow_symlinks=False)
+                    self._file(fd, name, prefix + name, info)
+                    files.append(prefix + name)
+                    linked = linked or info.st_nlink > 1
             except OSError:
                 continue  # swapped for a link or gone mid-walk: not covered
+        return linked
 
     def _enter(self, parent: int, name: str, path: Parts, root: str, ruled: bool) -> None:
         fd = os.open(name, DIR_FLAGS, dir_fd=parent)  # ELOOP on a link swapped in
@@ -450,6 +669,42 @@ def _compare(
         if not (truncated and os.path.lexists(workspace / p))
     )
     return changes, created, removed
+
+
+def _open_below(root_fd: int, parts: Parts, root: str) -> int:
+    """The folder ``parts`` below the root, opened one name at a time, never through a
+    link (ELOOP on one swapped in)."""
+    fd = os.dup(root_fd)
+    try:
+        for depth, name in enumerate(parts):
+            sub = os.open(name, DIR_FLAGS, dir_fd=fd)
+            os.close(fd)
+            fd = sub
+            require_inside(fd, root, "/".join(parts[: depth + 1]))
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _exclude_key(workspace: Path) -> StatKey | None:
+    """The stat key of the repository's exclude file (None: none)."""
+    try:
+        return stat_key(os.stat(workspace / ".git" / "info" / "exclude", follow_symlinks=False))
+    except OSError:
+        return None
+
+
+def _gaps(listings: dict[str, Listing]) -> Gaps:
+    """What the walks that made ``listings`` left out, in a full walk's order."""
+    gaps = Gaps()
+    for listing in listings.values():
+        gaps.too_big += listing.too_big
+        gaps.past_total += listing.past_total
+        gaps.ignored += listing.ignored
+    for found in (gaps.too_big, gaps.past_total, gaps.ignored):
+        found.sort(key=lambda p: p.rstrip("/").split("/"))
+    return gaps
 
 
 def _never_walked(name: str) -> bool:
