@@ -143,9 +143,13 @@ def test_a_detached_command_is_still_the_agent(
     assert status["pid"] == engine, ran  # not stopped
     job = editor.call("jobs/get", {"jobId": "users"})
     assert job["status"] == "running", job
+    # The script and its outputs hold the words; so do undo's copies of them (the shell
+    # call's checkpoint keeps every file's content in .toold/checkpoints/objects).
+    copies = workspace / ".toold" / "checkpoints" / "objects"
     for path in workspace.rglob("*"):
         if path.is_file() and path.name not in ("attack.sh", "raw.out", "cli.out"):
-            assert PROMPT.encode() not in path.read_bytes(), path
+            if path.parent != copies:
+                assert PROMPT.encode() not in path.read_bytes(), path
     assert _agent_rm_is_denied(editor, workspace), "the guard was switched to bypass"
 
 
