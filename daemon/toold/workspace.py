@@ -574,6 +574,7 @@ def bind(
         push=lambda message: push(names.TEAM_MESSAGE, {"message": message}),
         watcher=state.watcher,
     )
+    state.set_agents(make_agents(state))
     tasks.load()
     if state.config_problem is not None:
         on_config_error(state.config_problem)
@@ -581,7 +582,6 @@ def bind(
         state.kept_out = refused
         state._warn(refused)
     state.warn_runner_problem()
-    state.set_agents(make_agents(state))
     return state
 
 
