@@ -20,9 +20,10 @@ folder) is walked whole, a watch added before it is listed; everything else is k
 the last walk. A quiet tree costs a drain of the queue, not a walk. Folders holding a file
 with more than one link are listed every time (a write through its other name has no
 event here). A queue overflow, a refused watch, the entry cap, ``checkpoints.max_bytes``
-reached, a changed ignore file or a watched folder that cannot be opened sends it back to a
-full walk. inotify does not see writes through a shared ``mmap``: such a change is seen
-with the file's next event, or the next full walk.
+reached, a changed ignore file (or ``.git/info/exclude``, stat'ed each time) or a watched
+folder that cannot be opened sends it back to a full walk. inotify has no event for a write
+through a shared ``mmap``: it is seen when the writer lets go of the file (its close, at
+the latest its exit, is an event).
 
 Bounded, and never silently: ``.git/``, ``.toold/``, the folders the searches skip
 (toold.search.walk.SKIP_DIRS) and what the ignore files ignore (toold.search.ignore)
