@@ -21,6 +21,7 @@ from toold.agents.provider import AnthropicProvider
 from toold.agents.system import AgentSystem
 from toold.checkpoints import KEY_NAME, CheckpointStore
 from toold.config import CONFIG_FILE, ConfigError, TooldConfig, load_config, strictest
+from toold.diagnostics import step as diagnostics_step
 from toold.dispatch import run_judged
 from toold.gateway import ToolGateway
 from toold.hooks import Hooks
@@ -385,6 +386,7 @@ class WorkspaceState:
         self.watcher.close()
         if self.gateway.checkpoints is not None:
             self.gateway.checkpoints.close()  # the shell undo's own inotify instance
+        await diagnostics_step.release(self.runtime)  # its language servers
         await self.runner.close()
         if self.guard.audit is not None:
             self.guard.audit.close()
@@ -575,6 +577,13 @@ def bind(
         watcher=state.watcher,
     )
     state.set_agents(make_agents(state))
+    diagnostics_step.wire(
+        runtime,
+        runner,
+        lambda change: push(
+            names.DIAGNOSTICS_CHANGED, change.model_dump(mode="json", by_alias=True)
+        ),
+    )
     tasks.load()
     if state.config_problem is not None:
         on_config_error(state.config_problem)

@@ -92,3 +92,21 @@ def test_a_commands_output_is_kept_only_as_far_as_it_is_shown(tmp_path: Path) ->
     assert len(events.open["call-1"].output) == SHOWN_CHARS + 1
     shown = sent[-1].content[0].content.text
     assert shown.startswith("…") and shown.endswith("line 1999 " + "y" * 100 + "\n")
+
+
+def test_raw_output_carries_an_edits_diagnostics() -> None:
+    from toold.acp.calls import raw_output
+    from toold.outcome import ToolOutcome
+    from toold_protocol.models import Diagnostic, DiagnosticsDelta
+
+    plain = ToolOutcome("Wrote 3 characters to a.py", False)
+    assert raw_output(plain) == "Wrote 3 characters to a.py"
+    found = Diagnostic(path="a.py", line=1, column=8, severity="warning", message="unused")
+    checked = ToolOutcome("Wrote 10 characters to a.py", False)
+    checked.diagnostics = DiagnosticsDelta(new=[found], unchanged=2)
+    raw = raw_output(checked)
+    assert raw["content"] == "Wrote 10 characters to a.py"
+    assert raw["diagnostics"]["new"] == [
+        {"path": "a.py", "line": 1, "column": 8, "severity": "warning", "message": "unused"}
+    ]
+    assert raw["diagnostics"]["unchanged"] == 2

@@ -89,3 +89,11 @@ def test_the_diagnostics_tool(client: InProcessClient, root: Path) -> None:
     assert client.tool("diagnostics", path="ruff.toml")["content"] == (
         "No file in ruff.toml is checked by a language server."
     )
+
+
+def test_changed_reaches_a_session_that_never_asked(client: InProcessClient) -> None:
+    """bind wires diagnostics/changed to the workspace's sessions: no diagnostics/get first."""
+    client.tool("write_file", file_path="d.py", content="import json\n")
+    changed = client.notification("diagnostics/changed")["params"]
+    assert changed["path"] == "d.py"
+    assert [d["code"] for d in changed["diagnostics"]] == ["F401"]

@@ -146,10 +146,10 @@ def test_a_detached_command_is_still_the_agent(
     # The script and its outputs hold the words; so do undo's copies of them (the shell
     # call's checkpoint keeps every file's content in .toold/checkpoints/objects).
     copies = workspace / ".toold" / "checkpoints" / "objects"
+    allowed = ("attack.sh", "raw.out", "cli.out")
     for path in workspace.rglob("*"):
-        if path.is_file() and path.name not in ("attack.sh", "raw.out", "cli.out"):
-            if path.parent != copies:
-                assert PROMPT.encode() not in path.read_bytes(), path
+        if path.is_file() and path.name not in allowed and path.parent != copies:
+            assert PROMPT.encode() not in path.read_bytes(), path
     assert _agent_rm_is_denied(editor, workspace), "the guard was switched to bypass"
 
 

@@ -231,7 +231,7 @@ class TurnEvents(LoopEvents):
                 call_id,
                 status="failed" if failed(outcome) else "completed",
                 content=content,
-                raw_output=outcome.content,
+                raw_output=raw_output(outcome),
             )
         )
 
@@ -244,3 +244,12 @@ class TurnEvents(LoopEvents):
                     call_id, status="failed", content=[text_content("Cancelled by the user.")]
                 )
             )
+
+
+def raw_output(outcome: ToolOutcome) -> Any:
+    """A finished call's ``rawOutput``: its content, with the diagnostics the edit
+    introduced or fixed beside it when a language server checked its files."""
+    if outcome.diagnostics is None:
+        return outcome.content
+    found = outcome.diagnostics.model_dump(mode="json", by_alias=True, exclude_none=True)
+    return {"content": outcome.content, "diagnostics": found}

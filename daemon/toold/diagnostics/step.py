@@ -17,6 +17,7 @@ import os
 import stat
 import time
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -31,12 +32,35 @@ from toold.tools.runtime import ToolRuntime
 
 if TYPE_CHECKING:
     from toold.diagnostics.service import DiagnosticsService
-    from toold_protocol.models import Diagnostic, DiagnosticsDelta
+    from toold_protocol.models import Diagnostic, DiagnosticsChanged, DiagnosticsDelta
 
 log = logging.getLogger(__name__)
 
 _SERVICES: dict[int, DiagnosticsService] = {}
 """Each bound workspace's service, by its ToolRuntime's id (dropped when it is collected)."""
+_WIRING: dict[int, tuple[ToolRunner | None, Callable[[DiagnosticsChanged], None]]] = {}
+"""What ``wire`` was told for a workspace whose service is not made yet."""
+
+
+def wire(
+    runtime: ToolRuntime,
+    runner: ToolRunner | None,
+    on_change: Callable[[DiagnosticsChanged], None],
+) -> None:
+    """bind(): where the workspace's servers run and where every change of a file's
+    diagnostics goes (its sessions), before any file is checked. Nothing loads here: the
+    service is made with the first file a server checks."""
+    key = id(runtime)
+    _WIRING[key] = (runner, on_change)
+    weakref.finalize(runtime, _WIRING.pop, key, None)
+
+
+async def release(runtime: ToolRuntime) -> None:
+    """The workspace closes: its servers are shut down (the last step of aclose)."""
+    _WIRING.pop(id(runtime), None)
+    service = _SERVICES.pop(id(runtime), None)
+    if service is not None:
+        await service.aclose()
 
 
 def service_for(runtime: ToolRuntime, runner: ToolRunner | None) -> DiagnosticsService:
@@ -51,9 +75,14 @@ def service_for(runtime: ToolRuntime, runner: ToolRunner | None) -> DiagnosticsS
     if service is not None and runner is not None and service.launcher.runner is None:
         service.launcher.runner = runner  # made by the diagnostics tool, which has none
     if service is None:
+        wired_runner, on_change = _WIRING.get(key, (None, None))
         # Held weakly: the service (kept in _SERVICES) must not keep its workspace alive.
         alive = weakref.ref(runtime)
-        service = DiagnosticsService(runtime.workspace, lambda: _config_of(alive), runner)
+        service = DiagnosticsService(
+            runtime.workspace, lambda: _config_of(alive), runner or wired_runner
+        )
+        if on_change is not None:
+            service.listeners.append(on_change)
         _SERVICES[key] = service
         weakref.finalize(runtime, _forget, key)
     return service

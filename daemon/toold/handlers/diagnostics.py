@@ -1,8 +1,8 @@
 """diagnostics/get: the language servers' current diagnostics; diagnostics/changed follows.
 
-The first diagnostics/get of a workspace also subscribes its sessions to
-``diagnostics/changed``: every later change of a file's diagnostics (after a tool call
-wrote it, or a pending answer that came late) is pushed to them.
+Every change of a file's diagnostics (after a tool call wrote it, or a pending answer that
+came late) is pushed to the workspace's sessions as ``diagnostics/changed`` (bind wires
+it: toold.diagnostics.step.wire).
 """
 
 from __future__ import annotations
@@ -13,31 +13,15 @@ from toold.diagnostics.service import DiagnosticsService
 from toold.diagnostics.step import service_for
 from toold.diagnostics.survey import survey
 from toold.errors import InvalidParams
-from toold_protocol import names
-from toold_protocol.models import DiagnosticsChanged, DiagnosticsGetParams, DiagnosticsGetResult
+from toold_protocol.models import DiagnosticsGetParams, DiagnosticsGetResult
 
 if TYPE_CHECKING:
     from toold.rpc import Context
-    from toold.workspace import WorkspaceState
 
 
 def _service(ctx: Context) -> DiagnosticsService:
-    """The workspace's service, its changes pushed to the workspace's sessions."""
-    state = ctx.workspace
-    service = service_for(state.runtime, state.runner)
-    if not any(getattr(listener, "state", None) is state for listener in service.listeners):
-        service.listeners.append(_Pusher(state))
-    return service
-
-
-class _Pusher:
-    """Sends each change as ``diagnostics/changed`` through the workspace's push."""
-
-    def __init__(self, state: WorkspaceState) -> None:
-        self.state = state
-
-    def __call__(self, event: DiagnosticsChanged) -> None:
-        self.state.push(names.DIAGNOSTICS_CHANGED, event.model_dump(mode="json", by_alias=True))
+    """The workspace's service (bind wired its changes to every session)."""
+    return service_for(ctx.workspace.runtime, ctx.workspace.runner)
 
 
 async def diagnostics_get(ctx: Context, params: DiagnosticsGetParams) -> DiagnosticsGetResult:
