@@ -18,7 +18,8 @@ import pytest
 
 from tests.trees import SCENARIO, fingerprint, seed
 from toold.checkpoints import CheckpointStore
-from toold.checkpoints.baseline import IN_Q_OVERFLOW, Baseline, Seen, Snapshot, _Walk
+from toold.checkpoints.baseline import IN_Q_OVERFLOW, Baseline, Snapshot
+from toold.checkpoints.walk import Seen, Walk
 from toold.errors import CheckpointConflict
 from toold.inotify import Inotify
 from toold.search.ignore import IGNORE_FILES, IgnoreRules
@@ -113,18 +114,18 @@ class Counted:
     def __init__(self, baseline: Baseline, monkeypatch: pytest.MonkeyPatch) -> None:
         self.walks = 0
         self.listed: list[str] = []
-        walk, folder = baseline._walk, _Walk.folder
+        walk, folder = baseline._walk, Walk.folder
 
         def walked(known: dict[str, Seen]) -> Snapshot:
             self.walks += 1
             return walk(known)
 
-        def listed(walker: _Walk, fd: int, parts: tuple[str, ...], *rest: Any) -> None:
+        def listed(walker: Walk, fd: int, parts: tuple[str, ...], *rest: Any) -> None:
             self.listed.append("/".join(parts))
             folder(walker, fd, parts, *rest)
 
         monkeypatch.setattr(baseline, "_walk", walked)
-        monkeypatch.setattr(_Walk, "folder", listed)
+        monkeypatch.setattr(Walk, "folder", listed)
 
     def start(self) -> None:
         """Count from now."""
