@@ -75,7 +75,8 @@ def test_required_arguments_are_all_described() -> None:
 def test_base_tool_parameters() -> None:
     by_name = {t["name"]: t["parameters"] for t in get_tools()}
     expected = {
-        "bash": (["command", "timeout"], ["command"]),
+        # idle_timeout (issue 26) follows the spec's arguments.
+        "bash": (["command", "timeout", "idle_timeout"], ["command"]),
         "read_file": (["file_path", "offset", "limit"], ["file_path"]),
         # dry_run (issue 17) follows the spec's arguments.
         "write_file": (["file_path", "content", "append", "dry_run"], ["file_path", "content"]),

@@ -42,6 +42,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from toold.bridge.inflight import MAX_IN_FLIGHT
 from toold.bridge.mcp_server import mcp_workspace
+from toold_protocol import errors as codes
 
 log = logging.getLogger(__name__)
 
@@ -140,7 +141,11 @@ def security_settings(options: HttpOptions) -> TransportSecuritySettings:
 
 def _json_error(status: int, message: str, headers: dict[str, str] | None = None) -> Response:
     """A JSON-RPC error without an id, as the SDK answers what it refuses."""
-    body = {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": message}}
+    body = {
+        "jsonrpc": "2.0",
+        "id": None,
+        "error": {"code": codes.INVALID_REQUEST, "message": message},
+    }
     return Response(json.dumps(body), status, headers, media_type="application/json")
 
 
