@@ -84,6 +84,9 @@ class LimitsConfig(_Section):
     """Seconds a bash or background_run command may print nothing before its process
     group is killed (output starts the window again); 0: only the call's ``timeout``,
     the hard ceiling, ends it. A call's own ``idle_timeout`` argument wins."""
+    mcp_call_timeout: float = Field(600.0, gt=0)
+    """Seconds a tool call to an MCP server an ACP client joined may take in all (the hard
+    ceiling); within it, ``idle_timeout`` seconds without a progress notification end it."""
     max_message_bytes: int = Field(MAX_MESSAGE_BYTES, ge=1024)
     """Largest JSON-RPC frame the daemon accepts."""
     grep_max_matches: int = Field(1000, ge=1)

@@ -1,4 +1,5 @@
-"""A tiny MCP server for the ACP tests: ``add_note`` appends to NOTES_FILE.
+"""A tiny MCP server for the ACP tests: ``add_note`` appends to NOTES_FILE; ``work`` takes
+time, with or without progress.
 
 ``python notes_server.py`` serves stdio; ``python notes_server.py http PORT`` serves
 streamable HTTP on 127.0.0.1:PORT/mcp.
@@ -10,7 +11,8 @@ import os
 import sys
 from pathlib import Path
 
-from mcp.server.mcpserver import MCPServer
+import anyio
+from mcp.server.mcpserver import Context, MCPServer
 
 server = MCPServer("notes")
 
@@ -23,6 +25,17 @@ def add_note(text: str) -> str:
         fh.write(text + "\n")
     count = len(path.read_text(encoding="utf-8").splitlines())
     return f"noted ({count} notes)"
+
+
+@server.tool()
+async def work(seconds: float, steps: int, ctx: Context) -> str:
+    """Take ``seconds`` in ``steps`` equal pauses, reporting progress after each
+    (``steps`` 1: one silent pause)."""
+    for step in range(steps):
+        await anyio.sleep(seconds / steps)
+        if steps > 1:
+            await ctx.report_progress(step + 1, steps)
+    return f"worked {seconds:g} s"
 
 
 if __name__ == "__main__":

@@ -228,6 +228,8 @@ class TooldAgent:
             # Skills and toold.toml are announced once changes to them are seen.
             await asyncio.wait_for(state.watching.wait(), WATCH_TIMEOUT_S)
         self.sessions[session.id] = session
+        for link in links:  # their calls' time limits: the workspace's, reloads included
+            link.limits = lambda: session.require_state().config.limits
         self.links[session.id] = links
         if state.agents is not None:
             # The model SDK takes seconds to import: ready it before the first prompt.

@@ -14,7 +14,7 @@ import asyncio
 import contextlib
 import logging
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +24,9 @@ from acp.schema import HttpMcpServer, McpServerStdio
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.dispatcher import ProgressFnT
 
+from toold.config import LimitsConfig
 from toold.tools.annotations import ToolAnnotations
 from toold.tools.base import Tool
 from toold.tools.context import failed
@@ -61,6 +63,9 @@ class McpServerLink:
         self.server = server
         self.cwd = cwd
         self.session: ClientSession | None = None
+        self.limits: Callable[[], LimitsConfig] = LimitsConfig
+        """The session's limits in force (``idle_timeout``, ``mcp_call_timeout``), read at
+        each call; the defaults until the session's workspace is bound."""
         self._stop = asyncio.Event()
         self._ready: asyncio.Future[list[types.Tool]] = asyncio.get_running_loop().create_future()
         self._task: asyncio.Task[None] | None = None
@@ -126,7 +131,14 @@ class McpServerLink:
         session = self.session
         if session is None:
             return failed(f"Error: the MCP server {self.server.name} is not running")
-        result = await session.call_tool(tool, arguments)
+        limits = self.limits()
+        result = await _within(
+            lambda progressed: session.call_tool(tool, arguments, progress_callback=progressed),
+            limits.idle_timeout,
+            limits.mcp_call_timeout,
+        )
+        if isinstance(result, str):
+            return failed(f"Error: {self.server.name}'s {tool} {result}")
         if not isinstance(result, types.CallToolResult):
             return failed(f"Error: {self.server.name} answered {type(result).__name__}")
         parts = []
@@ -149,6 +161,42 @@ class McpServerLink:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._task
+
+
+async def _within(
+    call: Callable[[ProgressFnT], Awaitable[Any]],
+    idle: float,
+    ceiling: float,
+) -> Any:
+    """The call's result, or why it was stopped (cancelled: the SDK tells the server):
+    ``idle`` seconds without a progress notification (0: no idle limit), or ``ceiling``
+    seconds in all, whatever progress it made."""
+    loop = asyncio.get_running_loop()
+    started = last = loop.time()
+
+    async def progressed(progress: float, total: float | None, message: str | None) -> None:
+        nonlocal last
+        last = loop.time()
+
+    task = asyncio.ensure_future(call(progressed))
+    try:
+        while True:
+            now = loop.time()
+            left = ceiling - (now - started)
+            quiet = idle - (now - last) if idle else left
+            if min(left, quiet) <= 0:
+                break
+            done, _ = await asyncio.wait({task}, timeout=min(left, quiet))
+            if done:
+                return task.result()
+    finally:
+        if not task.done():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+    if left <= 0:
+        return f"timed out after {ceiling:g} seconds (limits.mcp_call_timeout)"
+    return f"timed out after {idle:g} seconds without progress (limits.idle_timeout)"
 
 
 class McpTool(Tool):
