@@ -266,7 +266,10 @@ class ToolGateway:
                     )
                 )
                 task.add_done_callback(_recording.discard)
-        return _noted(outcome, note)
+        # What undo could not cover is for the model to know; a person's own call (`toold
+        # call bash`, an editor's command) keeps the command's output as it was: the
+        # checkpoint records it either way (checkpoints/list's `uncovered`).
+        return _noted(outcome, note if context.origin == "agent" else None)
 
 
 _recording: set[asyncio.Task[None]] = set()

@@ -190,9 +190,9 @@ def test_method_and_wait_steps_are_checked_before_anything_runs(workspace: Path)
     assert done.returncode == 2
     assert done.stdout == ""
     methods = (
-        "agent/run, checkpoints/diff, checkpoints/list, checkpoints/restore, jobs/cancel, "
-        "jobs/get, jobs/list, permissions/setMode, skills/list, tasks/list, team/register, "
-        "todos/list, tools/call, tools/list"
+        "agent/run, checkpoints/diff, checkpoints/list, checkpoints/restore, diagnostics/get, "
+        "jobs/cancel, jobs/get, jobs/list, permissions/setMode, skills/list, tasks/list, "
+        "team/register, todos/list, tools/call, tools/list"
     )
     assert done.stderr.splitlines()[1:] == [
         "  steps[1].method: unknown method 'task/list'; did you mean 'tasks/list'? one of: "
@@ -201,7 +201,8 @@ def test_method_and_wait_steps_are_checked_before_anything_runs(workspace: Path)
         "'failed' (got 'maybe')",
         "  steps[2].params.stat: unknown field; did you mean 'status'? expected one of: status",
         "  steps[3].wait_for: unknown notification 'job/finished'; did you mean "
-        "'jobs/finished'? one of: $/progress, execution/event, jobs/finished, "
+        "'jobs/finished'? one of: $/progress, diagnostics/changed, execution/event, "
+        "jobs/finished, "
         "permissions/preview, skills/changed, tasks/changed, team/message, todos/changed, "
         "window/logMessage, window/showMessage",
         "  steps[4].match.jobid: jobs/finished has no such field; did you mean 'jobId'? "

@@ -354,8 +354,7 @@ def test_run_tool_read_file_shows_the_result_in_an_editor(
 ) -> None:
     ui = session.ui
     _reset(session)
-    ui.command("toold: Run Tool…")
-    ui.pick("toold: Run Tool", "read_file")
+    ui.run_tool("read_file")
     screens.shot("picked-read-file")
     ui.answer(re.compile(r"^read_file — required 1/1: file_path"), "notes.txt")
     ui.check(re.compile(r"^read_file — optional arguments"))
@@ -370,8 +369,7 @@ def test_cancel_kills_a_slow_bash_command(session: Session, screens: Screens) ->
     _reset(session)
     pid_file = session.workspace / "slow.pid"
     marker = session.workspace / "slow.done"
-    ui.command("toold: Run Tool…")
-    ui.pick("toold: Run Tool", "bash")
+    ui.run_tool("bash")
     ui.answer(
         re.compile(r"^bash — required 1/1: command"),
         f"echo $$ > slow.pid; {SLOW}; touch slow.done",
@@ -419,8 +417,7 @@ def test_todo_write_updates_the_todos_view(session: Session, screens: Screens) -
     ui.page.locator(".activitybar .action-item a[aria-label^='toold']").click()
     expect(ui.page.locator(".pane-header").filter(has_text="Todos")).to_be_visible()
     screens.shot("todos-view-empty")
-    ui.command("toold: Run Tool…")
-    ui.pick("toold: Run Tool", "todo_write")
+    ui.run_tool("todo_write")
     ui.answer(re.compile(r"^todo_write — required 1/1: action"), "add")
     ui.check(re.compile(r"^todo_write — optional arguments"), "task")
     ui.answer(re.compile(r"^todo_write — optional 1/1: task"), "drive VS Code for real")
@@ -601,18 +598,15 @@ def test_a_teammates_message_reaches_the_user(session: Session, screens: Screens
     _reset(session)
     model.tool_use(("team_send", {"to_agent": "main", "content": "hello from alice"}))
     model.text("said hi")
-    ui.command("toold: Run Tool…")
-    ui.pick("toold: Run Tool", "team_register")
+    ui.run_tool("team_register")
     ui.answer(re.compile(r"^team_register — required 1/2: name"), "alice")
     ui.answer(re.compile(r"^team_register — required 2/2: role"), "dev")
     ui.check(re.compile(r"^team_register — optional arguments"))
     expect(ui.active_editor_text()).to_contain_text("alice")
-    ui.command("toold: Run Tool…")
-    ui.pick("toold: Run Tool", "team_spawn")
+    ui.run_tool("team_spawn")
     ui.answer(re.compile(r"^team_spawn — required 1/1: name"), "alice")
     ui.quick_input_closed()
-    ui.command("toold: Run Tool…")
-    ui.pick("toold: Run Tool", "team_send")
+    ui.run_tool("team_send")
     ui.answer(re.compile(r"^team_send — required 1/2: to_agent"), "alice")
     ui.answer(re.compile(r"^team_send — required 2/2: content"), "say hi to main")
     expect(ui.notification("toold: Message from alice: hello from alice")).to_be_visible()

@@ -105,6 +105,25 @@ class Workbench:
         expect(self.quick_input).to_be_visible(timeout=WAIT_MS)
         expect(self.quick_input.locator(".quick-input-title")).to_have_text(title, timeout=WAIT_MS)
 
+    def run_tool(self, label: str) -> None:
+        """*toold: Run Tool…*, then ``label`` in its pick. As with the palette, the editor
+        may take the focus back a moment after the pick opened, closing it under the
+        typing: a person opens it again."""
+        for attempt in range(1, PALETTE_TRIES + 1):
+            self.command("toold: Run Tool…")
+            try:
+                self.wait_title("toold: Run Tool")
+                self.quick_input_box.fill(label, timeout=WAIT_MS // 3)
+            except (PlaywrightError, AssertionError):
+                if attempt == PALETTE_TRIES:
+                    raise
+                self.page.keyboard.press("Escape")
+                continue
+            row = self.row(label)
+            expect(row).to_be_visible(timeout=WAIT_MS)
+            row.click()
+            return
+
     def pick(self, title: str | re.Pattern[str], label: str) -> None:
         """In the quick pick titled ``title``, filter for ``label`` and choose that item."""
         self.wait_title(title)

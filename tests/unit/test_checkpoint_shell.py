@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from tests.bound import call, run_bound
 from tests.trees import SCENARIO, fingerprint, seed
 from toold.checkpoints import CheckpointStore
 from toold.checkpoints.baseline import IN_Q_OVERFLOW, Baseline, Snapshot
@@ -525,3 +526,19 @@ def test_a_store_that_cannot_be_written_never_fails_the_call(workspace: Path) ->
             await state.aclose()
 
     asyncio.run(main())
+
+
+@pytest.mark.parametrize(("origin", "told"), [("agent", True), ("user", False)])
+def test_only_the_model_is_told_what_undo_does_not_cover(
+    workspace: Path, origin: str, told: bool
+) -> None:
+    """A person's own `toold call bash` keeps the command's output as it was."""
+    (workspace / "node_modules").mkdir()
+
+    async def scenario(state: WorkspaceState) -> str:
+        outcome = await call(state, "bash", origin=origin, command="echo out")
+        return str(outcome.content)
+
+    text = run_bound(workspace, scenario, execution={"tool_runner": "local"})
+    assert text.startswith("out")
+    assert ("undo does not cover" in text) is told, text

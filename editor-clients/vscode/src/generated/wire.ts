@@ -42,6 +42,12 @@ export interface CheckpointInfo {
   time: string;
   /** The tool that made the change, or `restore` for a restore's own checkpoint. */
   tool: string;
+  /**
+   * For a shell call's checkpoint (bash, background_run, python_repl): what its undo does
+   * not cover (ignored paths, files over limits.max_file_size, the tree past
+   * checkpoints.max_entries); absent when it covers everything.
+   */
+  uncovered?: string | null;
   /** A later restore went back before it. */
   undone?: boolean;
 }
