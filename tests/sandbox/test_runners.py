@@ -15,6 +15,7 @@ import pytest
 
 from tests.calls import user_call
 from tests.processes import process_alive, wait_gone
+from tests.sandbox.standalone import exchange, start_worker
 from toold.config import TooldConfig
 from toold.sandbox.channel import RemoteError, WorkerLost, rebuild_exception
 from toold.sandbox.runners import make_runner
@@ -176,26 +177,12 @@ def test_close_lets_running_calls_finish_then_stops_the_fork_server(workspace: P
     wait_gone(server, "the fork server, with its runner closed")
 
 
-def _worker() -> subprocess.Popen[bytes]:
-    """A standalone worker (``python -m toold.sandbox.worker``) on two pipes."""
-    argv = [sys.executable, "-m", "toold.sandbox.worker"]
-    return subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-
-
-def _exchange(proc: subprocess.Popen[bytes], request: dict[str, Any]) -> dict[str, Any]:
-    assert proc.stdin is not None and proc.stdout is not None
-    proc.stdin.write(json.dumps(request).encode() + b"\n")
-    proc.stdin.flush()
-    answer: dict[str, Any] = json.loads(proc.stdout.readline())
-    return answer
-
-
 def test_a_worker_serves_shareable_calls_until_its_stdin_closes(workspace: Path) -> None:
     read = {"tool": "read_file", "workspace": str(workspace), "reuse": True}
-    with _worker() as proc:
-        first = _exchange(proc, {**read, "args": {"file_path": "notes.txt"}})
+    with start_worker() as proc:
+        first = exchange(proc, {**read, "args": {"file_path": "notes.txt"}})
         assert first == {"result": "1: alpha\n2: beta", "meta": {}, "next": True}
-        missing = _exchange(proc, {**read, "args": {"file_path": "missing.txt"}})
+        missing = exchange(proc, {**read, "args": {"file_path": "missing.txt"}})
         assert missing["error"]["type"] == "FileNotFoundError"
         # A failed call is the worker's last: it waits for stdin's end, then exits.
         assert proc.stdin is not None
@@ -207,8 +194,8 @@ def test_a_worker_serves_at_most_max_calls(workspace: Path) -> None:
     from toold.sandbox.worker import MAX_CALLS
 
     read = {"tool": "read_file", "args": {"file_path": "notes.txt"}, "workspace": str(workspace)}
-    with _worker() as proc:
-        offers = [_exchange(proc, {**read, "reuse": True}).get("next") for _ in range(MAX_CALLS)]
+    with start_worker() as proc:
+        offers = [exchange(proc, {**read, "reuse": True}).get("next") for _ in range(MAX_CALLS)]
         assert proc.stdin is not None
         proc.stdin.close()
         assert proc.wait(timeout=30) == 0
@@ -217,8 +204,8 @@ def test_a_worker_serves_at_most_max_calls(workspace: Path) -> None:
 
 def test_a_call_not_marked_for_reuse_is_the_workers_last(workspace: Path) -> None:
     request = {"tool": "read_file", "args": {"file_path": "notes.txt"}, "workspace": str(workspace)}
-    with _worker() as proc:
-        assert _exchange(proc, request) == {"result": "1: alpha\n2: beta", "meta": {}}
+    with start_worker() as proc:
+        assert exchange(proc, request) == {"result": "1: alpha\n2: beta", "meta": {}}
         assert proc.stdin is not None and proc.stdout is not None
         proc.stdin.write(json.dumps({**request, "reuse": True}).encode() + b"\n")
         proc.stdin.close()  # the second request is read as the end's prelude, not run

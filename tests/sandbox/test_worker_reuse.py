@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.processes import wait_gone
+from tests.sandbox.standalone import exchange, start_worker
 from toold.config import TooldConfig
 from toold.sandbox.channel import Request, encode_request
 from toold.sandbox.runners import make_runner
@@ -21,19 +22,6 @@ from toold.tools.runtime import ToolRuntime
 TXT_ONLY = {"files": {"allowed_extensions": [".txt"]}}
 
 
-def _exchange(proc: subprocess.Popen[bytes], request: dict[str, Any]) -> dict[str, Any]:
-    assert proc.stdin is not None and proc.stdout is not None
-    proc.stdin.write(json.dumps(request).encode() + b"\n")
-    proc.stdin.flush()
-    answer: dict[str, Any] = json.loads(proc.stdout.readline())
-    return answer
-
-
-def _worker() -> subprocess.Popen[bytes]:
-    argv = [sys.executable, "-m", "toold.sandbox.worker"]
-    return subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-
-
 def _read(workspace: Path, path: str, **extra: Any) -> dict[str, Any]:
     args = {"file_path": path}
     return {"tool": "read_file", "args": args, "workspace": str(workspace), "reuse": True, **extra}
@@ -41,17 +29,17 @@ def _read(workspace: Path, path: str, **extra: Any) -> dict[str, Any]:
 
 def test_a_request_without_a_configuration_keeps_the_last_one_sent(workspace: Path) -> None:
     (workspace / "other.md").write_text("# md\n", encoding="utf-8")
-    with _worker() as proc:
-        assert _exchange(proc, _read(workspace, "notes.txt", config=TXT_ONLY))["next"] is True
-        refused = _exchange(proc, _read(workspace, "other.md"))  # the .txt-only one still
+    with start_worker() as proc:
+        assert exchange(proc, _read(workspace, "notes.txt", config=TXT_ONLY))["next"] is True
+        refused = exchange(proc, _read(workspace, "other.md"))  # the .txt-only one still
         assert "Extension not allowed: .md" in refused["error"]["message"]
         assert proc.stdin is not None
         proc.stdin.close()
         assert proc.wait(timeout=30) == 0
-    with _worker() as proc:
-        assert _exchange(proc, _read(workspace, "notes.txt", config=TXT_ONLY))["next"] is True
-        assert _exchange(proc, _read(workspace, "other.md", config={}))["result"] == "1: # md"
-        assert _exchange(proc, _read(workspace, "other.md"))["result"] == "1: # md"
+    with start_worker() as proc:
+        assert exchange(proc, _read(workspace, "notes.txt", config=TXT_ONLY))["next"] is True
+        assert exchange(proc, _read(workspace, "other.md", config={}))["result"] == "1: # md"
+        assert exchange(proc, _read(workspace, "other.md"))["result"] == "1: # md"
         assert proc.stdin is not None
         proc.stdin.close()
         assert proc.wait(timeout=30) == 0
@@ -134,8 +122,8 @@ def test_closing_stdin_cancels_a_later_call_of_a_shared_worker(workspace: Path) 
         "args": {"command": "sleep 300 & echo child=$!; wait", "timeout": 600},
         "workspace": str(workspace),
     }
-    with _worker() as proc:
-        assert _exchange(proc, _read(workspace, "notes.txt"))["next"] is True
+    with start_worker() as proc:
+        assert exchange(proc, _read(workspace, "notes.txt"))["next"] is True
         assert proc.stdin is not None and proc.stdout is not None
         proc.stdin.write(json.dumps(bash).encode() + b"\n")
         proc.stdin.flush()
