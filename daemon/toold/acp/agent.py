@@ -134,13 +134,7 @@ class TooldAgent:
     ) -> LoadSessionResponse:
         """Take up a session kept in .toold/sessions/: its conversation is replayed as
         updates before the answer, and the next prompt goes on from it."""
-        if session_id in self.sessions:
-            raise RequestError(
-                codes.INVALID_PARAMS, f"session {session_id} is already open on this connection"
-            )
-        root = self.workspace or workspace_folder(cwd)
-        messages = await asyncio.to_thread(history.load, root, session_id)
-        session = await self.open_session(session_id, cwd, mcp_servers)
+        session, messages = await self._take_up(session_id, cwd, mcp_servers)
         session.resume(messages)
         await session.outbox.flush()
         session.announce_workspace()
@@ -156,16 +150,23 @@ class TooldAgent:
     ) -> ResumeSessionResponse:
         """Take up a kept session without replaying it (the client shows it already): the
         next prompt goes on from its conversation."""
+        session, messages = await self._take_up(session_id, cwd, mcp_servers)
+        session.messages = messages
+        session.announce_workspace()
+        return ResumeSessionResponse(modes=modes(session.require_state().guard.mode))
+
+    async def _take_up(
+        self, session_id: str, cwd: str, mcp_servers: list[Any] | None
+    ) -> tuple[AcpSession, list[dict[str, Any]]]:
+        """A kept session opened again (session/load, session/resume) and its conversation;
+        RequestError when it is open on this connection already or cannot be read."""
         if session_id in self.sessions:
             raise RequestError(
                 codes.INVALID_PARAMS, f"session {session_id} is already open on this connection"
             )
         root = self.workspace or workspace_folder(cwd)
         messages = await asyncio.to_thread(history.load, root, session_id)
-        session = await self.open_session(session_id, cwd, mcp_servers)
-        session.messages = messages
-        session.announce_workspace()
-        return ResumeSessionResponse(modes=modes(session.require_state().guard.mode))
+        return await self.open_session(session_id, cwd, mcp_servers), messages
 
     async def close_session(self, session_id: str, **kwargs: Any) -> CloseSessionResponse:
         """End a session: its turn cancelled, its MCP servers stopped (it stays kept, for
