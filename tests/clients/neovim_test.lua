@@ -277,6 +277,84 @@ test("a permission prompt for an edit opens its diff in a split first", function
   check(vim.fn.bufwinid(preview) == -1, "the preview split stayed open after the answer")
 end)
 
+-- The agent's edits and what ruff (ruff server, started by toold's engine) says of them.
+local function ruff_items(buf, ns)
+  local found = {}
+  for _, d in ipairs(vim.diagnostic.get(buf, { namespace = ns })) do
+    if d.code == "F401" then
+      table.insert(found, d)
+    end
+  end
+  return found
+end
+
+local function quickfix_texts()
+  local texts = {}
+  for _, item in ipairs(vim.fn.getqflist()) do
+    table.insert(texts, vim.fn.fnamemodify(vim.fn.bufname(item.bufnr), ":t") .. ":" .. item.lnum .. ":" .. item.col .. " " .. item.type .. " " .. item.text)
+  end
+  return texts
+end
+
+test("an agent's write shows its ruff diagnostic in the buffer through vim.diagnostic", function()
+  local path = ws .. "/broken.py"
+  local f = io.open(path, "w")
+  f:write("print('fine')\n")
+  f:close()
+  vim.cmd("edit " .. path)
+  local buf = vim.api.nvim_get_current_buf()
+  local ns = require("toold.diagnostics").namespace
+  selects, answer, answer_later = {}, "Allow", false
+  -- The agent reads a file before it overwrites it.
+  toold.call("read_file", { file_path = "broken.py" }, { origin = "agent" })
+  local result = toold.call("write_file", { file_path = "broken.py", content = "import os\n" }, { origin = "agent" })
+  check(not result.isError, "write_file: %s", vim.inspect(result))
+  wait_for("ruff's F401 on broken.py", function()
+    return #ruff_items(buf, ns) == 1
+  end)
+  local d = ruff_items(buf, ns)[1]
+  check(d.lnum == 0 and d.col == 7, "at %d:%d", d.lnum, d.col)
+  check(d.severity == vim.diagnostic.severity.WARN, "severity %s", tostring(d.severity))
+  check(d.source:lower() == "toold: ruff", "source %s", d.source)
+  check(d.message:find("`os` imported but unused", 1, true), "message %s", d.message)
+  -- Only under toold's namespace: the user's own LSP clients keep theirs.
+  local all = vim.diagnostic.get(buf)
+  check(#all == #vim.diagnostic.get(buf, { namespace = ns }), "diagnostics outside the namespace: %s", vim.inspect(all))
+end)
+
+test(":TooldDiagnostics fills the quickfix list, files not loaded included", function()
+  local result = toold.call("write_file", { file_path = "unloaded.py", content = "import sys\n" }, { origin = "agent" })
+  check(not result.isError, "write_file: %s", vim.inspect(result))
+  check(vim.fn.bufnr(ws .. "/unloaded.py") == -1, "unloaded.py has a buffer")
+  vim.cmd("TooldDiagnostics")
+  local texts = quickfix_texts()
+  check(vim.fn.getqflist({ title = 1 }).title == "toold diagnostics", "title %s", vim.fn.getqflist({ title = 1 }).title)
+  check(contains(texts, "broken%.py:1:8 W `os` imported but unused.*%[toold: [Rr]uff F401%]"), "quickfix %s", vim.inspect(texts))
+  check(contains(texts, "unloaded%.py:1:8 W `sys` imported but unused.*%[toold: [Rr]uff F401%]"), "quickfix %s", vim.inspect(texts))
+  check(find_note("toold: %d+ diagnostics in the quickfix list"), "notes %s", vim.inspect(notes))
+  vim.cmd("cclose")
+  -- One path: only that file's.
+  vim.cmd("TooldDiagnostics unloaded.py")
+  texts = quickfix_texts()
+  check(#texts == 1 and texts[1]:find("^unloaded%.py:1:8"), "quickfix %s", vim.inspect(texts))
+  vim.cmd("cclose")
+end)
+
+test("the fix clears the buffer's diagnostic", function()
+  local buf = vim.fn.bufnr(ws .. "/broken.py")
+  local ns = require("toold.diagnostics").namespace
+  selects, answer, answer_later = {}, "Allow", false
+  toold.call("read_file", { file_path = "broken.py" }, { origin = "agent" })
+  local result = toold.call("write_file", { file_path = "broken.py", content = "import os\n\nprint(os.sep)\n" }, { origin = "agent" })
+  check(not result.isError, "write_file: %s", vim.inspect(result))
+  wait_for("broken.py's diagnostics to clear", function()
+    return #vim.diagnostic.get(buf, { namespace = ns }) == 0
+  end)
+  vim.cmd("TooldDiagnostics broken.py")
+  check(#vim.fn.getqflist() == 0, "quickfix %s", vim.inspect(quickfix_texts()))
+  vim.cmd("bwipeout! " .. buf)
+end)
+
 test(":TooldTasks shows tasks with status and dependencies", function()
   local first = toold.call("task_create", { title = "design" }).content
   toold.call("task_create", { title = "build", depends_on = { first.id } })

@@ -35,6 +35,11 @@ UNDO = [
     ":TooldUndo after an outside change asks, and Restore anyway restores",
     ":TooldCheckpoints lists newest first; <CR> shows the diff, r restores",
 ]
+DIAGNOSTICS = [
+    "an agent's write shows its ruff diagnostic in the buffer through vim.diagnostic",
+    ":TooldDiagnostics fills the quickfix list, files not loaded included",
+    "the fix clears the buffer's diagnostic",
+]
 PREVIEW = "a permission prompt for an edit opens its diff in a split first"
 
 
@@ -87,6 +92,14 @@ def test_neovim_undo_and_checkpoints(nvim_report: list[str]) -> None:
 @pytest.mark.timeout(600)
 def test_neovim_permission_prompt_opens_the_diff_split(nvim_report: list[str]) -> None:
     assert f"ok - {PREVIEW}" in nvim_report, "\n".join(nvim_report)
+
+
+@pytest.mark.timeout(600)
+def test_neovim_shows_what_the_agents_edits_broke(nvim_report: list[str]) -> None:
+    """diagnostics/changed from a real ruff server into vim.diagnostic; diagnostics/get
+    into the quickfix list."""
+    for name in DIAGNOSTICS:
+        assert f"ok - {name}" in nvim_report, "\n".join(nvim_report)
 
 
 def _run_nvim(nvim: str, tmp_path: Path, workspace: Path, model: ModelServer) -> list[str]:

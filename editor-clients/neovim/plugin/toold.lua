@@ -37,5 +37,20 @@ command("TooldAsk", {
 command("TooldCancel", { desc = "toold: cancel the running :TooldAsk" })
 command("TooldUndo", { desc = "toold: undo the last file change a tool made (checkpoints/restore)" })
 command("TooldCheckpoints", { desc = "toold: checkpoints, newest first (<CR> diff, r restore, R refresh)" })
+command("TooldDiagnostics", {
+  nargs = "?",
+  complete = "file",
+  desc = "toold: the language servers' diagnostics (diagnostics/get) in the quickfix list — :TooldDiagnostics [{path}]",
+})
 command("TooldRestart", { desc = "toold: restart the daemon" })
 command("TooldStop", { desc = "toold: stop the daemon" })
+
+-- A file opened after the agent's edit shows what toold's language servers said about it.
+vim.api.nvim_create_autocmd("BufReadPost", {
+  group = vim.api.nvim_create_augroup("toold_diagnostics", { clear = true }),
+  callback = function(args)
+    if package.loaded["toold.diagnostics"] ~= nil then
+      require("toold.diagnostics").on_buffer_read(args.buf)
+    end
+  end,
+})

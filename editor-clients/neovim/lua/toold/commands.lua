@@ -236,6 +236,12 @@ M.TooldCheckpoints = guarded(function()
   require("toold.checkpoints").show()
 end)
 
+--- :TooldDiagnostics [{path}] — diagnostics/get into the quickfix list (opened when not empty).
+M.TooldDiagnostics = guarded(function(opts)
+  require("toold.diagnostics").to_quickfix(opts.args)
+  vim.cmd("botright cwindow")
+end)
+
 M.TooldRestart = guarded(function()
   toold().stop()
   toold().client()

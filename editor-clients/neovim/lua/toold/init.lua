@@ -157,6 +157,11 @@ end
 
 handlers["skills/changed"] = function() end
 
+--- diagnostics/changed: a file's diagnostics after an edit toold saw, into vim.diagnostic.
+handlers["diagnostics/changed"] = function(_, params, _)
+  require("toold.diagnostics").on_changed(params)
+end
+
 --- $/progress: an agent/run started by :TooldAsk streams its tool calls; other tokens
 --- go to Neovim's own handler.
 handlers["$/progress"] = function(err, params, ctx, config)
@@ -288,6 +293,8 @@ function M.stop(timeout_ms)
   end
   initialized = false
   require("toold.agent").daemon_gone()
+  -- What a stopped daemon said may be stale now: the next one reports afresh.
+  require("toold.diagnostics").reset()
 end
 
 --- Send one request and wait for it: returns the result, or nil and the error object
