@@ -35,8 +35,23 @@ def checkpoints_command(client: Any, diff: str | None, as_json: bool) -> int:
         mark = " (undone)" if entry["undone"] else ""
         what = f"{shown(entry['tool'])} ({shown(entry['origin'])}){mark}"
         paths = shown(", ".join(entry["paths"]))
-        print("\t".join([shown(entry["id"]), shown(entry["time"]), what, paths]))
+        columns = [shown(entry["id"]), shown(entry["time"]), what, paths]
+        if entry.get("uncovered"):
+            columns.append(uncovered_column(entry["uncovered"]))
+        print("\t".join(columns))
     return 0
+
+
+UNCOVERED_SHOWN = 80
+"""Characters of a checkpoint's ``uncovered`` note the listing shows (--json has it all)."""
+
+
+def uncovered_column(note: str) -> str:
+    """A shell call's ``uncovered`` note, short: ``not covered: 2 ignored paths (...)``."""
+    text = shown(note.removeprefix("undo does not cover "))
+    if len(text) > UNCOVERED_SHOWN:
+        text = text[: UNCOVERED_SHOWN - 1] + "…"
+    return f"not covered: {text}"
 
 
 def undo_command(client: Any, checkpoint_id: str | None, force: bool, as_json: bool) -> int:
@@ -61,4 +76,20 @@ def undo_command(client: Any, checkpoint_id: str | None, force: bool, as_json: b
     else:
         restored = shown(", ".join(done["restored"]))
         print(f"restored {restored} (redo: toold undo {done['checkpoint']['id']})")
+        if done.get("diagnostics"):
+            print(diagnostics_text(done["diagnostics"]))
     return 0
+
+
+def diagnostics_text(found: dict[str, Any]) -> str:
+    """A restore's diagnostics worded as an edit's are (loaded only when there are some:
+    the command otherwise starts on the standard library alone)."""
+    from toold.diagnostics.report import render
+    from toold_protocol.models import DiagnosticsDelta
+
+    return shown_lines(render(DiagnosticsDelta.model_validate(found)))
+
+
+def shown_lines(text: str) -> str:
+    """Each line of ``text`` safe for a terminal (a diagnostic quotes the file's text)."""
+    return "\n".join(shown(line) for line in text.splitlines())

@@ -510,6 +510,10 @@ class CheckpointsRestoreResult(WireModel):
 
     restored: list[str]
     checkpoint: CheckpointInfo
+    diagnostics: DiagnosticsDelta | None = None
+    """What the restore did to the restored files' diagnostics, as ``tools/call``'s
+    ``diagnostics`` (within ``diagnostics.wait_ms``); present only when there is
+    something in it."""
 
 
 class Diagnostic(WireModel):

@@ -73,6 +73,16 @@ def compare(before: list[Diagnostic], after: list[Diagnostic]) -> DiagnosticsDel
     return DiagnosticsDelta(new=ordered(new), fixed=ordered(fixed), unchanged=unchanged)
 
 
+def noteworthy(delta: DiagnosticsDelta | None) -> DiagnosticsDelta | None:
+    """The delta when there is anything in it, else None (a clean file keeps a wire
+    result plain, as it keeps its text)."""
+    if delta is None or not (
+        delta.new or delta.fixed or delta.unchanged or delta.pending or delta.missing
+    ):
+        return None
+    return delta
+
+
 def line_of(item: Diagnostic) -> str:
     """``error path:line:col message [source code]``."""
     origin = " ".join(part for part in (item.source, item.code) if part)

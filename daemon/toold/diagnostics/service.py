@@ -179,18 +179,31 @@ class DiagnosticsService:
         self._remember(relative, slot.spec.name, text, found)
         return found
 
+    def forget(self, relatives: list[str]) -> None:
+        """These files are gone: what was known of them is dropped, and a file that had
+        diagnostics is announced with none."""
+        for relative in relatives:
+            had = self.current(relative)
+            self.known.pop(relative, None)
+            self.texts.pop(relative, None)
+            if had:
+                self._announce(DiagnosticsChanged(path=relative, diagnostics=[]))
+
     def _remember(self, relative: str, name: str, text: str, found: list[Diagnostic]) -> None:
         before = self.current(relative)
         self.known.setdefault(relative, {})[name] = found
         self.texts[relative] = text
         now = self.current(relative)
         if now != before:
-            event = DiagnosticsChanged(path=relative, diagnostics=now)
-            for listener in list(self.listeners):
-                try:
-                    listener(event)
-                except Exception:
-                    log.exception("a diagnostics/changed listener failed")
+            self._announce(DiagnosticsChanged(path=relative, diagnostics=now))
+
+    def _announce(self, event: DiagnosticsChanged) -> None:
+        """Tell every listener (the workspace's sessions: diagnostics/changed)."""
+        for listener in list(self.listeners):
+            try:
+                listener(event)
+            except Exception:
+                log.exception("a diagnostics/changed listener failed")
 
     async def _running(self, slot: _Slot) -> LanguageServer:
         """The slot's server, started (or restarted after a crash) if need be."""

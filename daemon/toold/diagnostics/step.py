@@ -17,7 +17,7 @@ import os
 import stat
 import time
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -35,6 +35,10 @@ if TYPE_CHECKING:
     from toold_protocol.models import Diagnostic, DiagnosticsChanged, DiagnosticsDelta
 
 log = logging.getLogger(__name__)
+
+MAX_WATCHED = 200
+"""Files whose diagnostics one write is compared on at most (a restore of a shell call's
+checkpoint may put back thousands; the rest are left to diagnostics/get)."""
 
 _SERVICES: dict[int, DiagnosticsService] = {}
 """Each bound workspace's service, by its ToolRuntime's id (dropped when it is collected)."""
@@ -126,10 +130,19 @@ async def before_call(tool: Tool, arguments: Any, runner: ToolRunner | None) -> 
         paths = tool.written_paths(tool.validate_args(arguments))
     except Exception:  # the gateway refuses such a call itself, with the reason
         return None
-    if not paths:
+    return await watch_files(runtime, runner, paths) if paths else None
+
+
+async def watch_files(
+    runtime: ToolRuntime, runner: ToolRunner | None, paths: Iterable[str]
+) -> Watch | None:
+    """These files (absolute, or relative to the workspace) that a language server
+    checks, with their text now, before something writes them (a tool call, a restore);
+    None when diagnostics are off or no server matches them. At most MAX_WATCHED files."""
+    if not runtime.config.diagnostics.enabled:
         return None
     servers = resolved(runtime.config.diagnostics)
-    relatives = []
+    relatives: list[str] = []
     for path in paths:
         try:
             relative = workspace_relative(runtime.workspace, path)
@@ -140,7 +153,7 @@ async def before_call(tool: Tool, arguments: Any, runner: ToolRunner | None) -> 
     if not relatives:
         return None
     limit = runtime.config.limits.max_file_size
-    texts = await asyncio.to_thread(read_texts, runtime.workspace, relatives, limit)
+    texts = await asyncio.to_thread(read_texts, runtime.workspace, relatives[:MAX_WATCHED], limit)
     return Watch(service_for(runtime, runner), texts)
 
 
@@ -179,17 +192,31 @@ async def after_call(watch: Watch, outcome: ToolOutcome) -> ToolOutcome:
         return outcome
     from toold.diagnostics.report import render
 
-    service = watch.service
-    try:
-        delta = await _delta(watch, service, time.monotonic() + service.wait)
-    except Exception:
-        log.exception("diagnostics after %s failed", ", ".join(watch.before))
+    delta = await delta_of(watch)
+    if delta is None:
         return outcome
     text = render(delta)
     content = outcome.content
     if text and isinstance(content, str):
         content = f"{content}\n\n{text}" if content else text
     return replace(outcome, content=content, diagnostics=delta)
+
+
+async def delta_of(watch: Watch, written: Iterable[str] | None = None) -> DiagnosticsDelta | None:
+    """What writing the watched files (those of them in ``written``, when given) did to
+    their diagnostics, within ``diagnostics.wait_ms``; None when it could not be told
+    (logged: diagnostics never fail what wrote the files)."""
+    if written is not None:
+        kept = set(written)
+        watch = Watch(watch.service, {p: t for p, t in watch.before.items() if p in kept})
+        if not watch.before:
+            return None
+    service = watch.service
+    try:
+        return await _delta(watch, service, time.monotonic() + service.wait)
+    except Exception:
+        log.exception("diagnostics after %s failed", ", ".join(watch.before))
+        return None
 
 
 async def _delta(watch: Watch, service: DiagnosticsService, deadline: float) -> DiagnosticsDelta:
@@ -220,7 +247,18 @@ async def _delta(watch: Watch, service: DiagnosticsService, deadline: float) -> 
             after += found
         else:
             pending.add(rel)
+    # A file the write removed (a restore of a created file): its diagnostics went with it.
+    gone = [rel for rel in old if rel not in now and not _exists(service.root, rel)]
+    for (rel, _name), found in baseline.found.items():
+        if rel in gone:
+            before += found
+    service.forget(gone)
     delta = compare(before, after)
     delta.pending = sorted(pending)
     delta.missing = [*baseline.missing, *checked.missing]
     return delta
+
+
+def _exists(root: Path, relative: str) -> bool:
+    """Something is at ``relative`` (a file too big or not UTF-8 is not a removed one)."""
+    return os.path.lexists(root / relative)

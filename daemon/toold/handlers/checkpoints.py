@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING
 
+from toold.diagnostics.report import noteworthy
+from toold.diagnostics.step import delta_of, watch_files
 from toold.errors import InsideToolCall, UnknownCheckpoint
 from toold.permissions.guard import protected
 from toold_protocol.models import (
@@ -57,10 +59,28 @@ async def checkpoints_restore(
     checkpoint_id = params.id or await asyncio.to_thread(store.last_undoable)
     if checkpoint_id is None:
         raise UnknownCheckpoint("nothing to undo: no file-changing tool call is left to undo")
+    # The text of the files it may put back, for the diagnostics the restore changes: it
+    # writes past the gateway, so the gateway's own diagnostics step never sees it.
+    touched = await asyncio.to_thread(_paths_since, store, checkpoint_id)
+    watch = await watch_files(ctx.workspace.runtime, ctx.workspace.runner, touched)
     done = await asyncio.to_thread(
         store.restore, checkpoint_id, "user", force=params.force, guarded=protected
     )
+    restored = [f.path for f in done.files]
+    delta = None if watch is None else await delta_of(watch, restored)
     return CheckpointsRestoreResult(
-        restored=[f.path for f in done.files],
+        restored=restored,
         checkpoint=CheckpointInfo.model_validate(done.public()),
+        diagnostics=noteworthy(delta),
     )
+
+
+def _paths_since(store: CheckpointStore, checkpoint_id: str) -> list[str]:
+    """Every file named by ``checkpoint_id`` and the later checkpoints: at least what its
+    restore puts back (an unknown id names none; the restore itself then refuses it)."""
+    entries = store.entries()
+    ids = [entry.id for entry in entries]
+    if checkpoint_id not in ids:
+        return []
+    tail = entries[ids.index(checkpoint_id) :]
+    return list(dict.fromkeys(f.path for entry in tail if not entry.undone for f in entry.files))

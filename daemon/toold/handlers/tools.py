@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from toold.diagnostics.report import noteworthy
 from toold.tools import formats
 from toold.tools.context import CallContext
 from toold_protocol import ToolsCallParams, ToolsCallResult, ToolsListParams, ToolsListResult
-from toold_protocol.models import DiagnosticsDelta
 
 if TYPE_CHECKING:
     from toold.rpc import Context
@@ -40,15 +40,5 @@ async def tools_call(ctx: Context, params: ToolsCallParams) -> ToolsCallResult:
         decision=None if ran else outcome.decision,
         rule=None if ran else outcome.rule,
         job_id=outcome.job_id,
-        diagnostics=_noteworthy(outcome.diagnostics),
+        diagnostics=noteworthy(outcome.diagnostics),
     )
-
-
-def _noteworthy(delta: DiagnosticsDelta | None) -> DiagnosticsDelta | None:
-    """The call's diagnostics when there is anything in them (a clean file keeps the plain
-    result, as its text does)."""
-    if delta is None or not (
-        delta.new or delta.fixed or delta.unchanged or delta.pending or delta.missing
-    ):
-        return None
-    return delta

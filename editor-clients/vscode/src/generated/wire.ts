@@ -77,6 +77,12 @@ export interface CheckpointsRestoreParams {
  */
 export interface CheckpointsRestoreResult {
   checkpoint: CheckpointInfo;
+  /**
+   * What the restore did to the restored files' diagnostics, as `tools/call`'s
+   * `diagnostics` (within `diagnostics.wait_ms`); present only when there is
+   * something in it.
+   */
+  diagnostics?: DiagnosticsDelta | null;
   restored: string[];
 }
 
