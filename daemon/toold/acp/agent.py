@@ -45,7 +45,7 @@ from toold.acp.answers import (
     unknown_session,
     workspace_folder,
 )
-from toold.acp.session import AcpSession, modes
+from toold.acp.session import AcpSession, modes, wire_usage
 from toold.acp.wire import READ_LIMIT, LineTransport
 from toold.opening import open_workspace
 from toold_protocol import errors as codes
@@ -239,8 +239,12 @@ class TooldAgent:
 
     async def prompt(self, prompt: list[Any], session_id: str, **kwargs: Any) -> PromptResponse:
         """Run one turn; its stop reason (a cancelled turn answers ``cancelled``)."""
-        stop = await self.require_session(session_id).prompt(prompt)
-        return PromptResponse(stop_reason=stop)
+        session = self.require_session(session_id)
+        stop = await session.prompt(prompt)
+        used = session.turn_usage
+        return PromptResponse(
+            stop_reason=stop, usage=wire_usage(used) if used is not None else None
+        )
 
     async def cancel(self, session_id: str, **kwargs: Any) -> None:
         """session/cancel (a notification): an unknown session is ignored."""

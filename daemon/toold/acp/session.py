@@ -20,7 +20,7 @@ from typing import Any
 from acp import RequestError, update_plan
 from acp.helpers import update_available_commands, update_current_mode
 from acp.interfaces import Client
-from acp.schema import SessionMode, SessionModeState, StopReason
+from acp.schema import SessionMode, SessionModeState, StopReason, Usage, UsageUpdate
 
 from toold.acp import history
 from toold.acp.calls import TurnEvents
@@ -36,6 +36,7 @@ from toold.acp.updates import (
 )
 from toold.agents.loop import AgentContext, TurnLimitReached, agent_loop, current_tool_use
 from toold.agents.provider import ModelRefused, ProviderError
+from toold.agents.usage import DEFAULT_CONTEXT_WINDOW, TokenUsage, UsageMeter
 from toold.errors import AgentUnavailable, wire_error
 from toold.gateway import ToolGateway
 from toold.modes import SessionMode as OwnMode
@@ -70,6 +71,17 @@ def modes(current: str) -> SessionModeState:
             SessionMode(id=mode, name=mode.capitalize(), description=MODE_DESCRIPTIONS[mode])
             for mode in MODES
         ],
+    )
+
+
+def wire_usage(usage: TokenUsage) -> Usage:
+    """toold's token counts as ACP's ``Usage`` (input: the tokens not read from the cache)."""
+    return Usage(
+        total_tokens=usage.total,
+        input_tokens=usage.input_tokens,
+        output_tokens=usage.output_tokens,
+        cached_read_tokens=usage.cache_read_tokens,
+        cached_write_tokens=usage.cache_write_tokens,
     )
 
 
@@ -117,6 +129,11 @@ class AcpSession:
         self.opened = contextlib.AsyncExitStack()
         """The session's workspace (toold.opening: bound and watched), closed with it."""
         self._asks = 0
+        self.meter = UsageMeter(self._report_usage)
+        """The session's tokens (from this process's start of it: a loaded session's earlier
+        turns are not counted again)."""
+        self.turn_usage: TokenUsage | None = None
+        """The last prompt's tokens, its subagents' included (session/prompt's ``usage``)."""
 
     def attach(self, state: WorkspaceState, extra_tools: list[Tool], editor_fs: bool) -> None:
         """Use a bound workspace; ``extra_tools`` (MCP servers' tools) join its catalogue,
@@ -180,6 +197,19 @@ class AcpSession:
             events.refused(call_id)
         return answer
 
+    def _report_usage(self, meter: UsageMeter) -> None:
+        """After each response of the session's own model: ``usage_update`` with the
+        tokens now in its context. No cost: toold knows no price of the model it is
+        pointed at (any model name, any Anthropic-compatible URL)."""
+        if meter.last is None:
+            return
+        agents = self.require_state().agents
+        size = getattr(agents.provider, "context_window", None) if agents is not None else None
+        size = size if isinstance(size, int) else DEFAULT_CONTEXT_WINDOW
+        self.outbox.put(
+            UsageUpdate(session_update="usage_update", used=meter.last.total, size=size)
+        )
+
     # -- protocol ------------------------------------------------------------------
     def set_mode(self, mode_id: str) -> None:
         """session/set_mode: switch the guard's mode for this session."""
@@ -217,7 +247,9 @@ class AcpSession:
             max_iterations=agents.max_iterations,
             drain=state.jobs.drain_notifications,
             events=self.require_events(),
+            meter=self.meter,
         )
+        before = self.meter.total
         running = asking.set(self)  # the turn's task keeps it: its prompts come here
         try:
             self.turn = asyncio.ensure_future(agent_loop(ctx, self.messages))
@@ -227,6 +259,7 @@ class AcpSession:
             stop = await self._finish(self.turn)
         finally:
             self.turn = None
+            self.turn_usage = self.meter.total - before
             self.require_events().settle()
             await self.keep()
         await self.outbox.flush()

@@ -18,6 +18,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
+from toold.agents.usage import UsageMeter, current_meter
 from toold.gateway import ToolGateway
 from toold.outcome import ToolOutcome
 from toold.tools import formats
@@ -68,6 +69,9 @@ class AgentContext:
     events: LoopEvents | None = None
     """Streams text and reports each call (toold acp); None: only the final text matters."""
     schemas: list[dict[str, Any]] = field(default_factory=list)
+    meter: UsageMeter | None = None
+    """Counts each response's tokens (toold acp's usage_update); its subagents' meters
+    are its children."""
 
     def __post_init__(self) -> None:
         if not self.schemas:
@@ -163,6 +167,14 @@ async def run_tool_calls(ctx: AgentContext, calls: list[dict[str, Any]]) -> list
 
 async def agent_loop(ctx: AgentContext, messages: list[dict[str, Any]]) -> str:
     """Talk to the model until it answers without tool calls; returns its final text."""
+    token = current_meter.set(ctx.meter)  # what a subagent call counts under
+    try:
+        return await _loop(ctx, messages)
+    finally:
+        current_meter.reset(token)
+
+
+async def _loop(ctx: AgentContext, messages: list[dict[str, Any]]) -> str:
     for _ in range(ctx.max_iterations):
         if ctx.drain is not None:
             _inject(messages, ctx.drain())
@@ -180,5 +192,7 @@ async def _model_turn(ctx: AgentContext, messages: list[dict[str, Any]]) -> list
     request: dict[str, Any] = {"system": ctx.system, "messages": messages, "tools": ctx.schemas}
     if ctx.events is not None:
         request["on_text"] = ctx.events.text
+    if ctx.meter is not None:
+        request["on_usage"] = ctx.meter.record
     blocks: list[dict[str, Any]] = await ctx.provider.create(**request)
     return blocks

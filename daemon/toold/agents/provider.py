@@ -13,6 +13,8 @@ import os
 from collections.abc import Callable
 from typing import Any
 
+from toold.agents.usage import DEFAULT_CONTEXT_WINDOW, TokenUsage
+
 DEFAULT_MODEL = "claude-sonnet-5-5"
 
 
@@ -39,6 +41,8 @@ class AnthropicProvider:
         self.model = model
         self.max_tokens = max_tokens
         self.base_url = base_url
+        self.context_window = DEFAULT_CONTEXT_WINDOW
+        """Tokens the model's context holds (what ACP's ``usage_update`` calls ``size``)."""
         self._options: dict[str, Any] = {
             "api_key": api_key,
             "base_url": base_url,
@@ -93,11 +97,13 @@ class AnthropicProvider:
         messages: list[dict[str, Any]],
         tools: list[dict[str, Any]],
         on_text: Callable[[str], None] | None = None,
+        on_usage: Callable[[TokenUsage], None] | None = None,
     ) -> list[dict[str, Any]]:
         """One model turn: the assistant's content blocks as plain dicts.
 
         With ``on_text`` the turn is streamed (server-sent events) and each piece of
-        text is handed to it as it arrives. ModelRefused when the model declines.
+        text is handed to it as it arrives; ``on_usage`` gets the response's token usage
+        (a refusal's too: it was used). ModelRefused when the model declines.
         """
         client = await self._ready()
         request: dict[str, Any] = {
@@ -117,6 +123,8 @@ class AnthropicProvider:
                     response = await stream.get_final_message()
         except self._sdk.APIError as exc:
             raise ProviderError(f"{type(exc).__name__}: {exc}") from exc
+        if on_usage is not None:
+            on_usage(TokenUsage.of(response.usage))
         if response.stop_reason == "refusal":
             raise ModelRefused(f"the model ({self.model}) declined to answer")
         blocks: list[dict[str, Any]] = []

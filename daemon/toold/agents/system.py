@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from toold.agents.loop import AgentContext, agent_loop
+from toold.agents.usage import current_meter
 from toold.gateway import ToolGateway
 from toold.permissions.guard import PermissionGuard
 from toold.tools.context import failed
@@ -160,12 +161,14 @@ class AgentSystem:
             )
         parent = current_guard.get() or (gateway or self.gateway).guard
         guard = self.child_guard(parent, kind_name, run_in_background)
+        counting = current_meter.get()  # the caller's: a subagent's tokens are on its bill
         ctx = AgentContext(
             provider=self.provider,
             gateway=self.gateway.narrowed(toolset=self.toolset_for(kind_name), guard=guard),
             system=f"{self.system_prompt}\n\n{kind.prompt}",
             max_iterations=kind.max_turns,
             on_tool=on_tool,
+            meter=counting.child() if counting is not None else None,
         )
 
         async def work() -> str:
