@@ -15,7 +15,6 @@ import asyncio
 import collections
 import contextlib
 import logging
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -59,9 +58,20 @@ class LanguageServer:
     """One running server: started by ``start``, asked by ``diagnose``, ended by ``stop``."""
 
     def __init__(
-        self, name: str, argv: list[str], env: Mapping[str, str], root: Path, *, cwd: Path
+        self,
+        name: str,
+        argv: list[str],
+        env: Mapping[str, str],
+        root: Path,
+        *,
+        cwd: Path,
+        parent_pid: int | None = None,
     ) -> None:
         self.name = name
+        self.parent_pid = parent_pid
+        """``initialize``'s processId: the daemon as the server sees it (None when the
+        server cannot see it, as in bwrap's PID namespace: a server that watches that pid,
+        as typescript-language-server does, would exit at once)."""
         self.argv = argv
         self.root = root
         self._env = dict(env)
@@ -100,7 +110,9 @@ class LanguageServer:
         connection = self._connection
         connection.initialized = True  # the client's seat: the server's messages are taken
         connection.on_notification("textDocument/publishDiagnostics", self._published)
-        for method in ("window/logMessage", "window/showMessage", "$/progress", "$/logTrace"):
+        # Notifications toold has no use for ($/typescriptVersion: typescript-language-server's).
+        quiet = ("window/logMessage", "window/showMessage", "$/progress", "$/logTrace")
+        for method in (*quiet, "$/typescriptVersion"):
             connection.on_notification(method, lambda _params: None)
         connection.on_notification("telemetry/event", lambda _params: None)
         connection.on_request("workspace/configuration", _configuration)
@@ -139,7 +151,7 @@ class LanguageServer:
             asyncio.create_task(self._watch_exit()),
         ]
         params = {
-            "processId": os.getpid(),
+            "processId": self.parent_pid,
             "clientInfo": {"name": "toold"},
             "rootUri": self.root.as_uri(),
             "rootPath": str(self.root),

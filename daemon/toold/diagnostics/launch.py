@@ -37,6 +37,8 @@ class Launch:
     cwd: Path
     sandbox: str
     """"bwrap" when inside bubblewrap, else "none" (the scrubbed environment only)."""
+    parent_pid: int | None
+    """The daemon's pid as the server sees it: None in bwrap's own PID namespace."""
 
 
 class Launcher:
@@ -59,6 +61,6 @@ class Launcher:
         if isinstance(sandbox, BwrapSandbox) and sandbox.problem is None:
             env = sandbox_environment(config, home=SANDBOX_HOME, tmpdir=SANDBOX_HOME, path=path)
             argv = sandbox.interpreter_argv(list(spec.argv))
-            return Launch(argv, env, self.root, "bwrap")
+            return Launch(argv, env, self.root, "bwrap", None)
         env = sandbox_environment(config, home=self._home, tmpdir=self._home, path=path)
-        return Launch(list(spec.argv), env, self.root, "none")
+        return Launch(list(spec.argv), env, self.root, "none", os.getpid())

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from toold.config import TooldConfig
+from toold.connection import ResponseError
 from toold.diagnostics.client import LanguageServer, ServerGone
 from toold.diagnostics.launch import Launcher
 from toold.diagnostics.report import normalise, ordered
@@ -224,10 +225,17 @@ class DiagnosticsService:
         if time.monotonic() < slot.not_before:
             raise Unavailable(f"{slot.spec.name} keeps crashing: started again in a moment")
         launch = self.launcher.launch(slot.spec, self._config())
-        server = LanguageServer(slot.spec.name, launch.argv, launch.env, self.root, cwd=launch.cwd)
+        server = LanguageServer(
+            slot.spec.name,
+            launch.argv,
+            launch.env,
+            self.root,
+            cwd=launch.cwd,
+            parent_pid=launch.parent_pid,
+        )
         try:
             await server.start()
-        except OSError as exc:
+        except (OSError, ResponseError) as exc:  # cannot run, or refused to initialize
             await server.stop()
             slot.not_before = float("inf")  # named once; a new configuration tries again
             raise Unavailable(
