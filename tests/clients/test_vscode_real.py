@@ -551,6 +551,55 @@ def test_undo_last_agent_edit_and_the_checkpoints_view(session: Session, screens
     screens.shot("restored-anyway")
 
 
+def _agent_writes(session: Session, path: str, content: str, *, read_first: bool) -> None:
+    """The agent's model has it write PATH (reading it first when it exists); Allow."""
+    ui = session.ui
+    if read_first:  # toold refuses to overwrite a file the session has not read
+        session.model.tool_use(("read_file", {"file_path": path}))
+    session.model.tool_use(("write_file", {"file_path": path, "content": content}))
+    session.model.text(f"Wrote {path}.")
+    _ask(session, f"write {path}")
+    expect(ui.dialog()).to_contain_text("write_file")
+    ui.dialog_button("Allow").click()
+    expect(ui.markdown_preview()).to_contain_text(f"Wrote {path}.")
+    assert (session.workspace / path).read_text(encoding="utf-8") == content
+
+
+@pytest.mark.timeout(300)
+def test_the_problems_panel_shows_what_the_agents_edit_broke(
+    session: Session, screens: Screens
+) -> None:
+    """The agent writes a .py with an unused import: toold's ruff server (`ruff server`,
+    started by the workspace's engine) reports F401 through diagnostics/changed, and the
+    extension puts it in the Problems panel (source "toold: Ruff") and as a squiggle; the
+    agent's fix clears both."""
+    ui = session.ui
+    _reset(session)
+    ui.close_all_editors()
+    _agent_writes(session, "lint_me.py", "import os\n", read_first=False)
+    ui.command("View: Focus Problems (Errors, Warnings, Infos)")
+    panel = ui.page.locator(".markers-panel")
+    marker = panel.locator(".monaco-list-row").filter(has_text="`os` imported but unused")
+    expect(marker).to_be_visible()
+    expect(marker).to_contain_text(re.compile(r"toold: [Rr]uff"))
+    expect(marker).to_contain_text("F401")
+    expect(marker).to_contain_text("[Ln 1, Col 8]")
+    expect(panel.locator(".monaco-list-row").filter(has_text="lint_me.py")).to_be_visible()
+    screens.shot("problems-panel")
+    marker.click()  # opens the file at the problem
+    expect(ui.active_tab()).to_contain_text("lint_me.py")
+    editor = ui.page.locator(".editor-group-container.active .monaco-editor")
+    expect(editor.locator(".squiggly-warning")).to_have_count(1)
+    screens.shot("squiggle")
+
+    _agent_writes(session, "lint_me.py", "import os\n\nprint(os.sep)\n", read_first=True)
+    ui.command("View: Focus Problems (Errors, Warnings, Infos)")
+    expect(marker).to_have_count(0)
+    expect(panel).to_contain_text("No problems have been detected in the workspace.")
+    ui.close_all_editors()
+    screens.shot("fixed")
+
+
 @pytest.mark.timeout(300)
 def test_ask_agent_streams_tool_calls_and_previews_the_answer(
     session: Session, screens: Screens

@@ -29,6 +29,7 @@ import {
   type TooldSettings,
 } from "./protocol";
 import { DiffPreviewFeature, EditPreviews } from "./preview";
+import { AgentProblems, showDiagnostics } from "./problems";
 import { onInterpreterChanged, selectedInterpreter } from "./pythonExtension";
 import { NodeTreeProvider } from "./views";
 
@@ -67,6 +68,8 @@ export class TooldController implements vscode.Disposable {
   readonly previews = new EditPreviews((line) => {
     this.output.appendLine(line);
   });
+  /** What the agent's edits broke: diagnostics/changed in the Problems panel. */
+  readonly problems = new AgentProblems();
   private readonly started = new vscode.EventEmitter<void>();
   /** Fires each time a daemon has started and answered initialize. */
   readonly onDidStart = this.started.event;
@@ -100,6 +103,7 @@ export class TooldController implements vscode.Disposable {
       this.todos,
       this.tasks,
       this.previews,
+      this.problems,
       this.started,
       this.callEnded,
       vscode.window.registerTreeDataProvider("toold.todos", this.todos),
@@ -237,6 +241,9 @@ export class TooldController implements vscode.Disposable {
         "permissions/preview": (p) => {
           this.previews.show(p);
         },
+        "diagnostics/changed": (p) => {
+          this.problems.changed(folder.uri, p);
+        },
         "team/message": (p) => {
           void vscode.window.showInformationMessage(teamMessageText(p.message));
         },
@@ -316,6 +323,8 @@ export class TooldController implements vscode.Disposable {
   async stop(): Promise<void> {
     for (const d of this.clientSubscriptions) d.dispose();
     this.clientSubscriptions = [];
+    // A stopped daemon's diagnostics may be stale: the next one reports afresh.
+    this.problems.clear();
     const client = this.client;
     this.client = undefined;
     this.api = undefined;
@@ -401,6 +410,9 @@ export class TooldController implements vscode.Disposable {
   }
 
   private async onConfigurationChanged(e: vscode.ConfigurationChangeEvent): Promise<void> {
+    if (e.affectsConfiguration("toold.diagnostics.show") && !showDiagnostics()) {
+      this.problems.clear();
+    }
     if (!e.affectsConfiguration("toold") || this.client === undefined) return;
     const settings = readSettings();
     if (e.affectsConfiguration("toold.permissionMode") && settings.permissionMode !== INHERIT) {

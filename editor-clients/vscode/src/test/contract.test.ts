@@ -63,7 +63,15 @@ test("initializationOptions carry only the settings the user chose", () => {
 });
 
 test("the protocol logic never imports vscode, so it runs (and is tested) in plain Node", () => {
-  const core = ["protocol", "client-core", "models", "launch", "schemaForm", "generated/wire"];
+  const core = [
+    "protocol",
+    "client-core",
+    "models",
+    "launch",
+    "schemaForm",
+    "diagnostics",
+    "generated/wire",
+  ];
   for (const name of core) {
     const compiled = readFileSync(path.join(__dirname, "..", `${name}.js`), "utf8");
     const imports = [...compiled.matchAll(/require\("([^"]+)"\)/g)].map((m) => m[1]);
