@@ -12,17 +12,8 @@ from acp import text_block
 
 from tests.acp.conftest import Recorder, acp_agent, agent_env, run, start_session
 from tests.agents.conftest import ModelServer
+from tests.diagnostics.conftest import UNUSED_OS, ruff_defaults
 from toold.diagnostics.servers import find_program
-
-UNUSED = {
-    "path": "a.py",
-    "line": 1,
-    "column": 8,
-    "severity": "warning",
-    "message": "`os` imported but unused\n\nhelp: Remove unused import: `os`",
-    "source": "Ruff",
-    "code": "F401",
-}
 
 
 def finished(recorder: Recorder, call_id: str) -> dict[str, Any]:
@@ -34,8 +25,7 @@ def test_a_write_file_update_carries_the_diagnostics_it_introduced_and_fixed(
     model: ModelServer, workspace: Path, recorder: Recorder
 ) -> None:
     assert find_program("ruff"), "ruff is not installed: pip install -e '.[dev]'"
-    # ruff's own defaults, whatever configuration lies in the folders above.
-    (workspace / "ruff.toml").write_text('[lint]\nselect = ["E4", "E7", "E9", "F"]\n')
+    ruff_defaults(workspace)
     # A first check (the server's start, in bwrap) may take seconds on a loaded machine:
     # the budget is an upper bound, never a wait.
     (workspace / "toold.toml").write_text("[diagnostics]\nwait_ms = 60000\n")
@@ -56,7 +46,7 @@ def test_a_write_file_update_carries_the_diagnostics_it_introduced_and_fixed(
     broke = finished(recorder, first)
     assert broke["status"] == "completed"
     assert broke["rawOutput"]["diagnostics"] == {
-        "new": [UNUSED],
+        "new": [UNUSED_OS],
         "fixed": [],
         "unchanged": 0,
         "pending": [],
@@ -68,5 +58,5 @@ def test_a_write_file_update_carries_the_diagnostics_it_introduced_and_fixed(
     fixed = finished(recorder, second)
     assert fixed["status"] == "completed"
     assert fixed["rawOutput"]["diagnostics"]["new"] == []
-    assert fixed["rawOutput"]["diagnostics"]["fixed"] == [UNUSED]
+    assert fixed["rawOutput"]["diagnostics"]["fixed"] == [UNUSED_OS]
     assert "Diagnostics fixed by this change (1):" in fixed["rawOutput"]["content"]

@@ -3,13 +3,14 @@ with real language servers (``ruff server``, installed with the dev extra)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.calls import user_gateway
+from tests.inprocess.client import InProcessClient
 from toold.config import TooldConfig
 from toold.diagnostics.servers import find_program
 from toold.diagnostics.service import DiagnosticsService
@@ -18,6 +19,22 @@ from toold.gateway import ToolGateway
 from toold.sandbox.runner import ToolRunner
 from toold.tools import BuiltinToolProvider, ToolOutcome, ToolRuntime, ToolSet
 from toold.tools.context import CallContext
+
+UNUSED_OS = {
+    "path": "a.py",
+    "line": 1,
+    "column": 8,
+    "severity": "warning",
+    "message": "`os` imported but unused\n\nhelp: Remove unused import: `os`",
+    "source": "Ruff",
+    "code": "F401",
+}
+"""ruff's diagnostic of ``import os`` in ``a.py``, as the wire carries it."""
+
+
+def ruff_defaults(root: Path) -> None:
+    """ruff's own default rules in ``root``, whatever the folders above configure."""
+    (root / "ruff.toml").write_text('[lint]\nselect = ["E4", "E7", "E9", "F"]\n')
 
 
 class Edits:
@@ -61,8 +78,25 @@ def edits_with(tmp_path: Path, ruff: str) -> MakeEdits:
     def make(config: dict[str, Any] | None = None, runner: ToolRunner | None = None) -> Edits:
         root = tmp_path / "ws"
         root.mkdir(exist_ok=True)
-        # ruff's own defaults, whatever configuration lies in the folders above.
-        (root / "ruff.toml").write_text('[lint]\nselect = ["E4", "E7", "E9", "F"]\n')
+        ruff_defaults(root)
         return Edits(root.resolve(), TooldConfig.model_validate(config or {}), runner)
 
     return make
+
+
+@pytest.fixture
+def root(tmp_path: Path, ruff: str) -> Path:
+    """A workspace with ruff's default rules."""
+    ws = (tmp_path / "ws").resolve()
+    ws.mkdir()
+    ruff_defaults(ws)
+    return ws
+
+
+@pytest.fixture
+def client(root: Path) -> Iterator[InProcessClient]:
+    """An initialized in-process daemon on ``root``."""
+    c = InProcessClient(root)
+    c.initialize(rootUri=root.as_uri(), processId=None)
+    yield c
+    assert c.close() == 0

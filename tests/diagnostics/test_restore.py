@@ -7,33 +7,11 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
-
+from tests.diagnostics.conftest import UNUSED_OS
 from tests.inprocess.client import InProcessClient
-
-F401 = "`os` imported but unused\n\nhelp: Remove unused import: `os`"
-
-
-@pytest.fixture
-def root(tmp_path: Path, ruff: str) -> Path:
-    """A workspace with ruff's default rules (whatever the folders above configure)."""
-    ws = (tmp_path / "ws").resolve()
-    ws.mkdir()
-    (ws / "ruff.toml").write_text('[lint]\nselect = ["E4", "E7", "E9", "F"]\n')
-    return ws
-
-
-@pytest.fixture
-def client(root: Path) -> Iterator[InProcessClient]:
-    """An initialized in-process daemon on ``root``."""
-    c = InProcessClient(root)
-    c.initialize(rootUri=root.as_uri(), processId=None)
-    yield c
-    assert c.close() == 0
 
 
 def codes(found: list[dict[str, Any]]) -> list[tuple[str, int, str | None]]:
@@ -55,17 +33,7 @@ def test_a_restore_reports_what_it_fixed_and_a_redo_what_it_brought_back(
     assert (root / "a.py").read_text() == "x = 1\n"
     assert undone["diagnostics"] == {
         "new": [],
-        "fixed": [
-            {
-                "path": "a.py",
-                "line": 1,
-                "column": 8,
-                "severity": "warning",
-                "message": F401,
-                "source": "Ruff",
-                "code": "F401",
-            }
-        ],
+        "fixed": [UNUSED_OS],
         "unchanged": 0,
         "pending": [],
         "missing": [],

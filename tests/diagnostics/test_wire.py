@@ -3,47 +3,17 @@ the diagnostics tool, as raw wire JSON (in process: the daemon's own server and 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-
+from tests.diagnostics.conftest import UNUSED_OS
 from tests.inprocess.client import InProcessClient
-
-
-@pytest.fixture
-def root(tmp_path: Path, ruff: str) -> Path:
-    """A workspace with ruff's default rules (whatever the folders above configure)."""
-    ws = (tmp_path / "ws").resolve()
-    ws.mkdir()
-    (ws / "ruff.toml").write_text('[lint]\nselect = ["E4", "E7", "E9", "F"]\n')
-    return ws
-
-
-@pytest.fixture
-def client(root: Path) -> Iterator[InProcessClient]:
-    """An initialized in-process daemon on ``root``."""
-    c = InProcessClient(root)
-    c.initialize(rootUri=root.as_uri(), processId=None)
-    yield c
-    assert c.close() == 0
 
 
 def test_tools_call_carries_the_new_diagnostics(client: InProcessClient) -> None:
     result = client.tool("write_file", file_path="a.py", content="import os\n")
     assert result["isError"] is False
     assert result["diagnostics"] == {
-        "new": [
-            {
-                "path": "a.py",
-                "line": 1,
-                "column": 8,
-                "severity": "warning",
-                "message": "`os` imported but unused\n\nhelp: Remove unused import: `os`",
-                "source": "Ruff",
-                "code": "F401",
-            }
-        ],
+        "new": [UNUSED_OS],
         "fixed": [],
         "unchanged": 0,
         "pending": [],
