@@ -79,6 +79,24 @@ def test_the_root_is_its_real_path(tmp_path: Path) -> None:
         assert escapes("link/x")
 
 
+def test_each_check_resolves_the_root_as_it_is_then(tmp_path: Path) -> None:
+    """The real root is resolved on first need within a check (a file tool's call needs
+    none) and never carried over to the next one: a root whose link now leads elsewhere
+    is judged where it leads now."""
+    first, second = tmp_path / "first", tmp_path / "second"
+    first.mkdir()
+    second.mkdir()
+    (second / "link").symlink_to(first.resolve())
+    (tmp_path / "alias").symlink_to(first)
+    with judging_in(tmp_path / "alias"):
+        assert judged_root() == str(first.resolve())
+    (tmp_path / "alias").unlink()
+    (tmp_path / "alias").symlink_to(second)
+    with judging_in(tmp_path / "alias"):
+        assert escapes("link/x")  # from second, link leads out to first
+        assert judged_root() == str(second.resolve())
+
+
 def test_without_a_root_the_judgement_is_lexical(tmp_path: Path) -> None:
     (tmp_path / "link").symlink_to("/")
     assert judged_root() is None

@@ -36,6 +36,7 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, Field, StringConstraints, TypeAdapter, ValidationError
 
 from toold.errors import CheckpointStoreError, describe
+from toold.sandbox.paths import refuse_link
 from toold.storage import atomic_write_bytes, open_state, remove_state, write_all
 
 INDEX = "index.jsonl"
@@ -171,10 +172,18 @@ class CheckpointIndex:
     named (``size_of`` measures one), so the store's bound is kept without a scan.
     """
 
-    def __init__(self, folder: Path, size_of: Callable[[str], int]) -> None:
+    def __init__(
+        self,
+        folder: Path,
+        size_of: Callable[[str], int],
+        open_folder: Callable[[], int] | None = None,
+    ) -> None:
         self.folder = folder
         self.path = folder / INDEX
         self._size_of = size_of
+        self._open_folder = open_folder
+        """A new descriptor of ``folder`` (the store's, held open), so an append opens the
+        file in it instead of walking its path; None: walk it."""
         self._entries: OrderedDict[str, Checkpoint] = OrderedDict()
         self._lines: dict[str, int] = {}
         self._identity: Identity | None = None
@@ -317,12 +326,16 @@ class CheckpointIndex:
         return freed
 
     def _append(self, data: bytes) -> None:
-        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT
-        fd = open_state(self.path, flags, 0o600, create_dirs=True, single_link=True)
+        fd = self._open_appending()
         try:
             info = os.fstat(fd)
             if not stat.S_ISREG(info.st_mode):
                 raise CheckpointStoreError(f"{self.path} is not a regular file; {_FIX}")
+            if info.st_nlink > 1:  # as open_state's single_link: another name may lie anywhere
+                raise PermissionError(
+                    f"Refusing toold state file {self.path}: it has {info.st_nlink} hard "
+                    "links (another name of it may lie outside the workspace)"
+                )
             if self._identity is not None and _identity(info) != self._identity:
                 raise CheckpointStoreError(
                     f"{self.path} was changed by another program while toold held its lock; "
@@ -332,6 +345,19 @@ class CheckpointIndex:
             self._identity = _identity(os.fstat(fd))
         finally:
             os.close(fd)
+
+    def _open_appending(self) -> int:
+        """The index opened for appending, never through a symlink."""
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT
+        if self._open_folder is not None:
+            folder = self._open_folder()
+            try:
+                return refuse_link(folder, INDEX, str(self.path), flags, 0o600)
+            except PermissionError:
+                pass  # a link: open_state refuses it in its own words
+            finally:
+                os.close(folder)
+        return open_state(self.path, flags, 0o600, create_dirs=True, single_link=True)
 
     def _identity_size(self) -> int:
         return 0 if self._identity is None else self._identity[2]

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from toold.checkpoints.diff import unified_diff
+from toold.checkpoints.folders import HeldFolder
 from toold.checkpoints.index import (
     INDEX,
     READ_FLAGS,
@@ -32,7 +33,7 @@ from toold.checkpoints.index import (
 from toold.config import CheckpointsConfig
 from toold.errors import CheckpointConflict, CheckpointStoreError, UnknownCheckpoint
 from toold.sandbox.paths import DIR_FLAGS, open_in_workspace, refuse_link, workspace_relative
-from toold.storage import atomic_write_at, file_lock, now, open_state, remove_state, state_names
+from toold.storage import atomic_write_at, now, open_state, remove_state, state_names
 
 if TYPE_CHECKING:
     from toold.checkpoints.baseline import Baseline
@@ -86,7 +87,9 @@ class CheckpointStore:
         self._sizes: dict[str, int] = {}
         """Bytes of each object by digest, as stored or first measured (objects never
         change): the bound is kept as the index changes, never by measuring them all."""
-        self._index = CheckpointIndex(folder, self._size_of)
+        self._root_folder = HeldFolder(folder)
+        self._subfolders: dict[str, HeldFolder] = {}
+        self._index = CheckpointIndex(folder, self._size_of, self._root_folder.open)
         self._held: Counter[str] = Counter()
         """Objects stored for calls not recorded yet: never removed under them."""
         self._held_lock = threading.Lock()
@@ -160,21 +163,21 @@ class CheckpointStore:
 
     def _dir(self, sub: str | None = None) -> int:
         """A descriptor of the store's folder (or its ``sub`` folder), made and kept 0700:
-        objects hold copies of files that may be private (``.env``)."""
-        path = self.folder if sub is None else self.folder / sub
-        try:  # made once: walking the path a second time to make it is for the first call
-            fd = open_state(path, DIR_FLAGS)
-        except FileNotFoundError:
-            fd = open_state(path, DIR_FLAGS, create_dirs=True)
-        try:
-            if stat.S_IMODE(os.fstat(fd).st_mode) != 0o700:
-                os.fchmod(fd, 0o700)
-            if sub is not None and not self._parent_private:
+        objects hold copies of files that may be private (``.env``). Both stay open
+        between calls (toold.checkpoints.folders); the caller closes the one it gets."""
+        if sub is None:
+            return self._root_folder.open()
+        held = self._subfolders.get(sub)
+        if held is None:
+            held = self._subfolders[sub] = HeldFolder(self.folder / sub)
+        fd = held.open()
+        if not self._parent_private:
+            try:
                 os.close(self._dir())
-                self._parent_private = True  # checked once a process: made 0700 by toold
-        except BaseException:
-            os.close(fd)
-            raise
+            except BaseException:
+                os.close(fd)
+                raise
+            self._parent_private = True  # checked once a process: made 0700 by toold
         return fd
 
     def _put(self, held: list[str], data: bytes | None, mode: int | None = None) -> str | None:
@@ -326,7 +329,10 @@ class CheckpointStore:
         return checkpoint
 
     def close(self) -> None:
-        """Let go of what the store holds open: the shell baseline's inotify instance."""
+        """Let go of what the store holds open: its folders and the shell baseline's
+        inotify instance."""
+        for held in (self._root_folder, *self._subfolders.values()):
+            held.close()
         if self.baseline is not None:
             self.baseline.close()
 
@@ -645,10 +651,9 @@ class CheckpointStore:
         """The index, up to date, under the store's lock (shared with other processes);
         objects nothing names are swept after the index file was rewritten. With ``wait``
         False, IndexBusy when another thread or process holds the lock."""
-        os.close(self._dir())
         with contextlib.ExitStack() as stack:
-            try:
-                stack.enter_context(file_lock(self.folder / "index.lock", wait=wait))
+            try:  # in the store's folder, made 0700 if need be
+                stack.enter_context(self._root_folder.lock("index.lock", wait=wait))
             except BlockingIOError:
                 raise IndexBusy(f"{self.folder / 'index.lock'} is held") from None
             index = self._index

@@ -41,7 +41,7 @@ from toold.permissions.interpreters import (
 from toold.permissions.paths import (
     LOOP_WORD,
     escapes,
-    judged_root,
+    judging,
     loop_paths,
     names_any,
     names_outside,
@@ -500,7 +500,7 @@ def analyse(text: str) -> Analysis:
     Cached while words are judged lexically only; within ``judging_in`` (the guard's
     checks) where a word leads depends on the disk now, so it is judged afresh.
     """
-    if judged_root() is not None:
+    if judging():
         return _analyse(text)
     return _analyse_lexically(text)
 

@@ -44,7 +44,24 @@ _GLOB_CHAR = re.compile(r"[*?\[]")
 _PROCESS_SUBSTITUTION = re.compile(r"^[<>]\(.*\)$", re.DOTALL)
 
 
-_ROOT: ContextVar[str | None] = ContextVar("toold_judged_root", default=None)
+class _Root:
+    """The workspace root of one check; its real path is resolved on first need (a file
+    tool's call never needs it: only shell words are followed), then kept for the check."""
+
+    __slots__ = ("_real", "given")
+
+    def __init__(self, given: str) -> None:
+        self.given = given
+        self._real: str | None = None
+
+    @property
+    def real(self) -> str:
+        if self._real is None:
+            self._real = _real_root(self.given)
+        return self._real
+
+
+_ROOT: ContextVar[_Root | None] = ContextVar("toold_judged_root", default=None)
 MAX_GLOB_MATCHES = 1000
 """A glob word matching more names than this is outside (each match is resolved)."""
 _MAX_HOPS = 40
@@ -56,8 +73,7 @@ _NAME_MAX = 255
 def judging_in(root: str | os.PathLike[str] | None) -> Iterator[None]:
     """Within this block, relative words are also judged by where they lead from ``root``
     (the workspace; None: lexically only). The guard wraps each check in it."""
-    real = None if root is None else _real_root(os.fspath(root))
-    token = _ROOT.set(real)
+    token = _ROOT.set(None if root is None else _Root(os.fspath(root)))
     try:
         yield
     finally:
@@ -66,7 +82,13 @@ def judging_in(root: str | os.PathLike[str] | None) -> Iterator[None]:
 
 def judged_root() -> str | None:
     """The real workspace root paths are judged against now (None outside ``judging_in``)."""
-    return _ROOT.get()
+    root = _ROOT.get()
+    return None if root is None else root.real
+
+
+def judging() -> bool:
+    """Whether words are judged by where they lead now (within ``judging_in``)."""
+    return _ROOT.get() is not None
 
 
 def _real_root(root: str) -> str:
@@ -90,7 +112,7 @@ def escapes(path: str) -> bool:
     norm = posixpath.normpath(path) if path else path
     if norm == ".." or norm.startswith("../"):
         return True
-    root = _ROOT.get()
+    root = judged_root()
     return root is not None and bool(path) and leads_outside(root, path)
 
 
