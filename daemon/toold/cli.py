@@ -1,9 +1,9 @@
 """Command line: ``toold serve``, ``tools``, ``call``, ``run``, ``mcp``, ``acp``, ``daemon``,
 ``jobs``, ``checkpoints``, ``undo``.
 
-``serve``, ``tools``, ``call``, ``run`` and ``jobs`` attach to the workspace's engine
-(toold.engine), starting one when none runs; ``--no-daemon`` (or ``TOOLD_NO_DAEMON=1``)
-keeps a private, short-lived daemon instead.
+``serve``, ``tools``, ``call``, ``run``, ``jobs``, ``acp`` and ``mcp`` (on stdio) attach
+to the workspace's engine (toold.engine), starting one when none runs; ``--no-daemon``
+(or ``TOOLD_NO_DAEMON=1``) keeps a private, short-lived daemon instead.
 """
 
 from __future__ import annotations
@@ -142,6 +142,7 @@ def _parser() -> argparse.ArgumentParser:
         metavar="NAME",
         help="with --http: a name clients reach a non-loopback host by (Host, Origin)",
     )
+    _no_daemon_flag(mcp)  # stdio only: --http serves in its own process anyway
     acp = sub.add_parser("acp", help="serve an AI coding agent over the Agent Client Protocol")
     acp.add_argument("--workspace", type=Path, help="bind this folder, not each session's cwd")
     acp.add_argument("--log-level", default="warning", help="debug, info, warning, error")
@@ -350,12 +351,24 @@ def _mcp(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return EXIT_USAGE
+    in_process = args.http or _private(args)
+    if in_process and not args.http and not args.no_daemon and "mcp" in sys.argv[1:]:
+        # Said on the command line, where an engine judging its peers reads whether this
+        # process runs tools (toold.engine.hardening.runs_tools): ours then do.
+        os.execv(sys.executable, [sys.executable, "-m", "toold", *sys.argv[1:], "--no-daemon"])
     _configure_logging(args.log_level, args.log_file)
-    harden(runs_tools=True)
+    # Through the engine, tools run there: this process only hands its stdio over.
+    inside = harden(runs_tools=in_process)
     workspace = args.workspace.resolve()
     if not workspace.is_dir():
         print(f"toold: workspace {workspace} is not a folder", file=sys.stderr)
         return EXIT_USAGE
+    if not in_process:
+        from toold.engine.relay import hand_over
+
+        # The engine judges the client by its ancestry; one that knows it runs inside a
+        # tool call (TOOLD_TOOL_CALL, a sandbox's pid namespace) says so too.
+        return hand_over(workspace, "mcp", {"client": "toold mcp", "fromTool": inside is not None})
     try:
         from toold.bridge.mcp_server import serve_mcp
     except ImportError as exc:
@@ -377,8 +390,8 @@ def _mcp(args: argparse.Namespace) -> int:
         except HttpUsageError as exc:
             print(f"toold: {exc}", file=sys.stderr)
             return EXIT_USAGE
-        return serve_mcp_http(workspace, options)
-    return serve_mcp(workspace)
+        return serve_mcp_http(workspace, options, from_tool=inside is not None)
+    return serve_mcp(workspace, from_tool=inside is not None)
 
 
 def _daemon(args: argparse.Namespace) -> int:

@@ -207,7 +207,9 @@ def test_an_engine_a_tool_call_starts_elsewhere_knows_the_agent(
         (["/usr/bin/python3", "-P", "-m", "toold.engine", "--workspace", "/w"], True),
         (["python", "-m", "toold", "serve", "--no-daemon"], True),
         (["/home/u/.local/bin/toold", "serve", "--stdio", "--no-daemon"], True),
-        (["/usr/bin/toold", "mcp", "--workspace", "/w"], True),
+        (["/usr/bin/toold", "mcp", "--workspace", "/w", "--no-daemon"], True),
+        (["/usr/bin/toold", "mcp", "--http", "--port", "8000"], True),
+        (["/usr/bin/toold", "mcp", "--workspace", "/w"], False),  # relays to the engine
         (["python3", "/venv/bin/toold", "acp", "--no-daemon"], True),
         (["/usr/bin/toold", "acp"], False),  # relays to the engines, which run the tools
         (["/usr/bin/toold", "serve", "--stdio"], False),  # the relay runs no tool

@@ -5,7 +5,6 @@ elicitation callback standing in for the user."""
 from __future__ import annotations
 
 import asyncio
-import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -16,13 +15,13 @@ import pytest
 from mcp.client.client import Client
 from mcp.client.context import ClientRequestContext
 from mcp.client.extension import ClaimContext, ClientExtension, ResultClaim
-from mcp.client.stdio import StdioServerParameters
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from pydantic import TypeAdapter
 
 from tests.mcp.http_process import toold_http
 from tests.mcp.reading import audit, text
+from tests.mcp.stdio import toold_mcp
 
 MODERN: Literal["2026-07-28"] = "2026-07-28"
 TASKS = "io.modelcontextprotocol/tasks"
@@ -60,9 +59,7 @@ async def client(
     workspace: Path, mode: Literal["legacy", "auto", "2026-07-28"], user: User | None = None
 ) -> AsyncIterator[Client]:
     """The SDK's Client on ``toold mcp`` for ``workspace``, in ``mode``."""
-    server = StdioServerParameters(
-        command=sys.executable, args=["-m", "toold", "mcp", "--workspace", str(workspace)]
-    )
+    server = toold_mcp(workspace)
     async with Client(
         server, mode=mode, elicitation_callback=user, extensions=[TasksClient()]
     ) as connected:

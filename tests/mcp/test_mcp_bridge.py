@@ -14,10 +14,11 @@ from typing import Any, TypeVar
 import mcp.types as types
 import pytest
 from mcp.client.session import ClientSession
-from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.stdio import stdio_client
 from mcp.shared.exceptions import MCPError
 
 from tests.mcp.reading import audit, text
+from tests.mcp.stdio import toold_mcp
 from tests.processes import process_alive, wait_gone
 
 T = TypeVar("T")
@@ -34,9 +35,7 @@ def workspace(tmp_path: Path) -> Path:
 @asynccontextmanager
 async def bridge(workspace: Path) -> AsyncIterator[ClientSession]:
     """An initialized MCP session with ``toold mcp`` for ``workspace``."""
-    server = StdioServerParameters(
-        command=sys.executable, args=["-m", "toold", "mcp", "--workspace", str(workspace)]
-    )
+    server = toold_mcp(workspace)
     async with stdio_client(server) as (read, write), ClientSession(read, write) as session:
         init = await session.initialize()
         assert init.server_info.name == "toold"

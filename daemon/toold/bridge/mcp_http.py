@@ -13,7 +13,9 @@ module binds, loopback by default. In front of it, in this order, every request 
 
 Then the SDK's app refuses a body over ``[limits] max_message_bytes`` (413), an unknown
 session (404), a wrong ``Accept`` (406) or method (405). Every session of the process
-serves the one workspace the process opened (``mcp_server.mcp_workspace``, as on stdio).
+serves the one workspace the process opened (``mcp_server.mcp_workspace``, as
+``--no-daemon`` does on stdio): unlike stdio, HTTP does not attach to the workspace's
+engine, since the process is a long-running server itself.
 """
 
 from __future__ import annotations
@@ -266,15 +268,17 @@ class _Stop:
             self.runner.handle_exit(sig, None)
 
 
-async def serve_http(workspace: Path, options: HttpOptions, sock: socket.socket) -> None:
-    """Open ``workspace`` (mcp_workspace, as stdio does: the guard asks the client) and
-    serve MCP over HTTP on ``sock`` until SIGINT or SIGTERM."""
+async def serve_http(
+    workspace: Path, options: HttpOptions, sock: socket.socket, from_tool: bool = False
+) -> None:
+    """Open ``workspace`` (mcp_workspace, as ``--no-daemon`` does: the guard asks the
+    client) and serve MCP over HTTP on ``sock`` until SIGINT or SIGTERM."""
     loop = asyncio.get_running_loop()
     stop = _Stop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop, sig)
     try:
-        async with mcp_workspace(workspace) as (state, server):
+        async with mcp_workspace(workspace, from_tool=from_tool) as (state, server):
             settings = security_settings(options)
             app = server.streamable_http_app(
                 streamable_http_path=MCP_PATH,
@@ -308,16 +312,17 @@ async def serve_http(workspace: Path, options: HttpOptions, sock: socket.socket)
             loop.remove_signal_handler(sig)
 
 
-def serve_mcp_http(workspace: Path, options: HttpOptions) -> int:
-    """Entry point of ``toold mcp --http``: 0 after a signal stopped it cleanly, 2 when
-    the address cannot be bound."""
+def serve_mcp_http(workspace: Path, options: HttpOptions, from_tool: bool = False) -> int:
+    """Entry point of ``toold mcp --http`` (its own process, with its own workspace: it
+    is a long-running server itself): 0 after a signal stopped it cleanly, 2 when the
+    address cannot be bound. ``from_tool``: started inside a tool call, nobody is asked."""
     try:
         sock = bind_socket(options.host, options.port)
     except OSError as exc:
         print(f"toold: cannot listen on {options.host}:{options.port}: {exc}", file=sys.stderr)
         return 2
     try:
-        asyncio.run(serve_http(workspace, options, sock))
+        asyncio.run(serve_http(workspace, options, sock, from_tool))
     except KeyboardInterrupt:  # before serve_http's handlers were in place
         log.info("stopped")
     return 0

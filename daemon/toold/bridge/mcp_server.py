@@ -1,8 +1,10 @@
 """``toold mcp``: toold's tools over the Model Context Protocol on stdio.
 
-The same catalogue, runner and guard as ``toold serve``: the workspace is opened by
-``toold.opening.open_workspace`` and every call goes through its gateway (toold.gateway),
-whose outcome carries the verdict this bridge renders. MCP clients
+The same catalogue, runner and guard as ``toold serve``: ``toold mcp`` hands its stdio
+to the workspace's engine, which serves this module's server on its shared workspace
+(toold.bridge.attached); with ``--no-daemon`` (and for ``--http``) the workspace is
+opened here by ``toold.opening.open_workspace``. Every call goes through its gateway
+(toold.gateway), whose outcome carries the verdict this bridge renders. MCP clients
 (Claude Desktop, Cursor, Claude Code) call tools because a model decided to, so
 calls have origin "agent". Both revisions the SDK serves are served: the handshake
 (2024-11-05 to 2025-11-25) and 2026-07-28 (``server/discover`` lists them all). What the
@@ -346,40 +348,42 @@ def build_server(state: WorkspaceState) -> Server[Any]:
 
 
 @contextlib.asynccontextmanager
-async def mcp_workspace(workspace: Path) -> AsyncIterator[tuple[WorkspaceState, Server[Any]]]:
-    """Open ``workspace`` (toold.opening) with the guard asking MCP clients
-    (asking.McpAsker), and the server that serves it: the one seam every MCP transport
-    uses. The workspace is released when the block ends."""
+async def mcp_workspace(
+    workspace: Path, *, from_tool: bool = False
+) -> AsyncIterator[tuple[WorkspaceState, Server[Any]]]:
+    """Open ``workspace`` (toold.opening) with the guard asking MCP clients (McpAsker;
+    nobody ``from_tool``: inside an agent's command), and its server, until the block ends."""
     from toold.opening import open_workspace
 
     def drop(method: str, params: dict[str, Any]) -> None:
         log.debug("no MCP equivalent for %s; dropped", method)
 
     asker = asking.McpAsker()
-    async with open_workspace(workspace, push=drop, report=log.error, ask=asker) as state:
+    ask = None if from_tool else asker
+    async with open_workspace(workspace, push=drop, report=log.error, ask=ask) as state:
         asker.state = state
         yield state, build_server(state)
 
 
-async def serve(workspace: Path) -> None:
-    """Open ``workspace`` (mcp_workspace) and serve MCP on stdin/stdout until the client
-    hangs up."""
+async def serve(workspace: Path, from_tool: bool = False) -> None:
+    """``toold mcp --no-daemon``: serve ``workspace`` on stdin/stdout until the client hangs up."""
     main = asyncio.current_task()
     loop = asyncio.get_running_loop()
     if main is not None:
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(signal.SIGTERM, main.cancel)
 
-    # Inside stdio_server fd 0/1 are diverted, so workers the runner starts never
-    # inherit the MCP pipes.
-    # inflight.capped: a client that does not read its answers stops being read.
+    # Inside stdio_server fd 0/1 are diverted, so workers the runner starts never inherit
+    # the MCP pipes; inflight.capped: a client that does not read its answers stops being read.
     async with (
         stdio_server() as (stdin, stdout),
         capped(stdin, stdout) as (read_stream, write_stream),
     ):
         opened = contextlib.AsyncExitStack()
         try:
-            _, server = await opened.enter_async_context(mcp_workspace(workspace))
+            _, server = await opened.enter_async_context(
+                mcp_workspace(workspace, from_tool=from_tool)
+            )
             await server.run(read_stream, write_stream, server.create_initialization_options())
         finally:
             # Released inside the streams' task groups: shielded from their cancellation too.
@@ -387,10 +391,10 @@ async def serve(workspace: Path) -> None:
                 await opened.aclose()
 
 
-def serve_mcp(workspace: Path) -> int:
-    """Entry point of ``toold mcp``: 0 when the client closed the connection."""
+def serve_mcp(workspace: Path, from_tool: bool = False) -> int:
+    """Entry point of ``toold mcp --no-daemon``: 0 when the client closed the connection."""
     try:
-        asyncio.run(serve(workspace))
+        asyncio.run(serve(workspace, from_tool))
     except (KeyboardInterrupt, asyncio.CancelledError):
         log.info("stopped")
     return 0

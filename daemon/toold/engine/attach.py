@@ -29,6 +29,11 @@ from toold.engine.location import EnginePaths, engine_keys, open_private, runtim
 PROTOCOL = 3
 """Version of the hello line; the engine refuses a client speaking another (3: the
 ``acp`` kind, a ``toold acp``'s connection)."""
+HANDED_STDIO = ("stdio", "mcp")
+"""The kinds whose hello carries the client's stdin and stdout (``toold serve``'s LSP,
+``toold mcp``'s MCP lines): the engine serves those descriptors and ends the session
+with a line naming its exit status. (``mcp`` came within protocol 3: an engine older
+than it refuses the kind, and ``toold daemon stop`` replaces it.)"""
 START_TIMEOUT = 60.0
 """Seconds a started engine has to listen (it imports its stack and binds first)."""
 ENGINE_ARGV = ["-P", "-m", "toold.engine"]
@@ -168,7 +173,7 @@ def _hello(
             )
         raise EngineGone(error) if reply.get("error") == STOPPING else EngineError(error)
     sock.settimeout(None)
-    if kind in ("session", "stdio", "acp") and reply.get("version") != __version__:
+    if kind in ("session", "stdio", "acp", "mcp") and reply.get("version") != __version__:
         print(
             f"toold: the running engine is toold {reply.get('version')}, this is toold "
             f"{__version__}: `toold daemon stop --workspace {paths.workspace}` restarts it "

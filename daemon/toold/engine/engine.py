@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from toold import __version__
-from toold.engine.attach import STOPPING
+from toold.engine.attach import HANDED_STDIO, STOPPING
 from toold.engine.idle import (
     FRESH,
     TrackedSessions,
@@ -332,7 +332,7 @@ class Engine:
             await asyncio.shield(self.stack)
         from toold.engine.serving import serve_session
 
-        stdio = (fds.pop(0), fds.pop(0)) if kind == "stdio" else None
+        stdio = (fds.pop(0), fds.pop(0)) if kind in HANDED_STDIO else None
         await serve_session(self, conn, stdio, pid, hello, self.inside_tool_call(pid))
 
     def _evict(self, hello: dict[str, Any]) -> bool:

@@ -70,9 +70,9 @@ def idle_limit(
 def is_editor(kind: str, client: str, process_id: int | None) -> bool:
     """Whether a session was an editor's: ``toold serve`` handed its stdio over and its
     client named a process to follow (``processId``, ``--clientProcessId``) and is not
-    one of toold's own one-shot commands; or an ACP client's (``toold acp``, which an
-    editor starts and keeps)."""
-    if kind == "acp":
+    one of toold's own one-shot commands; or an ACP or MCP client's (``toold acp``,
+    ``toold mcp``: an editor or an agent's app starts and keeps them)."""
+    if kind in ("acp", "mcp"):
         return True
     return kind == "stdio" and bool(process_id) and client not in ONE_SHOT_CLIENTS
 

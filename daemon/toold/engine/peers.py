@@ -26,7 +26,7 @@ import stat
 import struct
 from typing import Any
 
-from toold.engine.attach import PROTOCOL
+from toold.engine.attach import HANDED_STDIO, PROTOCOL
 
 log = logging.getLogger(__name__)
 
@@ -39,9 +39,10 @@ UNGREETED_LIMIT = 64
 PREFACE_LIMIT = 64 * 1024 * 1024 + 64 * 1024
 """Most bytes a ``stdio`` hello may announce (``prefaceBytes``): the largest first
 message the relay reads whole, with its header."""
-KINDS = ("session", "stdio", "acp", "status", "stop")
+KINDS = ("session", "stdio", "acp", "mcp", "status", "stop")
 """What a hello may open: an LSP session framed on the socket (the command line), an
-editor's stdio (``toold serve``), an ACP connection (``toold acp``), or a control ask."""
+editor's stdio (``toold serve``), an ACP connection (``toold acp``), an MCP client's
+stdio (``toold mcp``), or a control ask."""
 
 
 class PeerRefused(Exception):
@@ -164,12 +165,12 @@ def parse_hello(data: bytes, fds: list[int]) -> dict[str, Any]:
             raise ValueError(_other_protocol(hello.get("toold"), hello.get("version")))
         if hello.get("kind") not in KINDS:
             raise ValueError(f"kind must be one of {', '.join(KINDS)}")
-        if hello["kind"] == "stdio":
+        if hello["kind"] in HANDED_STDIO:
             _check_stdio(fds)
             hello["preface"] = _preface(hello.get("preface"))
             hello["prefaceBytes"] = _preface_bytes(hello.get("prefaceBytes"))
         elif fds:
-            raise ValueError("only a stdio session sends descriptors")
+            raise ValueError("only a stdio or mcp session sends descriptors")
     except ValueError as exc:
         raise PeerRefused(f"bad hello: {exc}") from None
     return hello

@@ -9,6 +9,7 @@ sends the bytes it read to find the workspace: the engine reads and answers the 
 directly, so no byte passes through the relay. The engine ends the session with a line
 naming the exit status, which becomes the relay's; a relay that dies (its connection
 closes) ends the session at once, its calls cancelled. Standard library only.
+``toold mcp`` hands its stdio over the same way (``hand_over``, a hello of kind ``mcp``).
 
 Once the engine holds the pipes, the relay re-executes itself as a bare interpreter
 (``python -I -S``, nothing imported but ``ctypes``) that only waits for that line: an
@@ -142,10 +143,9 @@ def relay(
     max_message_bytes: int | None = None,
 ) -> int:
     """Serve stdin/stdout through the engine; the session's exit status."""
-    stdin, stdout = sys.stdin.fileno(), sys.stdout.fileno()
     preface = b""
     if workspace is None:
-        preface, first = _read_first_frame(stdin)
+        preface, first = _read_first_frame(sys.stdin.fileno())
         workspace = workspace_of(first) or Path.cwd()
     if not workspace.is_dir():
         print(f"toold: workspace {workspace} is not a folder", file=sys.stderr)
@@ -156,22 +156,31 @@ def relay(
         "maxMessageBytes": max_message_bytes,
         "prefaceBytes": len(preface),
     }
+    return hand_over(workspace, "stdio", extra, preface)
+
+
+def hand_over(workspace: Path, kind: str, extra: dict[str, Any], preface: bytes = b"") -> int:
+    """Attach to ``workspace``'s engine with a ``kind`` hello carrying this process's stdin
+    and stdout, send ``preface`` (the bytes already read from stdin), then wait, as the
+    bare waiter, for the line naming the session's exit status: that status. The one
+    handover of ``toold serve`` and ``toold mcp``."""
     try:
-        attached = attach(workspace, "stdio", extra, fds=[stdin, stdout])
+        attached = attach(workspace, kind, extra, fds=[sys.stdin.fileno(), sys.stdout.fileno()])
         # After the answer: the engine bounds a hello to a few KiB, and an initialize
         # may be megabytes.
-        attached.sock.sendall(preface)
+        if preface:
+            attached.sock.sendall(preface)
     except (EngineError, OSError) as exc:
         print(f"toold: {exc}", file=sys.stderr)
         return 1
-    # The editor's log shows where the work happens (the engine logs to its own file).
+    # The client's log shows where the work happens (the engine logs to its own file).
     logging.getLogger(__name__).info(
         "toold serving %s through its engine (pid %s); the engine's log: %s",
         attached.paths.workspace,
         attached.reply.get("pid", "?"),
         attached.paths.log,
     )
-    # The engine reads and writes the editor's pipes itself; this connection only says
+    # The engine reads and writes the client's pipes itself; this connection only says
     # when the session ends (and, closed by our death, ends it).
     crashed = (
         f"toold: the engine for {attached.paths.workspace} ended the session without a "

@@ -6,7 +6,8 @@ carries LSP frames both ways on the socket (the command line); a ``stdio`` one (
 serve``) reads and writes the stdin and stdout descriptors the relay handed over, and
 ends with a line on the socket naming the exit status; an ``acp`` one (``toold acp``)
 carries ACP's JSON lines both ways on the socket, served by toold's ACP agent on the
-same workspace (toold.acp.attached).
+same workspace (toold.acp.attached); an ``mcp`` one (``toold mcp``) hands its stdio
+over as a ``stdio`` one does, served by the MCP SDK's server (toold.bridge.attached).
 When the session ends its running calls are cancelled; the engine and its jobs go on.
 """
 
@@ -24,11 +25,13 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from toold import __version__
-from toold.engine.sessions import ACP, FrontEnd, current
+from toold.engine.attach import HANDED_STDIO
+from toold.engine.sessions import ACP, MCP, FrontEnd, current
 from toold.fairness import caller
 
 if TYPE_CHECKING:
     from toold.acp.attached import AcpConnection
+    from toold.bridge.attached import McpConnection
     from toold.engine.engine import Engine
     from toold.server import LspSession
     from toold.transport import FrameWriter
@@ -126,11 +129,18 @@ async def serve_session(
     if stdio is not None:
         streams = [os.fdopen(stdio[0], "rb", buffering=0), os.fdopen(stdio[1], "wb", buffering=0)]
     acp: AcpConnection | None = None
+    lsp: LspSession | McpConnection
     if kind == ACP:
         from toold.acp.attached import AcpConnection  # the ACP SDK loads with the first
 
         acp = AcpConnection(engine.state, from_tool)
         server: FrontEnd = acp
+    elif kind == MCP:
+        from toold.bridge.attached import McpConnection  # the MCP SDK loads as it serves
+
+        # A client that says it runs inside a tool call is taken at its word (fail closed).
+        lsp = McpConnection(engine.state, from_tool or hello.get("fromTool") is True)
+        server = lsp
     else:
         lsp = session_server(engine.state, hello, from_tool)
         server = lsp
@@ -188,7 +198,7 @@ async def serve_session(
             writer.close()
         close_input()
         log.info("session %d ended (status %d)", session.id, code)
-    if kind == "stdio":
+    if kind in HANDED_STDIO:
         with contextlib.suppress(OSError):
             socket_writer.write(json.dumps({"exit": code}).encode() + b"\n")
             await socket_writer.drain()

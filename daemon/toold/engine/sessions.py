@@ -18,12 +18,16 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from toold.permissions.guard import CannotAsk
 from toold_protocol.names import EXECUTION_EVENT
 
 log = logging.getLogger(__name__)
 
 ACP = "acp"
 """The kind of a ``toold acp`` connection: ACP's newline-delimited JSON on the socket."""
+MCP = "mcp"
+"""The kind of a ``toold mcp`` session: the MCP client's stdio, handed over as an editor's
+is, served by the MCP SDK's server (toold.bridge.attached)."""
 
 
 class SessionEditor(Protocol):
@@ -49,7 +53,7 @@ class SessionEditor(Protocol):
 
 
 class FrontEnd(Protocol):
-    """A session's server as the engine sees it: an LspSession or an ACP connection."""
+    """A session's server as the engine sees it: an LspSession, an ACP or an MCP connection."""
 
     @property
     def from_tool(self) -> bool:
@@ -81,13 +85,14 @@ class FrontEnd(Protocol):
 
 @dataclass
 class Session:
-    """One attached client: an editor through ``toold serve``, the command line, or an ACP
-    client through ``toold acp``."""
+    """One attached client: an editor through ``toold serve``, the command line, an ACP
+    client through ``toold acp`` or an MCP client through ``toold mcp``."""
 
     id: int
     kind: str
     """``stdio`` (``toold serve`` handed its stdout over), ``session`` (framed on the
-    socket) or ``acp`` (a ``toold acp``'s connection, ACP lines on the socket)."""
+    socket), ``acp`` (a ``toold acp``'s connection, ACP lines on the socket) or ``mcp``
+    (``toold mcp`` handed its stdio over)."""
     server: FrontEnd
     peer_pid: int
     client: str = ""
@@ -164,18 +169,23 @@ class Sessions:
                 session.server.editor.show_warning(message)
 
     async def ask(self, tool: str, arguments: Any, reason: str) -> str | None:
-        """A permission prompt, to the session whose call asks (None: denied, as today)."""
+        """A permission prompt, to the session whose call asks: its answer, None when
+        none came (the session ended); CannotAsk when no one can be asked (the call is
+        denied as non-interactive, by rule with its remedy, as in a private daemon)."""
         session = current.get()
-        if session is None or session.id not in self._live or not _asks_the_user(session):
-            log.info("permission prompt for %s has no session that can ask: denied", tool)
+        if session is None or not _asks_the_user(session):
+            raise CannotAsk(tool)
+        if session.id not in self._live:
+            log.info("permission prompt for %s: its session ended: denied", tool)
             return None
         return await session.server.editor.ask_user(tool, arguments, reason)
 
     async def confirm(self, message: str, actions: list[str], timeout: float) -> str | None:
         """A question about the shared configuration, to the newest session that can ask
-        one (ACP has no such question: an ACP client is asked about tool calls only)."""
+        one (ACP and MCP have no such question: their clients are asked about tool calls
+        only)."""
         for session in reversed(self.all()):
-            if session.kind == ACP:
+            if session.kind in (ACP, MCP):
                 continue
             if session.server.initialized and _asks_the_user(session):
                 return await session.server.editor.confirm(message, actions, timeout)

@@ -1,0 +1,168 @@
+"""``toold mcp`` attaches to the workspace's engine like every other client (issue 28).
+
+Real processes: ``toold mcp`` driven by the mcp SDK's own client (``mcp.client.stdio``,
+with an elicitation callback standing in for the user), an editor through ``toold
+serve``, and the engine they share under the test's runtime folder.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import mcp.types as types
+from mcp.client.client import Client
+from mcp.client.context import ClientRequestContext
+
+from tests.engine.support import Engines, live_engines
+from tests.mcp.reading import text
+from tests.mcp.stdio import toold_mcp
+from tests.processes import wait_gone
+
+
+class User:
+    """The elicitation callback: answers every question with ``answer``, counting them."""
+
+    def __init__(self, answer: str) -> None:
+        self.answer = answer
+        self.asked = 0
+
+    async def __call__(
+        self, context: ClientRequestContext, params: types.ElicitRequestParams
+    ) -> types.ElicitResult:
+        self.asked += 1
+        return types.ElicitResult(action="accept", content={"answer": self.answer})
+
+
+@asynccontextmanager
+async def mcp_client(
+    engines: Engines, workspace: Path, user: User | None = None
+) -> AsyncIterator[Client]:
+    """The SDK's Client (the handshake revision) on ``toold mcp`` for ``workspace``, on
+    the test's engines."""
+    async with Client(
+        toold_mcp(workspace, env=engines.env), mode="legacy", elicitation_callback=user
+    ) as connected:
+        yield connected
+
+
+def _kinds(engines: Engines, workspace: Path) -> list[str]:
+    return sorted(s["kind"] for s in engines.status(workspace)["sessions"])
+
+
+def test_two_mcp_clients_and_an_editor_share_one_engine(engines: Engines, workspace: Path) -> None:
+    """One engine, three sessions: a TODO made through MCP is the editor's to see, an
+    "Always allow" given through one MCP client holds in the other (which cannot even
+    be asked), and the engine outlives one client and exits after the last, per its
+    idle rules (an MCP client counts as an editor)."""
+    (workspace / "toold.toml").write_text("[daemon]\nidle_timeout = 1\n")
+    user = User("always")
+
+    async def scenario() -> dict[str, Any]:
+        got: dict[str, Any] = {}
+        async with mcp_client(engines, workspace, user) as first:
+            await first.call_tool("todo_write", {"action": "add", "task": "shared todo"})
+            got["one"] = await first.call_tool(
+                "write_file", {"file_path": "one.txt", "content": "1"}
+            )
+            async with mcp_client(engines, workspace) as second:
+                editor = engines.editor(workspace)
+                got["todos"] = editor.call("todos/list", {})
+                got["status"] = engines.status(workspace)
+                done = engines.toold("daemon", "list", "--json", cwd=workspace)
+                got["listed"] = json.loads(done.stdout)
+                got["two"] = await second.call_tool(
+                    "write_file", {"file_path": "two.txt", "content": "2"}
+                )
+            got["after"] = _kinds(engines, workspace)  # the second client is gone
+        got["last"] = _kinds(engines, workspace)
+        return got
+
+    got = asyncio.run(asyncio.wait_for(scenario(), 120))
+    assert [t["task"] for t in got["todos"]["todos"]] == ["shared todo"], got["todos"]
+    assert sorted(s["kind"] for s in got["status"]["sessions"]) == ["mcp", "mcp", "stdio"]
+    assert all(s["client"] for s in got["status"]["sessions"]), got["status"]
+    assert [e["sessions"] for e in got["listed"]] == [3], got["listed"]
+    assert not got["one"].is_error and not got["two"].is_error, (got["one"], got["two"])
+    assert user.asked == 1  # one.txt: Always allow; two.txt ran on it, unasked
+    assert (workspace / "two.txt").read_text() == "2"
+    assert (got["after"], got["last"]) == (["mcp", "stdio"], ["stdio"])
+    pids = live_engines(engines.runtime)
+    assert len(pids) == 1
+    engines.editors[0].close()
+    wait_gone(pids, "the engine, idle after its last client")
+
+
+INNER = """\
+import asyncio, os, sys
+import mcp.types as types
+from mcp.client.client import Client
+from mcp.client.stdio import StdioServerParameters
+
+asked = 0
+
+async def user(context, params):
+    global asked
+    asked += 1
+    return types.ElicitResult(action="accept", content={"answer": "always"})
+
+async def main():
+    # The SDK starts servers with a few variables only: TOOLD_RUNTIME_DIR is the test's;
+    # the marker of a tool call's environment is the agent's to remove.
+    env = {k: v for k, v in os.environ.items() if k != "TOOLD_TOOL_CALL"}
+    server = StdioServerParameters(command=sys.executable, args=["-m", "toold", "mcp"], env=env)
+    async with Client(server, mode="legacy", elicitation_callback=user) as client:
+        result = await client.call_tool("write_file", {"file_path": "pwned.txt", "content": "x"})
+        print("asked", asked, "error", result.is_error, result.content[0].text)
+
+asyncio.run(main())
+"""
+
+
+def test_an_mcp_client_inside_a_tool_call_is_the_agents(engines: Engines, workspace: Path) -> None:
+    """An agent's command running its own ``toold mcp`` on the folder reaches the engine
+    as the agent: its calls that would ask are denied without asking it (it would allow
+    its own writes, and remember "Always" for everyone)."""
+    (workspace / "toold.toml").write_text('[execution]\ntool_runner = "local"\n')
+    (workspace / "inner.py").write_text(INNER)
+    editor = engines.editor(workspace)
+    command = f"{sys.executable} inner.py > inner.out 2>&1"
+    editor.tool("bash", command=command)
+    out = (workspace / "inner.out").read_text()
+    assert "asked 0 error True Denied: write_file" in out, out
+    assert not (workspace / "pwned.txt").exists()
+    assert _kinds(engines, workspace) == ["stdio"]
+
+
+def test_no_daemon_serves_in_its_own_process(engines: Engines, workspace: Path) -> None:
+    """``--no-daemon``: no engine starts, and the client is served (and asked) as before."""
+    user = User("allow")
+
+    async def scenario() -> types.CallToolResult:
+        params = toold_mcp(workspace, "--no-daemon", env=engines.env)
+        async with Client(params, mode="legacy", elicitation_callback=user) as client:
+            return await client.call_tool("write_file", {"file_path": "x.txt", "content": "x"})
+
+    result = asyncio.run(asyncio.wait_for(scenario(), 60))
+    assert not result.is_error and text(result) == "Wrote 1 characters to x.txt", result
+    assert user.asked == 1
+    assert live_engines(engines.runtime) == []
+
+
+def test_the_engine_loads_the_mcp_sdk_only_for_an_mcp_session() -> None:
+    """What an engine imports to start, bind and serve editors names no MCP module."""
+    probe = (
+        "import sys, toold.engine.engine, toold.engine.serving, toold.server,"
+        " toold.handlers.table, toold.workspace, toold.engine.relay\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('mcp', 'mcp_types')))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert done.stdout.strip() == "[]"
