@@ -5,13 +5,17 @@ and ``toold undo``'s text. ``toold checkpoints`` shows what a shell call left un
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 from tests.diagnostics.conftest import UNUSED_OS
 from tests.inprocess.client import InProcessClient
+
+HUNG = str(Path(__file__).with_name("hung_server.py"))
 
 
 def codes(found: list[dict[str, Any]]) -> list[tuple[str, int, str | None]]:
@@ -94,3 +98,28 @@ def test_toold_undo_prints_the_diagnostics_and_checkpoints_what_was_not_covered(
     ]
     as_json = json.loads(toold(root, "checkpoints", "--json").stdout)
     assert as_json[-1]["uncovered"].startswith("undo does not cover 1 ignored path (build/)")
+
+
+def test_a_hung_server_does_not_hold_a_restore_past_the_budget(root: Path) -> None:
+    wait_ms = 300
+    servers = {
+        "ruff": {"enabled": False},
+        "ty": {"enabled": False},
+        # In the workspace: the default runner's sandbox (bwrap) shows it, not tests/.
+        "hung": {"command": [sys.executable, str(root / "hung_server.py")], "files": ["*.py"]},
+    }
+    shutil.copy(HUNG, root / "hung_server.py")
+    options = {"config": {"diagnostics": {"wait_ms": wait_ms, "servers": servers}}}
+    client = InProcessClient(root)
+    client.initialize(rootUri=root.as_uri(), processId=None, initializationOptions=options)
+    try:
+        client.tool("write_file", file_path="a.py", content="import os\n")
+        started = time.monotonic()
+        undone = client.call("checkpoints/restore", {})
+        took = time.monotonic() - started
+        assert undone["restored"] == ["a.py"] and not (root / "a.py").exists()
+        assert undone["diagnostics"]["pending"] == ["a.py"], undone
+        # The server would hold it for initialize's 30 s; the budget ends it.
+        assert took < 10 * wait_ms / 1000, took
+    finally:
+        assert client.close() == 0
