@@ -30,6 +30,7 @@ import stat
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
+from dataclasses import fields as dataclass_fields
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -126,14 +127,17 @@ class Checkpoint:
     def fields(self) -> dict[str, Any]:
         """The entry as stored and signed: the fields added for shell calls only when set,
         so an entry written before them keeps its line and its signature."""
-        data = asdict(self)
-        for key in _LATER_ENTRY_FIELDS:
-            if not data[key]:
-                del data[key]
-        for change in data["files"]:
-            for key in _LATER_FILE_FIELDS:
-                if change[key] is None:
-                    del change[key]
+        # As dataclasses.asdict gives it (field order, lists copied), without its deep
+        # copy of every value: the fields are strings, numbers and lists of them.
+        data: dict[str, Any] = {}
+        for key in _ENTRY_FIELD_NAMES:
+            value = getattr(self, key)
+            if key == "files":
+                value = [_change_fields(change) for change in value]
+            elif isinstance(value, list):
+                value = list(value)
+            if key not in _LATER_ENTRY_FIELDS or value:
+                data[key] = value
         return data
 
     def digests(self) -> list[str]:
@@ -143,6 +147,17 @@ class Checkpoint:
 
 _LATER_ENTRY_FIELDS = ("created", "removed", "uncovered")
 _LATER_FILE_FIELDS = ("mode_before", "mode_after")
+_ENTRY_FIELD_NAMES = tuple(f.name for f in dataclass_fields(Checkpoint))
+_FILE_FIELD_NAMES = tuple(f.name for f in dataclass_fields(FileChange))
+
+
+def _change_fields(change: FileChange) -> dict[str, Any]:
+    """A file's change as stored: the modes only when set (see Checkpoint.fields)."""
+    return {
+        key: value
+        for key in _FILE_FIELD_NAMES
+        if (value := getattr(change, key)) is not None or key not in _LATER_FILE_FIELDS
+    }
 
 
 @dataclass
