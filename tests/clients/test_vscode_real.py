@@ -599,6 +599,21 @@ def test_the_problems_panel_shows_what_the_agents_edit_broke(
     ui.close_all_editors()
     screens.shot("fixed")
 
+    # Broken again, then toold.diagnostics.show: false (workspace settings) clears it.
+    _agent_writes(session, "lint_me.py", "import os\n", read_first=True)
+    ui.command("View: Focus Problems (Errors, Warnings, Infos)")
+    expect(marker).to_be_visible()
+    settings = session.workspace / ".vscode" / "settings.json"
+    settings.parent.mkdir(exist_ok=True)
+    settings.write_text(json.dumps({"toold.diagnostics.show": False}), encoding="utf-8")
+    try:
+        expect(marker).to_have_count(0)
+        expect(panel).to_contain_text("No problems have been detected in the workspace.")
+        screens.shot("turned-off")
+    finally:
+        settings.unlink()
+    ui.close_all_editors()
+
 
 @pytest.mark.timeout(300)
 def test_ask_agent_streams_tool_calls_and_previews_the_answer(
