@@ -1,4 +1,5 @@
-"""``toold mcp --http`` against the official MCP conformance suite and the MCP Inspector CLI.
+"""``toold mcp --http`` against the official MCP conformance suite and the MCP Inspector CLI
+(which also drives ``toold mcp`` on stdio, through the workspace's engine).
 
 Both come from npm (``@modelcontextprotocol/conformance`` 0.1.16 and
 ``@modelcontextprotocol/inspector`` 2.12.0), installed once by the fixture into
@@ -14,12 +15,15 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.clients.code_server import SetupError, ensure_node
+from tests.engine.support import live_engines
 from tests.environment import unavailable
 from tests.mcp.http_process import toold_http
 
@@ -137,43 +141,56 @@ def test_the_conformance_suite_passes_every_scenario_toold_offers(
     }
 
 
+def _inspector(tools: NodeTools, tmp_path: Path, *args: str) -> Any:
+    """The Inspector CLI's JSON answer to ``--cli ARGS`` (its server, then its method)."""
+    env = {**os.environ, "HOME": str(tmp_path), "MCP_CATALOG_PATH": str(tmp_path / "mcp.json")}
+    argv = tools.argv("@modelcontextprotocol/inspector", "clients/launcher/build/index.js")
+    done = subprocess.run(
+        [*argv, "--cli", *args], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    return json.loads(done.stdout)
+
+
+WRITE = ["--method", "tools/call", "--tool-name", "write_file", "--tool-arg"]
+WRITE += ["file_path=inspected.txt", "content=from the inspector"]
+"""The Inspector's call: a write_file (the workspace is in bypass mode)."""
+
+
+def _bypass(tmp_path: Path) -> Path:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "toold.toml").write_text('[permissions]\nmode = "bypass"\n', encoding="utf-8")
+    return workspace
+
+
 @pytest.mark.timeout(900)  # as above, when it runs first
 def test_the_inspector_cli_lists_and_calls_a_tool_over_http(
     node_tools: NodeTools, tmp_path: Path
 ) -> None:
-    workspace = tmp_path / "ws"
-    workspace.mkdir()
-    (workspace / "toold.toml").write_text('[permissions]\nmode = "bypass"\n', encoding="utf-8")
-    env = {**os.environ, "HOME": str(tmp_path), "MCP_CATALOG_PATH": str(tmp_path / "mcp.json")}
+    workspace = _bypass(tmp_path)
     with toold_http(workspace, token=TOKEN) as server:
-
-        def inspector(*args: str) -> str:
-            argv = node_tools.argv(
-                "@modelcontextprotocol/inspector",
-                "clients/launcher/build/index.js",
-                "--cli",
-                server.url,
-                "--header",
-                f"Authorization: Bearer {TOKEN}",
-                *args,
-            )
-            done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120)
-            assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-            return done.stdout
-
-        listed = json.loads(inspector("--method", "tools/list"))
-        called = json.loads(
-            inspector(
-                "--method",
-                "tools/call",
-                "--tool-name",
-                "write_file",
-                "--tool-arg",
-                "file_path=inspected.txt",
-                "content=from the inspector",
-            )
-        )
+        target = [server.url, "--header", f"Authorization: Bearer {TOKEN}"]
+        listed = _inspector(node_tools, tmp_path, *target, "--method", "tools/list")
+        called = _inspector(node_tools, tmp_path, *target, *WRITE)
         assert server.stop() == 0
     assert {"bash", "read_file", "write_file"} <= {t["name"] for t in listed["tools"]}
     assert called["isError"] is False, called
     assert (workspace / "inspected.txt").read_text(encoding="utf-8") == "from the inspector"
+
+
+@pytest.mark.timeout(900)  # as above, when it runs first
+def test_the_inspector_cli_lists_and_calls_a_tool_over_stdio_through_the_engine(
+    node_tools: NodeTools, tmp_path: Path, runtime: Path
+) -> None:
+    """The TypeScript SDK's stdio client on ``toold mcp``, served by the workspace's engine
+    (the Inspector passes a server only the variables it is given with ``-e``)."""
+    workspace = _bypass(tmp_path)
+    target = ["-e", f"TOOLD_RUNTIME_DIR={runtime}", sys.executable, "-m", "toold", "mcp"]
+    target += ["--workspace", str(workspace)]
+    listed = _inspector(node_tools, tmp_path, *target, "--method", "tools/list")
+    called = _inspector(node_tools, tmp_path, *target, *WRITE)
+    assert {"bash", "read_file", "write_file"} <= {t["name"] for t in listed["tools"]}
+    assert called["isError"] is False, called
+    assert (workspace / "inspected.txt").read_text(encoding="utf-8") == "from the inspector"
+    assert len(live_engines(runtime)) == 1  # both Inspector runs were served by one engine
