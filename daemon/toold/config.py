@@ -10,7 +10,9 @@ start an invalid configuration refuses every agent's call until it is fixed
 from __future__ import annotations
 
 import difflib
+import ipaddress
 import re
+import socket
 import tomllib
 from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
@@ -21,10 +23,11 @@ from pydantic import (
     ConfigDict,
     Field,
     ValidationError,
+    field_validator,
     model_validator,
 )
 
-from toold.errors import describe, dotted
+from toold.errors import describe, dotted, field_problems
 from toold_protocol.errors import MAX_MESSAGE_BYTES
 
 CONFIG_FILE = "toold.toml"
@@ -49,12 +52,77 @@ class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
 
+def normalise_host(value: str) -> str:
+    """A host name as compared: lower case, no final dot, IDNA (punycode) ASCII; an IP
+    literal (``[::1]`` too) as ipaddress spells it. Raises ValueError for what is neither."""
+    text = value.strip().rstrip(".").strip("[]").lower()
+    try:
+        return str(ipaddress.ip_address(text.split("%", 1)[0]))
+    except ValueError:
+        pass
+    if _NUMERIC.fullmatch(text):
+        try:  # 127.1, 0x7f.0.0.1, 2130706433, 0177.0.0.1: what a socket would reach
+            return socket.inet_ntoa(socket.inet_aton(text))
+        except OSError:
+            pass
+    try:
+        text = text.encode("idna").decode("ascii")
+    except UnicodeError as exc:
+        raise ValueError(f"{value!r} is not a valid host name ({exc})") from None
+    if not _HOST_NAME.fullmatch(text):
+        raise ValueError(f"{value!r} is not a valid host name")
+    return text
+
+
+def _network_entry(value: str) -> str:
+    """An allow or deny entry: a name, ``*.`` and a name (its subdomains), an IP address
+    or a CIDR network; normalised so spellings compare equal."""
+    text = value.strip()
+    if text.startswith("*."):
+        return "*." + normalise_host(text[2:])
+    if "/" in text:
+        try:
+            return str(ipaddress.ip_network(text.strip("[]"), strict=False))
+        except ValueError as exc:
+            raise ValueError(f"{value!r} is not a CIDR network ({exc})") from None
+    if "*" in text:
+        raise ValueError(
+            f'{value!r}: a wildcard stands only at the start, as in "*.example.org" '
+            "(for every host, set execution.network = true)"
+        )
+    return normalise_host(text)
+
+
+_NUMERIC = re.compile(r"[0-9a-fx.]+")
+_HOST_NAME = re.compile(
+    r"(?=.{1,253}$)([a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?)(\.[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?)*"
+)
+NetworkEntry = Annotated[str, AfterValidator(_network_entry)]
+"""A host entry of [execution.network], normalised (see normalise_host)."""
+
+
+class NetworkPolicy(_Section):
+    allow: list[NetworkEntry] = Field(default_factory=list)
+    """Hosts sandboxed commands may reach through the proxy: "pypi.org" (that name only),
+    "*.pythonhosted.org" (its subdomains, not itself), "10.1.2.3" or "10.0.0.0/8". A
+    private, loopback or link-local address (cloud metadata) is refused unless an entry
+    names the host exactly or is an address or network containing it."""
+    deny: list[NetworkEntry] = Field(default_factory=list)
+    """Never reached, whatever ``allow`` says (deny wins): same forms; a denied name also
+    denies the addresses it resolves to."""
+    methods: Literal["all", "read"] = "all"
+    """read: only GET, HEAD and OPTIONS over plain HTTP, and no HTTPS tunnel (CONNECT),
+    whose requests the proxy cannot see."""
+
+
 class ExecutionConfig(_Section):
     tool_runner: Literal["auto", "local", "subprocess", "bwrap", "docker"] = "auto"
     """Where tools run: auto (bwrap where it works, else subprocess, saying why), the
     daemon (local), a worker process, bubblewrap or Docker; a named runner never falls back."""
-    network: bool = False
-    """bwrap and docker: let sandboxed tools reach the network."""
+    network: bool | NetworkPolicy = False
+    """bwrap and docker: false (no network), true (the host's whole network: unsafe, its
+    listening ports and cloud metadata included) or a table, ``[execution.network]``: only
+    the hosts it allows, through toold's proxy (see toold.sandbox.network)."""
     warm_workers: int = Field(1, ge=0, le=8)
     """subprocess: idle worker processes kept ready (0 = a fresh process per call)."""
     docker_image: str = "toold-sandbox:latest"
@@ -65,6 +133,24 @@ class ExecutionConfig(_Section):
     """docker: memory limit per container, in Docker's units."""
     pids_limit: int = Field(256, ge=16)
     """bwrap and docker: process-count limit inside the sandbox."""
+
+    @field_validator("network", mode="before")
+    @classmethod
+    def _network(cls, value: object) -> object:
+        """true, false or a table; a table's problems each name their key."""
+        if isinstance(value, bool | NetworkPolicy):
+            return value
+        if not isinstance(value, dict):
+            raise ValueError(
+                "give true, false or a table: [execution.network] allow = [...], deny = [...], "
+                'methods = "all" | "read"'
+            )
+        try:
+            return NetworkPolicy.model_validate(value)
+        except ValidationError as exc:
+            problems = field_problems(exc, "execution.network")
+            raise ValueError("; ".join(p.replace("Value error, ", "") for p in problems)) from None
+
     env_passthrough: list[EnvName] = Field(default_factory=list)
     """subprocess, bwrap and docker: names of the daemon's environment variables workers
     also get (e.g. ["GIT_AUTHOR_NAME"]); by default only PATH, LANG, LC_*, TERM and a

@@ -344,7 +344,7 @@ class WorkspaceState:
         sandbox: Sandbox | None = None
         if config.execution != self.config.execution:
             try:
-                sandbox = make_sandbox(config, self.root)
+                sandbox = make_sandbox(config, self.root, self.guard.audit)
             except Exception as exc:
                 return self._not_applied(f"execution: {exc}")
         if config.permissions.mode != self.config.permissions.mode:
@@ -541,7 +541,7 @@ def bind(
         login_environment=None if config.execution.login_shell else LoginEnvironment(root),
     )
     toolset = ToolSet(BuiltinToolProvider(runtime).get_tools())
-    runner = make_runner(config, root, emit_event)
+    runner = make_runner(config, root, emit_event, guard.audit)
     state = WorkspaceState(
         root=root,
         config=config,

@@ -17,7 +17,9 @@ What counts as loosening, key by key:
 - ``permissions.allow``: a rule added; ``permissions.deny`` and ``permissions.forbid``: a rule
   removed;
 - ``execution.tool_runner`` weaker (docker > bwrap > auto > subprocess > local);
-  ``execution.network`` turned on; ``execution.env_passthrough``: a name added;
+  ``execution.network``: switched to true, or from false to a table; within a table, an
+  ``allow`` entry added, a ``deny`` entry removed, ``methods`` read → all (a narrowing
+  part of the same change applies at once); ``execution.env_passthrough``: a name added;
 - ``http.allow_hosts`` and ``files.allowed_extensions`` (empty means any): emptied or
   an entry added; ``http.deny_hosts``: an entry removed; ``http.block_private`` off;
 - ``python_repl.allowed_modules`` (none means any): removed or a module added;
@@ -97,6 +99,24 @@ def _turned_on(old: bool, new: bool) -> tuple[bool, list[str]]:
     return (old, ["off → on"]) if new and not old else (new, [])
 
 
+def _network(old: Any, new: Any) -> tuple[Any, list[str]]:
+    """execution.network: false < a table < true; within tables, entry by entry."""
+    if old is True or new is False:
+        return new, []  # from the whole network, or to none: narrower whatever it is
+    if new is True:
+        return old, [f"{'off' if old is False else 'allow-list'} → on (the whole network)"]
+    if old is False:
+        return old, [f"off → allow {', '.join(new['allow']) or '(nothing)'}"]
+    allow, added = _added(old["allow"], new["allow"])
+    deny, removed = _removed(old["deny"], new["deny"])
+    held = [f"{text} to allow" for text in added] + [f"{text} from deny" for text in removed]
+    methods = new["methods"]
+    if old["methods"] == "read" and methods == "all":
+        methods = "read"
+        held.append("methods read → all")
+    return {"allow": allow, "deny": deny, "methods": methods}, held
+
+
 def _turned_off(old: bool, new: bool) -> tuple[bool, list[str]]:
     return (old, ["on → off"]) if old and not new else (new, [])
 
@@ -129,7 +149,7 @@ LOOSENING: dict[str, Check] = {
     "permissions.deny": _removed_rules("deny"),
     "permissions.forbid": _removed_rules("forbid"),
     "execution.tool_runner": _ranked(RUNNER_STRENGTH),
-    "execution.network": _turned_on,
+    "execution.network": _network,
     "execution.env_passthrough": _added,
     "http.allow_hosts": _only_list,
     "http.deny_hosts": _removed,

@@ -38,6 +38,9 @@ from typing import TYPE_CHECKING, Any
 
 from toold.sandbox.environment import DEFAULT_PATH, sandbox_environment
 from toold.sandbox.forkserver import ForkServerSandbox
+from toold.sandbox.network import SOCKET_DIR
+from toold.sandbox.network.proxy import Recorder
+from toold.sandbox.network.route import ProxyRoute, proxy_environment
 from toold.sandbox.pool import python_paths, under, worker_env
 from toold.sandbox.repository import (
     git_layout,
@@ -138,16 +141,27 @@ def supports(exe: str, option: str) -> bool:
 
 
 def bwrap_argv(
-    exe: str, workspace: Path, execution: ExecutionConfig, command: list[str], etc: Path
+    exe: str,
+    workspace: Path,
+    execution: ExecutionConfig,
+    command: list[str],
+    etc: Path,
+    route: ProxyRoute | None = None,
 ) -> list[str]:
-    """The bubblewrap command line that runs ``command`` sandboxed for ``workspace``."""
-    argv = [exe, *view_argv(workspace, etc)]
+    """The bubblewrap command line that runs ``command`` sandboxed for ``workspace``;
+    with a ``route`` (an [execution.network] table), its proxy folder is bound in and
+    ``command`` starts behind the loopback forwarder."""
+    argv = [exe]
+    if route is not None:  # before the view, which ends by making / read-only
+        argv += ["--ro-bind", str(route.folder), SOCKET_DIR]
+        command = route.command(sys.executable, command)
+    argv += view_argv(workspace, etc)
     argv += ["--unshare-user", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_GID)]
     if supports(exe, "--disable-userns"):  # bubblewrap 0.8+: no nested user namespaces
         argv.append("--disable-userns")
     argv += ["--unshare-pid", "--unshare-ipc", "--unshare-uts"]
     argv += ["--unshare-cgroup-try"]
-    if not execution.network:
+    if execution.network is not True:  # a policy's only way out is its proxy
         argv.append("--unshare-net")
     argv += ["--die-with-parent", "--new-session", "--cap-drop", "ALL", "--", *command]
     return argv
@@ -249,8 +263,10 @@ class BwrapSandbox(ForkServerSandbox):
     name = "bwrap"
     kills_through_server = True
 
-    def __init__(self, workspace: Path, config: TooldConfig) -> None:
+    def __init__(self, workspace: Path, config: TooldConfig, audit: Recorder | None = None) -> None:
         super().__init__(workspace, config)
+        self.audit = audit
+        self._route = ProxyRoute.for_config(config, audit)
         self._argv: list[str] = []
         self._cgroup: PidsCgroup | None = None
         self._etc = Path(tempfile.mkdtemp(prefix="toold-bwrap-etc-"))
@@ -266,7 +282,7 @@ class BwrapSandbox(ForkServerSandbox):
 
     def renewed(self) -> BwrapSandbox:
         """A new sandbox on the same settings, for the workspace as it is now."""
-        return type(self)(self.workspace, self.config)
+        return type(self)(self.workspace, self.config, self.audit)
 
     async def run_tool(self, tool: Tool, args: Any) -> Any:
         """One call; a repository it makes where the view could not protect one is vetted."""
@@ -311,7 +327,7 @@ class BwrapSandbox(ForkServerSandbox):
         """``argv`` in a bubblewrap sandbox of this view (the fork server; python_repl's
         interpreter, in one of its own), inside the pids cgroup when there is one."""
         exe, etc = self._view
-        wrapped = bwrap_argv(exe, self.workspace, self.config.execution, argv, etc)
+        wrapped = bwrap_argv(exe, self.workspace, self.config.execution, argv, etc, self._route)
         return wrapped if self._cgroup is None else self._cgroup.wrap(wrapped)
 
     def server_argv(self) -> list[str]:
@@ -323,6 +339,8 @@ class BwrapSandbox(ForkServerSandbox):
         first on PATH (``python3`` is then the interpreter whose packages are bound)."""
         path = f"{os.path.dirname(sys.executable)}:{os.environ.get('PATH') or DEFAULT_PATH}"
         base = sandbox_environment(self.config, home=SANDBOX_HOME, tmpdir=SANDBOX_HOME, path=path)
+        if self._route is not None:
+            base.update(proxy_environment())
         return worker_env({**toolchain_env(), **base})
 
     def release(self) -> None:
@@ -331,6 +349,8 @@ class BwrapSandbox(ForkServerSandbox):
         reap_orphans()
         if self._cgroup is not None:
             self._cgroup.remove()
+        if self._route is not None:
+            self._route.close()
         shutil.rmtree(self._etc, ignore_errors=True)
 
 
@@ -349,6 +369,6 @@ class DefaultSandbox(BwrapSandbox):
 
     async def run_tool(self, tool: Tool, args: Any) -> Any:
         """The web tools in the daemon unless the network is on; the rest sandboxed."""
-        if not self.config.execution.network and reaches_the_web(tool):
+        if self.config.execution.network is not True and reaches_the_web(tool):
             return await tool.call(args)
         return await super().run_tool(tool, args)

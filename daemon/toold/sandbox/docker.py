@@ -52,6 +52,9 @@ from toold.sandbox.docker_image import (
     wanted,
 )
 from toold.sandbox.environment import sandbox_environment
+from toold.sandbox.network import SOCKET_DIR
+from toold.sandbox.network.proxy import Recorder
+from toold.sandbox.network.route import ProxyRoute, proxy_environment
 from toold.sandbox.pool import (
     WorkerHandle,
     WorkerPool,
@@ -205,8 +208,11 @@ class DockerSandbox(WorkerSandbox):
 
     name = "docker"
 
-    def __init__(self, workspace: Path, config: TooldConfig) -> None:
+    def __init__(self, workspace: Path, config: TooldConfig, audit: Recorder | None = None) -> None:
         super().__init__(workspace, config)
+        self.audit = audit
+        self._route = ProxyRoute.for_config(config, audit)
+        """[execution.network] table: the proxy, its folder bound in, the forwarder."""
         self._client: Any = None
         self._host_runtime = False
         self.image_wanted: str | None = None
@@ -229,7 +235,7 @@ class DockerSandbox(WorkerSandbox):
 
     def renewed(self) -> DockerSandbox:
         """A new sandbox on the same settings, for the workspace as it is now."""
-        return type(self)(self.workspace, self.config)
+        return type(self)(self.workspace, self.config, self.audit)
 
     def deferred(self) -> bool:
         """An image toold must build first leaves the pool unstarted and no problem: the
@@ -363,9 +369,16 @@ class DockerSandbox(WorkerSandbox):
                 {"Type": "bind", "Source": p, "Target": p, "ReadOnly": True}
                 for p in host_runtime_mounts(self.workspace)
             ]
+        if self._route is not None:  # the policy's only way out: the proxy's socket
+            source = str(self._route.folder)
+            mounts.append(
+                {"Type": "bind", "Source": source, "Target": SOCKET_DIR, "ReadOnly": True}
+            )
+            command = self._route.command(command[0], command)
+            env.update(proxy_environment())
         host_config = self._client.api.create_host_config(
             mounts=mounts,
-            network_mode="bridge" if execution.network else "none",
+            network_mode="bridge" if execution.network is True else "none",
             nano_cpus=int(execution.docker_cpus * 1e9),
             mem_limit=execution.docker_memory,
             pids_limit=execution.pids_limit,
@@ -408,6 +421,8 @@ class DockerSandbox(WorkerSandbox):
         """Close the engine connection."""
         if self._client is not None:
             self._client.close()
+        if self._route is not None:
+            self._route.close()
         shutil.rmtree(self._own, ignore_errors=True)
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from toold.config import TooldConfig
+from toold.sandbox.network.proxy import Recorder
 from toold.sandbox.runner import EventListener, LocalSandbox, Sandbox, ToolRunner
 
 AUTO = "auto"
@@ -26,11 +27,11 @@ def fallback_notice(problem: str) -> str:
     )
 
 
-def _auto_sandbox(config: TooldConfig, workspace: Path) -> Sandbox:
+def _auto_sandbox(config: TooldConfig, workspace: Path, audit: Recorder | None) -> Sandbox:
     from toold.sandbox.bwrap import DefaultSandbox
     from toold.sandbox.forkserver import SubprocessSandbox
 
-    bwrap = DefaultSandbox(workspace, config)
+    bwrap = DefaultSandbox(workspace, config, audit)
     if bwrap.problem is None:
         return bwrap
     bwrap.release()  # nothing started: only its temporary /etc
@@ -39,11 +40,12 @@ def _auto_sandbox(config: TooldConfig, workspace: Path) -> Sandbox:
     return fallback
 
 
-def make_sandbox(config: TooldConfig, workspace: Path) -> Sandbox:
-    """The sandbox ``execution.tool_runner`` names; it starts its warm workers at once."""
+def make_sandbox(config: TooldConfig, workspace: Path, audit: Recorder | None = None) -> Sandbox:
+    """The sandbox ``execution.tool_runner`` names; it starts its warm workers at once.
+    ``audit`` records the network proxy's decisions (an [execution.network] table)."""
     kind = config.execution.tool_runner
     if kind == AUTO:
-        return _auto_sandbox(config, workspace)
+        return _auto_sandbox(config, workspace, audit)
     if kind == "subprocess":
         from toold.sandbox.forkserver import SubprocessSandbox
 
@@ -51,16 +53,19 @@ def make_sandbox(config: TooldConfig, workspace: Path) -> Sandbox:
     if kind == "bwrap":
         from toold.sandbox.bwrap import BwrapSandbox
 
-        return BwrapSandbox(workspace, config)
+        return BwrapSandbox(workspace, config, audit)
     if kind == "docker":
         from toold.sandbox.docker import DockerSandbox
 
-        return DockerSandbox(workspace, config)
+        return DockerSandbox(workspace, config, audit)
     return LocalSandbox()
 
 
 def make_runner(
-    config: TooldConfig, workspace: Path, on_event: EventListener | None = None
+    config: TooldConfig,
+    workspace: Path,
+    on_event: EventListener | None = None,
+    audit: Recorder | None = None,
 ) -> ToolRunner:
     """The ToolRunner the configuration asks for (callable from any thread).
 
@@ -68,4 +73,4 @@ def make_runner(
     a runner: its calls fail with a message naming the fix, and ``runner.problem`` says it
     at once. Nothing silently runs unsandboxed; ``auto`` says so in ``runner.notice``.
     """
-    return ToolRunner(make_sandbox(config, workspace.resolve()), on_event)
+    return ToolRunner(make_sandbox(config, workspace.resolve(), audit), on_event)
