@@ -37,6 +37,7 @@ SLOW_FOLDERS = {
     "engine": "spawned shared engines, scale and flood",
     "hardening": "bwrap, fuzzing and races against spawned daemons",
     "mcp": "spawns toold mcp",
+    "network": "bwrap and Docker sandboxes behind the network proxy",
     "sandbox": "bwrap and Docker sandboxes",
     "security": "generated spellings through spawned daemons and bwrap",
 }
