@@ -7,7 +7,10 @@ params. Here live LSP's lifecycle rules (-32002 before ``initialize``, -32600 af
 -32800 once ``$/cancelRequest`` stopped them), the requests this side sends (their
 futures completed by the client's responses, and only by responses to them), and the
 JSON written back. A plain function runs at once (``initialize`` is answered before the
-next message is read); a coroutine runs as a task in a copy of the dispatcher's context.
+next message is read); a coroutine runs as a task in a copy of the dispatcher's context,
+and that task writes its own answer (no further turn of the loop); a request stopped by
+cancellation is answered by the task's done callback, so one cancelled before it began is
+answered too.
 """
 
 from __future__ import annotations
@@ -35,6 +38,8 @@ CANCEL_REQUEST = "$/cancelRequest"
 import, is not needed for five strings)."""
 Handler = Callable[[Any], Any]
 """``handler(params)``: the raw JSON params; returns the result, or an awaitable of it."""
+Registered = tuple[Handler, bool]
+"""A handler, and whether it is a coroutine function (known once, when registered)."""
 ANSWERS = (
     errors.INVALID_REQUEST,
     errors.METHOD_NOT_FOUND,
@@ -72,8 +77,10 @@ class JsonRpcConnection:
         """``initialize`` was answered: every request is admitted from now on."""
         self.shutting_down = False
         self._encode_other = encode
+        # One encoder for every message: json.dumps with these options builds one per call.
+        self._encoder = json.JSONEncoder(default=self._encode, allow_nan=False)
         self._writer: Writer | None = None
-        self._requests: dict[str, Handler] = {}
+        self._requests: dict[str, Registered] = {}
         self._notifications: dict[str, Handler] = {}
         self._initialize_seen = False
         self._running: dict[MsgId, tuple[str, asyncio.Future[Any]]] = {}
@@ -83,7 +90,7 @@ class JsonRpcConnection:
 
     def on_request(self, method: str, handler: Handler) -> None:
         """Answer requests for ``method`` with ``handler``."""
-        self._requests[method] = handler
+        self._requests[method] = (handler, inspect.iscoroutinefunction(handler))
 
     def on_notification(self, method: str, handler: Handler) -> None:
         """Take notifications for ``method`` with ``handler``."""
@@ -102,8 +109,7 @@ class JsonRpcConnection:
         elif "id" not in data:
             self._take_notification(method, data.get("params"))
         elif self._admit(data["id"], method):
-            context = contextvars.copy_context()
-            context.run(self._start_request, data["id"], method, data.get("params"))
+            self._start_request(data["id"], method, data.get("params"))
 
     def _admit(self, msg_id: MsgId, method: str) -> bool:
         """Lifecycle rules for a request: -32600 after shutdown, -32002 before initialize."""
@@ -124,17 +130,54 @@ class JsonRpcConnection:
         return True
 
     def _start_request(self, msg_id: MsgId, method: str, params: Any) -> None:
-        handler = self._requests.get(method)
-        if handler is None:
+        registered = self._requests.get(method)
+        if registered is None:
             log.info("request %r: unknown method %r", msg_id, method)
             self.send_error(msg_id, errors.METHOD_NOT_FOUND, f"Method Not Found: {method}")
             return
-        future = _run(handler, params)
+        handler, is_coroutine = registered
+        answer = functools.partial(self._answer, msg_id, method)
+        if is_coroutine:
+            # The task copies the dispatcher's context itself; it answers when it returns
+            # or raises, and takes ``answer`` off its callbacks, so a finished request
+            # costs no further turn of the loop. Cancelled, it leaves ``answer`` in place.
+            serve = self._serve(msg_id, method, handler, params, answer)
+            task = asyncio.get_running_loop().create_task(serve)
+            self._running[msg_id] = (method, task)
+            task.add_done_callback(answer)
+            return
+        future = contextvars.copy_context().run(_run, handler, params)
         self._running[msg_id] = (method, future)
         if future.done():
-            self._answer(msg_id, method, future)
+            answer(future)
         else:
-            future.add_done_callback(functools.partial(self._answer, msg_id, method))
+            future.add_done_callback(answer)
+
+    async def _serve(
+        self,
+        msg_id: MsgId,
+        method: str,
+        handler: Handler,
+        params: Any,
+        answer: Callable[[asyncio.Future[Any]], None],
+    ) -> None:
+        """Run a coroutine handler and answer with its result or its error."""
+        try:
+            result = await handler(params)
+        except Exception as exc:
+            self._answered(msg_id, answer)
+            self._answer_error(msg_id, method, exc)
+            return
+        self._answered(msg_id, answer)
+        self._answer_result(msg_id, method, result)
+
+    def _answered(self, msg_id: MsgId, answer: Callable[[asyncio.Future[Any]], None]) -> None:
+        """The running task answers its request itself: no done callback, not in flight."""
+        task = asyncio.current_task()
+        assert task is not None
+        task.remove_done_callback(answer)
+        if self._running.get(msg_id, (None, task))[1] is task:
+            self._running.pop(msg_id, None)
 
     def _take_notification(self, method: str, params: Any) -> None:
         if method != EXIT and (self.shutting_down or not self.initialized):
@@ -190,8 +233,8 @@ class JsonRpcConnection:
             future.set_exception(ResponseError(f"Undecodable response: {error!r}"))
 
     def _answer(self, msg_id: MsgId, method: str, future: asyncio.Future[Any]) -> None:
-        """Answer a request once its handler is done; internal errors keep their
-        traceback in the log, not on the wire."""
+        """Answer a request once its future is done: a plain handler's, or a task stopped
+        before it could answer (cancelled, even before it began)."""
         if self._running.get(msg_id, (None, future))[1] is future:
             self._running.pop(msg_id, None)
         if future.cancelled():
@@ -201,10 +244,17 @@ class JsonRpcConnection:
             return
         exc = future.exception()
         if exc is None:
-            if method == INITIALIZE:
-                self.initialized = True
-            self.send_json({"jsonrpc": "2.0", "id": msg_id, "result": future.result()})
-            return
+            self._answer_result(msg_id, method, future.result())
+        else:
+            self._answer_error(msg_id, method, exc)
+
+    def _answer_result(self, msg_id: MsgId, method: str, result: Any) -> None:
+        if method == INITIALIZE:
+            self.initialized = True
+        self.send_json({"jsonrpc": "2.0", "id": msg_id, "result": result})
+
+    def _answer_error(self, msg_id: MsgId, method: str, exc: BaseException) -> None:
+        """An error answer; internal errors keep their traceback in the log, not on the wire."""
         if isinstance(exc, ResponseError):
             if method == INITIALIZE and exc.code == errors.INVALID_PARAMS:
                 # Params that do not decode: as if it was never sent, the client may retry.
@@ -252,7 +302,7 @@ class JsonRpcConnection:
             log.error("no transport to send %s", payload.get("method") or payload.get("id"))
             return
         try:
-            body = json.dumps(payload, default=self._encode, allow_nan=False).encode("utf-8")
+            body = self._encoder.encode(payload).encode("utf-8")
         except (TypeError, ValueError, RecursionError) as exc:
             log.error("cannot encode a message: %s", exc)
             if "id" in payload and "method" not in payload:

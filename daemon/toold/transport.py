@@ -48,6 +48,7 @@ MAX_IN_FLIGHT = 128
 """Requests read and not answered yet; at it, reading pauses until one is answered."""
 
 _LENGTH_MARKER = "content-length:"
+_LENGTH_LINE = b"Content-Length: "
 _MARKER_TAIL = 64
 _HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 
@@ -204,8 +205,15 @@ class _HeaderReader:
             if truncated:
                 headers["x-invalid"] = "header line too long"
                 continue
-            text = raw.decode("latin-1").strip()
             size += len(raw)
+            # The frame every client sends, first in its block: taken without the parsing
+            # below, which would read it the same way.
+            if not headers and raw[:16] == _LENGTH_LINE and raw[-2:] == b"\r\n":
+                digits = raw[16:-2]
+                if digits.isdigit() and size <= HEADER_BLOCK_LIMIT:  # bytes: ASCII only
+                    headers["content-length"] = digits.decode("ascii")
+                    continue
+            text = raw.decode("latin-1").strip()
             if not text:
                 if headers:
                     return headers

@@ -150,6 +150,31 @@ def test_cancel_request_answers_the_running_request_cancelled() -> None:
     asyncio.run(main())
 
 
+def test_a_request_cancelled_before_its_task_began_is_answered_cancelled() -> None:
+    async def main() -> None:
+        connection, wire = await initialized()
+        ran: list[Any] = []
+
+        async def never(params: Any) -> None:
+            ran.append(params)
+
+        connection.on_request("never", never)
+        # Both in one read: the cancel comes before the task's first step.
+        connection.dispatch(request(2, "never"))
+        connection.dispatch({"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": 2}})
+        assert (await wire.next_reply(2))["error"]["code"] == -32800
+        assert connection.in_flight() == 0
+        assert ran == []
+        # A request that runs to its end is answered by its own task, once.
+        connection.dispatch(request(3, "never", {"x": 1}))
+        assert (await wire.next_reply(3))["result"] is None
+        await asyncio.sleep(0)
+        assert ran == [{"x": 1}] and connection.in_flight() == 0
+        assert [m for m in wire.messages if m.get("id") == 3] == []
+
+    asyncio.run(main())
+
+
 def test_sent_requests_are_completed_only_by_their_own_responses() -> None:
     async def main() -> None:
         connection, wire = connected()
