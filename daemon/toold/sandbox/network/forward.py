@@ -48,7 +48,14 @@ async def _relay(path: str, reader: asyncio.StreamReader, writer: asyncio.Stream
 
 async def serve(listener: socket.socket, path: str) -> None:
     """Relay every connection ``listener`` accepts to the Unix socket at ``path``."""
-    server = await asyncio.start_server(lambda r, w: _relay(path, r, w), sock=listener, limit=CHUNK)
+    relays: set[asyncio.Task[None]] = set()  # the loop keeps only weak references
+
+    def accepted(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.ensure_future(_relay(path, reader, writer))
+        relays.add(task)
+        task.add_done_callback(relays.discard)
+
+    server = await asyncio.start_server(accepted, sock=listener, limit=CHUNK)
     async with server:
         await server.serve_forever()
 
