@@ -153,13 +153,15 @@ class CheckpointStore:
             fd = open_in_workspace(self.workspace, path, _READ)
         except FileNotFoundError:
             return None
-        with os.fdopen(fd, "rb") as fh:
-            info = os.fstat(fh.fileno())
+        try:
+            info = os.fstat(fd)
             if not stat.S_ISREG(info.st_mode):
                 raise OSError(f"{path} is not a regular file")
             if info.st_size > self.max_file_size:
                 raise OSError(f"{path} is larger than limits.max_file_size")
-            return fh.read(self.max_file_size + 1), stat.S_IMODE(info.st_mode)
+            return _read_up_to(fd, self.max_file_size + 1, info.st_size), stat.S_IMODE(info.st_mode)
+        finally:
+            os.close(fd)
 
     def _dir(self, sub: str | None = None) -> int:
         """A descriptor of the store's folder (or its ``sub`` folder), made and kept 0700:
@@ -194,16 +196,19 @@ class CheckpointStore:
         objects = self._dir("objects")
         try:
             try:
-                fd = refuse_link(objects, digest, str(self.folder / "objects" / digest), _READ)
+                fd = refuse_link(objects, digest, f"{self.folder}/objects/{digest}", _READ)
             except FileNotFoundError:
                 fd = None
             if fd is not None:
-                with os.fdopen(fd, "rb") as fh:
-                    info = os.fstat(fh.fileno())
-                    same = stat.S_ISREG(info.st_mode) and fh.read(len(data) + 1) == data
+                try:
+                    info = os.fstat(fd)
+                    size = len(data) + 1
+                    same = stat.S_ISREG(info.st_mode) and _read_up_to(fd, size, size) == data
                     narrowest = stat.S_IMODE(info.st_mode) & wanted
                     if same and narrowest != stat.S_IMODE(info.st_mode):
-                        os.fchmod(fh.fileno(), narrowest)
+                        os.fchmod(fd, narrowest)
+                finally:
+                    os.close(fd)
                 if same:
                     return digest
             atomic_write_at(
@@ -735,6 +740,20 @@ def _data(found: tuple[bytes, int] | None) -> bytes | None:
 
 def _content(found: tuple[bytes, int] | None) -> tuple[bytes | None, int]:
     return (None, UNKNOWN_MODE) if found is None else found
+
+
+def _read_up_to(fd: int, limit: int, expected: int) -> bytes:
+    """At most ``limit`` bytes of the file ``fd``, to its end (``expected``: its size as
+    fstat gave it; a file that grew meanwhile is read on, up to ``limit``)."""
+    chunks = []
+    left = limit
+    while left > 0:
+        chunk = os.read(fd, min(left, max(expected + 1, 65536)))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        left -= len(chunk)
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
 def _size(path: Path) -> int:
