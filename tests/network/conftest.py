@@ -50,6 +50,8 @@ class Origin(http.server.ThreadingHTTPServer):
     def __init__(self) -> None:
         super().__init__(("127.0.0.1", 0), _Handler)
         self.seen: list[str] = []
+        self.files: dict[str, bytes] = {}
+        """Paths served as they are (a package index); anything else says hello."""
         self.port = self.server_address[1]
 
 
@@ -61,8 +63,12 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         if length:
             self.rfile.read(length)
         self.server.seen.append(f"{self.command} {self.headers['Host']}{self.path}")
-        body = f"hello {self.headers['Host']} {self.command} {self.path}".encode()
+        body = self.server.files.get(self.path)
+        if body is None:
+            body = f"hello {self.headers['Host']} {self.command} {self.path}".encode()
         self.send_response(200)
+        if self.path.endswith("/"):
+            self.send_header("Content-Type", "text/html")
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         if self.command != "HEAD":
@@ -202,11 +208,10 @@ def config(kind: str, network: Any) -> TooldConfig:
     )
 
 
-def probe(
-    kind: str, workspace: Path, network: Any, plan: list[list[Any]], audit: Recorded | None = None
-) -> dict[str, str]:
-    """Run ``plan`` (see probe.py) through bash in a fresh ``kind`` sandbox."""
-    (workspace / "plan.json").write_text(json.dumps(plan), encoding="utf-8")
+def run_bash(
+    kind: str, workspace: Path, network: Any, command: str, audit: Recorded | None = None
+) -> str:
+    """``command``'s output, run by bash in a fresh ``kind`` sandbox under ``network``."""
     settings = config(kind, network)
 
     async def run() -> Any:
@@ -214,12 +219,20 @@ def probe(
         assert runner.problem is None, runner.problem
         toolset = ToolSet(BuiltinToolProvider(ToolRuntime(workspace, settings)).get_tools())
         try:
-            command = "python3 probe.py plan.json"
-            return await user_call(toolset, "bash", {"command": command}, runner=runner)
+            arguments = {"command": command, "timeout": 120}
+            return await user_call(toolset, "bash", arguments, runner=runner)
         finally:
             await runner.close()
 
     outcome = asyncio.run(run())
-    assert outcome.exit_code == 0, outcome.content
-    answer: dict[str, str] = json.loads(outcome.content.strip().splitlines()[-1])
+    return str(outcome.content)
+
+
+def probe(
+    kind: str, workspace: Path, network: Any, plan: list[list[Any]], audit: Recorded | None = None
+) -> dict[str, str]:
+    """Run ``plan`` (see probe.py) through bash in a fresh ``kind`` sandbox."""
+    (workspace / "plan.json").write_text(json.dumps(plan), encoding="utf-8")
+    out = run_bash(kind, workspace, network, "python3 probe.py plan.json", audit)
+    answer: dict[str, str] = json.loads(out.strip().splitlines()[-1])
     return answer

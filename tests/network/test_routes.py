@@ -7,9 +7,12 @@ datagram to a resolver, the sandbox's own resolver.
 
 from __future__ import annotations
 
+import hashlib
+import io
+import zipfile
 from typing import Any
 
-from tests.network.conftest import Hosts, Recorded, probe
+from tests.network.conftest import Hosts, Recorded, probe, run_bash
 
 POLICY = {"allow": ["pypi.test", "*.wild.test", "both.test"], "deny": ["both.test"]}
 
@@ -85,3 +88,46 @@ def test_read_methods_refuse_a_post_and_any_tunnel(
     )
     assert got["connect"].startswith("HTTP/1.1 403 toold: CONNECT pypi.test refused"), got
     assert hosts.http.seen == [f"GET pypi.test:{plain}/a", f"HEAD pypi.test:{plain}/a"]
+
+
+def _wheel(name: str) -> tuple[str, bytes]:
+    """A minimal pure-Python wheel of ``name`` 1.0: its file name and bytes."""
+    dist = f"{name}-1.0.dist-info"
+    files = {
+        f"{name}.py": b"",
+        f"{dist}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n".encode(),
+        f"{dist}/WHEEL": b"Wheel-Version: 1.0\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+    }
+    record = "".join(f"{path},,\n" for path in [*files, f"{dist}/RECORD"]).encode()
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for path, data in [*files.items(), (f"{dist}/RECORD", record)]:
+            archive.writestr(path, data)
+    return f"{name}-1.0-py3-none-any.whl", buffer.getvalue()
+
+
+def test_pip_and_curl_reach_the_allowed_index_and_nothing_else(
+    runner_kind: str, workspace: Any, hosts: Hosts
+) -> None:
+    """Real clients: pip download from an HTTPS index (CONNECT), curl by HTTP and HTTPS."""
+    tls, canary = hosts.https.port, hosts.canary.getsockname()[1]
+    wheel, data = _wheel("toold_probe")
+    digest = hashlib.sha256(data).hexdigest()
+    hosts.https.files = {
+        "/simple/toold-probe/": f'<a href="/files/{wheel}#sha256={digest}">{wheel}</a>'.encode(),
+        f"/files/{wheel}": data,
+    }
+    (workspace / "ca.pem").write_bytes(hosts.cafile.read_bytes())
+    index = f"https://pypi.test:{tls}/simple/"
+    command = (
+        f"python3 -m pip download --no-cache-dir --no-deps --disable-pip-version-check -q "
+        f"--cert ca.pem -d dl --index-url {index} toold-probe; echo pip=$?; ls dl; "
+        f"curl -sS --cacert ca.pem https://pypi.test:{tls}/x; echo; "
+        f"curl -sS -o /dev/null -w 'unlisted=%{{http_code}}\\n' http://canary.test:{canary}/; "
+        f"curl -sS --noproxy '*' -m 5 http://127.0.0.1:{canary}/ || echo direct=refused"
+    )
+    out = run_bash(runner_kind, workspace, {"allow": ["pypi.test"]}, command)
+    assert "pip=0" in out and wheel in out, out
+    assert f"hello pypi.test:{tls} GET /x" in out and "unlisted=403" in out, out
+    assert "direct=refused" in out and hosts.canary_hits == [], out
+    assert (workspace / "dl" / wheel).read_bytes() == data
