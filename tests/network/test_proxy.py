@@ -65,6 +65,12 @@ def test_one_request_per_connection_and_the_host_is_the_uris(
         (b"GET http://pypi.test/ HTTP/2\r\n\r\n", b"400"),
         (b"GET http://pypi.test/ HTTP/1.1\r\nBad Header: x\r\n\r\n", b"400"),
         (b"GET http://pypi.test/ HTTP/1.1\r\nX: " + b"a" * 70_000 + b"\r\n\r\n", b"431"),
+        # A bare LF ends a line for many origins: a second Host would slip past the judge.
+        (b"GET http://pypi.test/ HTTP/1.1\r\nX: a\nHost: canary.test\r\n\r\n", b"400"),
+        (b"GET http://pypi.test/ HTTP/1.1\nHost: canary.test\r\n\r\n", b"400"),
+        (b"GET http://pypi.test/ HTTP/1.1\r\nX: a\rB: c\r\n\r\n", b"400"),
+        (b"GET http://pypi.test/ HTTP/1.1\r\nX: a\0\r\n\r\n", b"400"),
+        (b"GET http://pypi.test/ HTTP/1.1\r\n folded: x\r\n\r\n", b"400"),
     ],
 )
 def test_what_cannot_be_judged_is_refused(

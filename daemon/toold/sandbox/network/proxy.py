@@ -225,6 +225,10 @@ def parse_head(head: bytes) -> tuple[str, str, str, list[tuple[str, str]]]:
     """The request line's method, target and version, and the header fields in order."""
     text = head.decode("latin-1")
     lines = text[:-4].split("\r\n")
+    if "\0" in text or any("\n" in line or "\r" in line for line in lines):
+        # A bare LF or CR would end a line for the origin but not here: a header (a second
+        # Host) or a whole request slipped past the judge.
+        raise BadRequest("a bare CR, LF or NUL in the request head")
     parts = lines[0].split(" ")
     if len(parts) != 3 or not parts[2].startswith("HTTP/1."):
         raise BadRequest(f"not an HTTP/1 proxy request: {lines[0][:100]!r}")
