@@ -103,3 +103,45 @@ def test_idle_clients_cannot_take_more_than_their_share(
         if not answer.startswith(b"HTTP/1.1 503"):
             break
     assert answer.startswith(b"HTTP/1.0 200"), answer[:100]
+
+
+def _socks(proxy: NetworkProxy, request: bytes, methods: bytes = b"\x00") -> bytes:
+    """A SOCKS5 greeting offering ``methods``, then ``request``: all the proxy answers
+    (through a GET sent once a CONNECT succeeded)."""
+    with socket.socket(socket.AF_UNIX) as sock:
+        sock.settimeout(20)
+        sock.connect(str(proxy.path))
+        sock.sendall(b"\x05" + bytes([len(methods)]) + methods)
+        answer = sock.recv(2)
+        if answer != b"\x05\x00":
+            return answer
+        sock.sendall(request)
+        answer += sock.recv(10)
+        if answer[3] == 0:
+            sock.sendall(b"GET /socks HTTP/1.0\r\nHost: pypi.test\r\n\r\n")
+            while chunk := sock.recv(65536):
+                answer += chunk
+    return answer
+
+
+def _connect(host: bytes, port: int, command: int = 1) -> bytes:
+    return bytes([5, command, 0, 3, len(host)]) + host + port.to_bytes(2, "big")
+
+
+def test_socks5_connect_is_judged_like_an_http_connect(proxy: NetworkProxy, hosts: Hosts) -> None:
+    port = hosts.http.port
+    allowed = _socks(proxy, _connect(b"PyPI.Test.", port))
+    assert allowed[:4] == b"\x05\x00\x05\x00" and allowed.endswith(b"GET /socks"), allowed
+    assert _socks(proxy, _connect(b"canary.test", port))[2:4] == b"\x05\x02"  # not allowed
+    address = bytes([5, 1, 0, 1, 127, 0, 0, 1]) + port.to_bytes(2, "big")
+    assert _socks(proxy, address)[2:4] == b"\x05\x02"  # an address no entry lists
+    assert _socks(proxy, _connect(b"pypi.test", port, command=2))[2:4] == b"\x05\x07"  # BIND
+    assert _socks(proxy, b"", methods=b"\x02") == b"\x05\xff"  # only user/password offered
+    assert hosts.http.seen == ["GET pypi.test/socks"]
+    assert isinstance(proxy.audit, Recorded)
+    decisions = [(e["host"], e["decision"]) for e in proxy.audit.entries]
+    assert decisions == [
+        ("pypi.test", "allowed"),
+        ("canary.test", "denied"),
+        ("127.0.0.1", "denied"),
+    ]

@@ -109,8 +109,9 @@ def _wheel(name: str) -> tuple[str, bytes]:
 def test_pip_and_curl_reach_the_allowed_index_and_nothing_else(
     runner_kind: str, workspace: Any, hosts: Hosts
 ) -> None:
-    """Real clients: pip download from an HTTPS index (CONNECT), curl by HTTP and HTTPS."""
-    tls, canary = hosts.https.port, hosts.canary.getsockname()[1]
+    """Real clients: pip download from an HTTPS index (CONNECT), curl by HTTP, HTTPS and
+    SOCKS5 (socks5h://, the same port)."""
+    tls, canary, plain = hosts.https.port, hosts.canary.getsockname()[1], hosts.http.port
     wheel, data = _wheel("toold_probe")
     digest = hashlib.sha256(data).hexdigest()
     hosts.https.files = {
@@ -124,10 +125,13 @@ def test_pip_and_curl_reach_the_allowed_index_and_nothing_else(
         f"--cert ca.pem -d dl --index-url {index} toold-probe; echo pip=$?; ls dl; "
         f"curl -sS --cacert ca.pem https://pypi.test:{tls}/x; echo; "
         f"curl -sS -o /dev/null -w 'unlisted=%{{http_code}}\\n' http://canary.test:{canary}/; "
-        f"curl -sS --noproxy '*' -m 5 http://127.0.0.1:{canary}/ || echo direct=refused"
+        f"curl -sS --noproxy '*' -m 5 http://127.0.0.1:{canary}/ || echo direct=refused; "
+        f"curl -sS -x socks5h://127.0.0.1:3128 http://pypi.test:{plain}/socks; echo; "
+        f"curl -sS -x socks5h://127.0.0.1:3128 http://canary.test:{canary}/ || echo socks=refused"
     )
     out = run_bash(runner_kind, workspace, {"allow": ["pypi.test"]}, command)
     assert "pip=0" in out and wheel in out, out
     assert f"hello pypi.test:{tls} GET /x" in out and "unlisted=403" in out, out
     assert "direct=refused" in out and hosts.canary_hits == [], out
+    assert f"hello pypi.test:{plain} GET /socks" in out and "socks=refused" in out, out
     assert (workspace / "dl" / wheel).read_bytes() == data

@@ -11,6 +11,9 @@ exactly the addresses it checked. A refusal is an HTTP error whose status line a
 say why (``403 toold: pypi.org not in execution.network.allow``), and every decision is
 audited (host, port, method, allowed or denied, the rule).
 
+SOCKS5 CONNECT is served on the same socket (toold.sandbox.network.socks), told apart by
+its first byte, and judged the same way.
+
 It runs on an event loop of its own thread, so a hostile client inside the sandbox
 cannot stall the daemon's loop, and it is bounded: a cap on connections at once, a
 deadline for the request head, its size, connecting and every idle read or write, and
@@ -30,6 +33,7 @@ from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 from toold.config import NetworkPolicy
+from toold.sandbox.network import socks
 from toold.sandbox.network.policy import Decision, NetworkRules
 from toold.tools.builtin._http_policy import Lookup
 
@@ -158,8 +162,12 @@ class NetworkProxy:
             writer.close()
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        first = await asyncio.wait_for(reader.readexactly(1), HEAD_TIMEOUT)
+        if first[0] == socks.VERSION:
+            await self._socks(reader, writer)
+            return
         try:
-            head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), HEAD_TIMEOUT)
+            head = first + await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), HEAD_TIMEOUT)
         except asyncio.LimitOverrunError:
             raise BadRequest("request head too large", 431) from None
         method, target, version, headers = parse_head(head)
@@ -190,6 +198,31 @@ class NetworkProxy:
             lines.append("Connection: close")
             up_writer.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1"))
             await _both(_pipe(reader, up_writer, length), _pipe(up_reader, writer))
+        finally:
+            up_writer.close()
+
+    async def _socks(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        """A SOCKS5 CONNECT, judged as an HTTP CONNECT (toold.sandbox.network.socks)."""
+        try:
+            host, port = await asyncio.wait_for(socks.handshake(reader, writer), HEAD_TIMEOUT)
+        except socks.SocksError as exc:
+            if exc.code is not None:
+                writer.write(socks.reply(exc.code))
+            return
+        decision = await self.rules.judge(host, port, "CONNECT")
+        self._record(decision, port, "CONNECT")
+        if not decision.allowed:
+            code = socks.HOST_UNREACHABLE if decision.status == 502 else socks.NOT_ALLOWED
+            writer.write(socks.reply(code))
+            return
+        try:
+            up_reader, up_writer = await self._connect(decision, port)
+        except BadRequest:
+            writer.write(socks.reply(socks.REFUSED))
+            return
+        try:
+            writer.write(socks.reply(socks.SUCCEEDED))
+            await _both(_pipe(reader, up_writer), _pipe(up_reader, writer))
         finally:
             up_writer.close()
 
