@@ -24,6 +24,7 @@ from tests.engine.support import Engines, live_engines
 from tests.mcp.reading import text
 from tests.mcp.stdio import toold_mcp
 from tests.processes import wait_gone
+from toold.bridge.attached import Lines
 
 
 class User:
@@ -87,7 +88,9 @@ def test_two_mcp_clients_and_an_editor_share_one_engine(engines: Engines, worksp
     got = asyncio.run(asyncio.wait_for(scenario(), 120))
     assert [t["task"] for t in got["todos"]["todos"]] == ["shared todo"], got["todos"]
     assert sorted(s["kind"] for s in got["status"]["sessions"]) == ["mcp", "mcp", "stdio"]
-    assert all(s["client"] for s in got["status"]["sessions"]), got["status"]
+    # An MCP session shows its client's clientInfo.name, not the relay's hello.
+    mcp_clients = {s["client"] for s in got["status"]["sessions"] if s["kind"] == "mcp"}
+    assert mcp_clients and "toold mcp" not in mcp_clients and "" not in mcp_clients, mcp_clients
     assert [e["sessions"] for e in got["listed"]] == [3], got["listed"]
     assert not got["one"].is_error and not got["two"].is_error, (got["one"], got["two"])
     assert user.asked == 1  # one.txt: Always allow; two.txt ran on it, unasked
@@ -166,3 +169,21 @@ def test_the_engine_loads_the_mcp_sdk_only_for_an_mcp_session() -> None:
         [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True
     )
     assert done.stdout.strip() == "[]"
+
+
+def test_the_clients_stdin_comes_as_lines_and_one_past_the_cap_ends_them() -> None:
+    """The engine reads the MCP client's pipe itself: whole lines, however the bytes
+    arrive; a last line without its newline; a line past max_message_bytes ends them."""
+
+    async def read(chunks: list[bytes], limit: int) -> tuple[list[str], bool]:
+        reader = asyncio.StreamReader()
+        for chunk in chunks:
+            reader.feed_data(chunk)
+        reader.feed_eof()
+        lines = Lines(reader, limit)
+        return [line async for line in lines], lines.too_long
+
+    split = asyncio.run(read([b'{"a": 1}\n{"b"', b': "\xc3\xa9"}\n{"c": 3}'], 1024))
+    assert split == (['{"a": 1}\n', '{"b": "\u00e9"}\n', '{"c": 3}'], False)
+    capped = asyncio.run(read([b'{"a": 1}\n' + b"x" * 2000 + b"\n"], 1024))
+    assert capped == (['{"a": 1}\n'], True)

@@ -39,16 +39,14 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-LINE_LIMIT = 64 * 1024 * 1024
-"""Longest message line read from the client (a write_file of megabytes fits); a longer
-one ends the session, as an LSP frame past its cap does."""
-
 
 class Lines:
     """The client's stdin as the text lines the SDK's stdio transport reads
-    (``async for line in stdin``), from the engine's non-blocking reader of the pipe."""
+    (``async for line in stdin``), from the engine's non-blocking reader of the pipe. A
+    line past ``limit`` bytes (``[limits] max_message_bytes``, as an LSP frame's and an
+    HTTP body's cap) ends them, and the session."""
 
-    def __init__(self, reader: asyncio.StreamReader, limit: int = LINE_LIMIT) -> None:
+    def __init__(self, reader: asyncio.StreamReader, limit: int) -> None:
         self._reader = reader
         self._limit = limit
         self.too_long = False
@@ -62,7 +60,7 @@ class Lines:
         searched = 0  # no newline before this offset: a long line is scanned once
         while chunk := await self._reader.read(1 << 16):
             pending += chunk
-            while (end := pending.find(b"\n", searched)) >= 0:
+            while (end := pending.find(b"\n", searched)) >= 0 and end <= self._limit:
                 line = bytes(pending[: end + 1])
                 del pending[: end + 1]
                 searched = 0
@@ -157,13 +155,13 @@ class McpConnection:
     async def _named(
         self, ctx: ServerRequestContext[Any, Any], call_next: CallNext
     ) -> HandlerResult:
-        """Middleware: note the client's name once it said it (``daemon status``)."""
-        result = await call_next(ctx)
-        if not self.client_name:
-            params = ctx.session.client_params
-            if params is not None:
-                self.client_name = params.client_info.name
-        return result
+        """Middleware: note the client's name from its initialize (``daemon status``)."""
+        if ctx.method == "initialize" and isinstance(ctx.params, dict):
+            info = ctx.params.get("clientInfo")
+            name = info.get("name") if isinstance(info, dict) else None
+            if isinstance(name, str):
+                self.client_name = name[:200]
+        return await call_next(ctx)
 
     async def _run(self, reader: asyncio.StreamReader, writer: FrameWriter) -> None:
         await asyncio.to_thread(importlib.import_module, "toold.bridge.mcp_server")
@@ -175,7 +173,7 @@ class McpConnection:
 
         self._asker = McpAsker(self.state)
         # Explicit streams: the SDK's transport claims no descriptor of the engine's.
-        lines = Lines(reader)
+        lines = Lines(reader, self.state.config.limits.max_message_bytes)
         output = cast("anyio.AsyncFile[str]", Output(writer))
         async with (
             stdio_server(cast("anyio.AsyncFile[str]", lines), output) as (stdin, stdout),
