@@ -225,8 +225,11 @@ class ToolGateway:
         try:
             return await run_tool(tool, checked, context, self.runner)
         finally:
-            # Also after a failure or a cancel: whatever did change can be undone.
-            await asyncio.shield(_record(store, inline, pending, tool.name, context.origin))
+            # Also after a failure or a cancel: whatever did change can be undone. On the
+            # loop (no task, no await) when the index's lock is free, else on a thread.
+            if not (inline and _recorded_now(store, pending, tool.name, context.origin)):
+                record = asyncio.to_thread(store.record, pending, tool.name, context.origin)
+                await asyncio.shield(record)
 
     async def _run_walked(
         self, store: CheckpointStore, tool: Tool, checked: Any, context: CallContext
@@ -355,18 +358,15 @@ async def _on_disk(inline: bool, work: Callable[..., Any], *args: Any) -> Any:
     return work(*args) if inline else await asyncio.to_thread(work, *args)
 
 
-async def _record(
-    store: CheckpointStore, inline: bool, pending: Pending, tool: str, origin: str
-) -> None:
-    """The call's checkpoint: on the loop for a bounded call when the index's lock is free
-    (never waiting on it there: another process may hold it), else on a thread."""
-    if inline:
-        try:
-            store.record(pending, tool, origin, wait=False)
-            return
-        except IndexBusy:
-            pass  # nothing was recorded: the thread waits for the lock
-    await asyncio.to_thread(store.record, pending, tool, origin)
+def _recorded_now(store: CheckpointStore, pending: Pending, tool: str, origin: str) -> bool:
+    """Record a bounded call's checkpoint on the loop when the index's lock is free (never
+    waiting on it there: another process may hold it); False when it is held, nothing
+    recorded (a thread then waits for it)."""
+    try:
+        store.record(pending, tool, origin, wait=False)
+    except IndexBusy:
+        return False
+    return True
 
 
 def with_hook_output(content: Any, said: list[str]) -> str:
