@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -45,10 +46,39 @@ def test_one_request_per_connection_and_the_host_is_the_uris(
         "GET /smuggled HTTP/1.1\r\nHost: canary.test\r\n\r\n"
     )
     answer = exchange(proxy, smuggled.encode())
-    assert answer.startswith(b"HTTP/1.0 200") and answer.endswith(
-        f"pypi.test:{port} GET /a".encode()
-    )
-    assert hosts.http.seen == [f"GET pypi.test:{port}/a"]
+    assert b"smuggled" not in answer and hosts.http.seen == [f"GET pypi.test:{port}/a"]
+    # One request alone: its answer, with the Host of its URI.
+    get = f"GET http://pypi.test:{port}/b HTTP/1.1\r\nHost: canary.test\r\n\r\n".encode()
+    assert exchange(proxy, get).endswith(f"hello pypi.test:{port} GET /b".encode())
+
+
+def test_a_reused_connection_ends_at_once_though_the_origin_keeps_it_open(
+    proxy: NetworkProxy, hosts: Hosts
+) -> None:
+    """An origin that ignores Connection: close; the client reuses the connection (as
+    keep-alive clients do): the proxy closes it then, instead of holding it idle."""
+    origin = socket.create_server(("127.0.0.1", 0))
+    kept: list[socket.socket] = []
+
+    def serve() -> None:
+        conn, _ = origin.accept()
+        kept.append(conn)
+        conn.recv(65536)
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+
+    threading.Thread(target=serve, daemon=True).start()
+    port = origin.getsockname()[1]
+    with socket.socket(socket.AF_UNIX) as sock, origin:
+        sock.settimeout(10)
+        sock.connect(str(proxy.path))
+        sock.sendall(f"GET http://pypi.test:{port}/ HTTP/1.1\r\n\r\n".encode())
+        answer = b""
+        while not answer.endswith(b"ok"):
+            answer += sock.recv(65536)
+        sock.sendall(b"GET /again HTTP/1.1\r\nHost: canary.test\r\n\r\n")
+        assert sock.recv(65536) == b""  # closed by the proxy, well before the timeout
+    for conn in kept:
+        conn.close()
 
 
 @pytest.mark.parametrize(

@@ -197,7 +197,7 @@ class NetworkProxy:
             ]
             lines.append("Connection: close")
             up_writer.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1"))
-            await _both(_pipe(reader, up_writer, length), _pipe(up_reader, writer))
+            await _both(_request(reader, up_writer, length), _pipe(up_reader, writer))
         finally:
             up_writer.close()
 
@@ -342,12 +342,24 @@ async def _pipe(
             sink.write_eof()
 
 
+async def _request(source: asyncio.StreamReader, sink: asyncio.StreamWriter, length: int) -> None:
+    """Forward the request's body, then watch the client: a byte more is a further request
+    on this connection (a reused keep-alive one), which ends the exchange, as an origin
+    that ignores ``Connection: close`` would otherwise hold it until the idle timeout."""
+    await _pipe(source, sink, length)
+    if await source.read(1):
+        raise ConnectionAbortedError("a further request on a proxied connection")
+
+
 async def _both(upward: Awaitable[None], downward: Awaitable[None]) -> None:
-    """Relay both ways until the origin's side ends (the client's may end first)."""
-    up = asyncio.ensure_future(upward)
+    """Relay both ways until the origin's side ends; the client's side ending cleanly
+    (its EOF) leaves the answer flowing, its failing ends both."""
+    up, down = asyncio.ensure_future(upward), asyncio.ensure_future(downward)
     try:
-        await downward
+        done, _ = await asyncio.wait({up, down}, return_when=asyncio.FIRST_COMPLETED)
+        if down in done or up.exception() is None:
+            await down
     finally:
-        up.cancel()
-        with contextlib.suppress(asyncio.CancelledError, Exception):
-            await up
+        for task in (up, down):
+            task.cancel()
+        await asyncio.gather(up, down, return_exceptions=True)
