@@ -1,5 +1,9 @@
-"""ACP v1's ``usage_update`` and the prompt's ``usage`` (issue 25), on the ACP Python SDK's
-client, through the engine, against a Messages API that reports known token counts."""
+"""ACP v1's ``usage_update`` (issue 25), on the ACP Python SDK's client, through the engine,
+against a Messages API that reports known token counts: ``used`` and ``size``, and the
+session's sums in ``_meta.toold``.
+
+The client declares no ``subagents`` capability: the subagent's responses count in the
+sums, but it gets no child session (test_acp_subagents has the one that does)."""
 
 from __future__ import annotations
 
@@ -49,9 +53,36 @@ def context(usage: dict[str, int]) -> int:
     return sum(usage.values()) + STREAMED_OUTPUT
 
 
-def test_each_response_sends_usage_update_and_the_prompt_answers_the_turns_sums(
+def sums(*usages: dict[str, int]) -> dict[str, int]:
+    """``_meta.toold`` of a usage_update after these responses."""
+    total = {
+        k: sum(u.get(k, 0) for u in usages)
+        for k in ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
+    }
+    return {
+        "inputTokens": total["input_tokens"],
+        "outputTokens": len(usages) * STREAMED_OUTPUT,
+        "cachedReadTokens": total["cache_read_input_tokens"],
+        "cachedWriteTokens": total["cache_creation_input_tokens"],
+        "totalTokens": sum(context(u) for u in usages),
+    }
+
+
+def update(usage: dict[str, int], *so_far: dict[str, int]) -> dict[str, Any]:
+    """The usage_update after the response ``usage``, ``so_far`` the session's responses."""
+    return {
+        "sessionUpdate": "usage_update",
+        "used": context(usage),
+        "size": 200_000,
+        "_meta": {"toold": sums(*so_far)},
+    }
+
+
+def test_each_response_of_the_session_sends_usage_update_with_the_sessions_sums(
     metered: MeteredModel, workspace: Path, recorder: Recorder
 ) -> None:
+    """Four responses in the first turn: the main agent's two and, between them, an
+    explore subagent's two (it reads a file)."""
     first = {
         "input_tokens": 100,
         "cache_read_input_tokens": 1000,
@@ -59,10 +90,14 @@ def test_each_response_sends_usage_update_and_the_prompt_answers_the_turns_sums(
     }
     second = {"input_tokens": 300, "cache_read_input_tokens": 1100}
     third = {"input_tokens": 20}
-    metered.usages.extend([first, second, third])
+    sub_first, sub_second = {"input_tokens": 60}, {"input_tokens": 80}
+    metered.usages.extend([first, sub_first, sub_second, second, third])
+    metered.tool_use(("subagent", {"task": "Read src/helper.txt", "agent_type": "explore"}))
     metered.tool_use(("read_file", {"file_path": "src/helper.txt"}))
+    metered.text("It holds a needle.")
     metered.text("The helper holds a needle.")
     metered.text("Still a needle.")
+    recorder.answers = ["allow_once"]  # the subagent call (its reads ask nothing)
 
     async def scenario() -> tuple[PromptResponse, list[dict[str, Any]], PromptResponse]:
         async with acp_agent(workspace, agent_env(metered), recorder) as conn:
@@ -73,21 +108,15 @@ def test_each_response_sends_usage_update_and_the_prompt_answers_the_turns_sums(
             return reply, seen, again
 
     reply, seen, again = run(scenario)
-    assert reply.stop_reason == "end_turn"
-    # One usage_update per response, before the prompt's answer: the context it left.
-    assert seen == [
-        {"sessionUpdate": "usage_update", "used": context(first), "size": 200_000},
-        {"sessionUpdate": "usage_update", "used": context(second), "size": 200_000},
-    ]
-    assert reply.usage is not None
-    assert reply.usage.model_dump(exclude_none=True) == {
-        "input_tokens": 400,
-        "output_tokens": 2 * STREAMED_OUTPUT,
-        "cached_read_tokens": 2100,
-        "cached_write_tokens": 50,
-        "total_tokens": context(first) + context(second),
-    }
-    # The next prompt's usage is its own turn's; the update says what the context holds now.
-    assert again.usage is not None and again.usage.input_tokens == 20
-    assert again.usage.total_tokens == context(third)
-    assert recorder.updates("usage_update")[-1]["used"] == context(third)
+    assert reply.stop_reason == again.stop_reason == "end_turn"
+    # One usage_update per response of the main agent, before the prompt's answer: the
+    # context it left (the subagent's context is its own), and the sums so far, the
+    # subagent's responses included.
+    responses = (first, sub_first, sub_second, second)
+    assert seen == [update(first, first), update(second, *responses)]
+    # The next prompt's: what the context holds now, the sums go on.
+    assert recorder.updates("usage_update")[2:] == [update(third, *responses, third)]
+    # Without clientCapabilities.subagents: no child session, every update the session's.
+    sessions = {m["params"]["sessionId"] for m in recorder.received if "params" in m}
+    assert len(sessions) == 1
+    assert recorder.updates("subagent_update") == []

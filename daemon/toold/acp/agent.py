@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from acp import RequestError, run_agent
+from acp.connection import StreamDirection, StreamEvent
 from acp.interfaces import Agent, Client
 from acp.schema import (
     ClientCapabilities,
@@ -45,7 +46,7 @@ from toold.acp.answers import (
     unknown_session,
     workspace_folder,
 )
-from toold.acp.session import AcpSession, modes, wire_usage
+from toold.acp.session import AcpSession, modes
 from toold.acp.wire import READ_LIMIT, LineTransport
 from toold.opening import open_workspace
 from toold_protocol import errors as codes
@@ -84,6 +85,10 @@ class TooldAgent:
         self.client_capabilities = ClientCapabilities()
         self.client_name = ""
         """initialize's ``clientInfo.name`` (what ``toold daemon list`` shows)."""
+        self.child_sessions = False
+        """The client shows subagents as child sessions: its initialize's
+        ``clientCapabilities.subagents`` (ACP v1 since November 2026; the SDK 0.12 drops
+        the field, so it is read from the message itself: ``observe``)."""
         self.sessions: dict[str, AcpSession] = {}
         self.links: dict[str, list[McpServerLink]] = {}
         self._warming: asyncio.Future[Any] | None = None
@@ -91,6 +96,17 @@ class TooldAgent:
     def on_connect(self, conn: Client) -> None:
         """The SDK hands over the connection to the client."""
         self.conn = conn
+
+    def observe(self, event: StreamEvent) -> None:
+        """The SDK's stream observer: what the client's initialize says that the SDK's
+        models leave out (``clientCapabilities.subagents``)."""
+        message = event.message
+        if event.direction != StreamDirection.INCOMING or message.get("method") != "initialize":
+            return
+        params = message.get("params")
+        capabilities = params.get("clientCapabilities") if isinstance(params, dict) else None
+        subagents = capabilities.get("subagents") if isinstance(capabilities, dict) else None
+        self.child_sessions = isinstance(subagents, dict)  # {}: supported; absent, null: not
 
     async def initialize(
         self,
@@ -224,7 +240,8 @@ class TooldAgent:
             state = await session.opened.enter_async_context(opening)
         fs = self.client_capabilities.fs
         editor_fs = bool(fs and fs.read_text_file and fs.write_text_file)
-        session.attach(state, tools, editor_fs and state.config.acp.use_client_fs)
+        use_fs = editor_fs and state.config.acp.use_client_fs
+        session.attach(state, tools, use_fs, child_sessions=self.child_sessions)
         with contextlib.suppress(TimeoutError):
             # Skills and toold.toml are announced once changes to them are seen.
             await asyncio.wait_for(state.watching.wait(), WATCH_TIMEOUT_S)
@@ -239,12 +256,8 @@ class TooldAgent:
 
     async def prompt(self, prompt: list[Any], session_id: str, **kwargs: Any) -> PromptResponse:
         """Run one turn; its stop reason (a cancelled turn answers ``cancelled``)."""
-        session = self.require_session(session_id)
-        stop = await session.prompt(prompt)
-        used = session.turn_usage
-        return PromptResponse(
-            stop_reason=stop, usage=wire_usage(used) if used is not None else None
-        )
+        stop = await self.require_session(session_id).prompt(prompt)
+        return PromptResponse(stop_reason=stop)
 
     async def cancel(self, session_id: str, **kwargs: Any) -> None:
         """session/cancel (a notification): an unknown session is ignored."""
@@ -335,7 +348,9 @@ async def serve(workspace: Path | None, *, private: bool = False, from_tool: boo
     agent = TooldAgent(workspace, from_tool=from_tool)
     try:
         # The SDK routes the methods an agent defines; the others answer method-not-found.
-        await run_agent(cast(Agent, agent), client, use_unstable_protocol=UNSTABLE)
+        await run_agent(
+            cast(Agent, agent), client, use_unstable_protocol=UNSTABLE, observers=[agent.observe]
+        )
     finally:
         await asyncio.shield(agent.aclose())
 

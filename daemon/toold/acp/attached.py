@@ -108,6 +108,7 @@ class AcpConnection:
                 cast(Agent, self.agent),
                 LineTransport(reader, writer),
                 use_unstable_protocol=UNSTABLE,
+                observers=[self.agent.observe],
             )
         )
         stop = asyncio.ensure_future(self._stop.wait())

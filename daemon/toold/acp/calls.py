@@ -5,12 +5,19 @@ with its kind, title, locations and raw input), then ``tool_call_update``s: the 
 so far while a command runs, and the outcome: ``completed`` or ``failed`` with the
 command's output as text, or for a tool that writes a file a ``diff`` of the whole file
 before and after (read from the workspace; never a file outside it or through a link).
+
+With a client that shows subagents (``clientCapabilities.subagents``), a ``subagent`` call
+starts a child session: ``subagent_update`` on the parent announces it (title, the task,
+state ``running``), the subagent's text and tool calls are updates of the child's own
+``sessionId``, and a last ``subagent_update`` says it is ``idle``. Other clients see only
+the ``subagent`` call, as before.
 """
 
 from __future__ import annotations
 
 import os
 import stat
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -103,6 +110,9 @@ class TurnEvents(LoopEvents):
         toolset: ToolSet,
         outbox: Outbox,
         editor_writes: dict[str, tuple[str | None, str]] | None = None,
+        *,
+        child_sessions: bool = False,
+        parent: TurnEvents | None = None,
     ) -> None:
         self.root = root
         self.toolset = toolset
@@ -110,6 +120,19 @@ class TurnEvents(LoopEvents):
         self.open: dict[str, OpenCall] = {}
         self.editor_writes = editor_writes if editor_writes is not None else {}
         """Writes made through the editor (toold.acp.client_fs): their text before and after."""
+        self.child_sessions = child_sessions
+        """The client shows subagents as child sessions (``clientCapabilities.subagents``)."""
+        self.parent = parent
+        """A child session's: the events of the session that announced it."""
+
+    @property
+    def session_id(self) -> str:
+        """The session these events are updates of."""
+        return self.outbox.session_id
+
+    def top(self) -> TurnEvents:
+        """The events of the client's own session (a child session's: its root's)."""
+        return self if self.parent is None else self.parent.top()
 
     def annotations(self, name: str) -> tuple[str, ToolAnnotations]:
         """A tool's canonical name and annotations (an unknown name: the defaults)."""
@@ -235,15 +258,50 @@ class TurnEvents(LoopEvents):
             )
         )
 
-    def cancel_open(self) -> None:
-        """The turn was cancelled: every call still open failed."""
+    def cancel_open(self, why: str = "Cancelled by the user.") -> None:
+        """The turn was cancelled (or a subagent failed): every call still open failed."""
         for call_id in list(self.open):
             self.open.pop(call_id)
-            self.outbox.put(
-                update_tool_call(
-                    call_id, status="failed", content=[text_content("Cancelled by the user.")]
-                )
-            )
+            self.outbox.put(update_tool_call(call_id, status="failed", content=[text_content(why)]))
+
+    # -- subagents as child sessions -------------------------------------------------
+    def subagent(self, call_id: str, agent_type: str, task: str) -> TurnEvents | None:
+        """A child session for the subagent ``call_id`` starts, announced on this session
+        (None: the client does not show subagents)."""
+        if not self.child_sessions:
+            return None
+        child = TurnEvents(
+            self.root,
+            self.toolset,
+            self.outbox.child(uuid.uuid4().hex),
+            self.editor_writes,
+            child_sessions=True,
+            parent=self,
+        )
+        line = task.strip().splitlines()[0] if task.strip() else agent_type
+        announce = subagent_update(child.session_id, {"state": "running"})
+        announce["title"] = f"{agent_type}: {line[:80]}" + ("…" if len(line) > 80 else "")
+        announce["description"] = task[:SHOWN_CHARS]
+        announce["_meta"] = {"toold": {"toolCallId": call_id}}
+        self.outbox.put(announce)
+        return child
+
+    def ended(self, error: str | None) -> None:
+        """A child session's subagent ended: its open calls are settled (failed, with
+        ``error``) and its parent's ``subagent_update`` says it is idle."""
+        if self.parent is None:
+            return
+        if error is None:
+            self.settle()
+        else:
+            self.cancel_open(f"The subagent failed: {error}")
+        self.parent.outbox.put(subagent_update(self.session_id, {"state": "idle"}))
+
+
+def subagent_update(child_id: str, state: dict[str, str]) -> dict[str, Any]:
+    """ACP v1's ``subagent_update`` (stable since November 2026; the Python SDK 0.12 has no
+    model of it): the child session ``child_id`` and its work state."""
+    return {"sessionUpdate": "subagent_update", "sessionId": child_id, "state": state}
 
 
 def raw_output(outcome: ToolOutcome) -> Any:

@@ -20,7 +20,7 @@ from typing import Any
 from acp import RequestError, update_plan
 from acp.helpers import update_available_commands, update_current_mode
 from acp.interfaces import Client
-from acp.schema import SessionMode, SessionModeState, StopReason, Usage, UsageUpdate
+from acp.schema import SessionMode, SessionModeState, StopReason, UsageUpdate
 
 from toold.acp import history
 from toold.acp.calls import TurnEvents
@@ -34,7 +34,13 @@ from toold.acp.updates import (
     prompt_text,
     tool_kind,
 )
-from toold.agents.loop import AgentContext, TurnLimitReached, agent_loop, current_tool_use
+from toold.agents.loop import (
+    AgentContext,
+    TurnLimitReached,
+    agent_loop,
+    current_events,
+    current_tool_use,
+)
 from toold.agents.provider import ModelRefused, ProviderError
 from toold.agents.usage import DEFAULT_CONTEXT_WINDOW, TokenUsage, UsageMeter
 from toold.errors import AgentUnavailable, wire_error
@@ -74,15 +80,17 @@ def modes(current: str) -> SessionModeState:
     )
 
 
-def wire_usage(usage: TokenUsage) -> Usage:
-    """toold's token counts as ACP's ``Usage`` (input: the tokens not read from the cache)."""
-    return Usage(
-        total_tokens=usage.total,
-        input_tokens=usage.input_tokens,
-        output_tokens=usage.output_tokens,
-        cached_read_tokens=usage.cache_read_tokens,
-        cached_write_tokens=usage.cache_write_tokens,
-    )
+def usage_meta(usage: TokenUsage) -> dict[str, Any]:
+    """The session's token sums as ``usage_update``'s ``_meta.toold`` (ACP v1's stable
+    update has no field for them; its ``Usage`` names are used)."""
+    sums = {
+        "inputTokens": usage.input_tokens,
+        "outputTokens": usage.output_tokens,
+        "cachedReadTokens": usage.cache_read_tokens,
+        "cachedWriteTokens": usage.cache_write_tokens,
+        "totalTokens": usage.total,
+    }
+    return {"toold": sums}
 
 
 def add_user_content(messages: list[dict[str, Any]], content: list[dict[str, Any]]) -> None:
@@ -130,14 +138,19 @@ class AcpSession:
         """The session's workspace (toold.opening: bound and watched), closed with it."""
         self._asks = 0
         self.meter = UsageMeter(self._report_usage)
-        """The session's tokens (from this process's start of it: a loaded session's earlier
-        turns are not counted again)."""
-        self.turn_usage: TokenUsage | None = None
-        """The last prompt's tokens, its subagents' included (session/prompt's ``usage``)."""
+        """The session's tokens, its subagents' included (from its opening in this process:
+        a loaded session's earlier turns are not counted again)."""
 
-    def attach(self, state: WorkspaceState, extra_tools: list[Tool], editor_fs: bool) -> None:
+    def attach(
+        self,
+        state: WorkspaceState,
+        extra_tools: list[Tool],
+        editor_fs: bool,
+        child_sessions: bool = False,
+    ) -> None:
         """Use a bound workspace; ``extra_tools`` (MCP servers' tools) join its catalogue,
-        and with ``editor_fs`` read_file and write_file go through the editor."""
+        with ``editor_fs`` read_file and write_file go through the editor, and with
+        ``child_sessions`` subagents are shown as child sessions."""
         self.state = state
         files = EditorFiles(self.conn, self.id, state.root) if editor_fs else None
         if files is not None:
@@ -145,7 +158,9 @@ class AcpSession:
         toolset = ToolSet.merge(state.toolset, extra_tools) if extra_tools else state.toolset
         self.gateway = state.gateway.narrowed(toolset=toolset)
         writes = files.writes if files is not None else None
-        self.events = TurnEvents(state.root, toolset, self.outbox, writes)
+        self.events = TurnEvents(
+            state.root, toolset, self.outbox, writes, child_sessions=child_sessions
+        )
 
     # -- from the workspace --------------------------------------------------------
     def push(self, method: str, params: dict[str, Any]) -> None:
@@ -165,8 +180,12 @@ class AcpSession:
 
     async def ask(self, tool: str, args: Any, reason: str) -> Answer | None:
         """The guard's question as session/request_permission → allow / always / deny /
-        never (Always deny, which the guard remembers) / None."""
+        never (Always deny, which the guard remembers) / None. A call of a subagent shown
+        as a child session is asked about in that session."""
         events = self.require_events()
+        shown = current_events.get()
+        if isinstance(shown, TurnEvents) and shown.top() is events:
+            events = shown
         call_id = current_tool_use.get()
         if call_id is None:
             self._asks += 1
@@ -177,7 +196,7 @@ class AcpSession:
         try:
             response = await asyncio.wait_for(
                 self.conn.request_permission(
-                    session_id=self.id, tool_call=subject, options=PERMISSION_OPTIONS
+                    session_id=events.session_id, tool_call=subject, options=PERMISSION_OPTIONS
                 ),
                 wait,
             )
@@ -199,15 +218,21 @@ class AcpSession:
 
     def _report_usage(self, meter: UsageMeter) -> None:
         """After each response of the session's own model: ``usage_update`` with the
-        tokens now in its context. No cost: toold knows no price of the model it is
-        pointed at (any model name, any Anthropic-compatible URL)."""
+        tokens now in its context, and the session's sums in ``_meta``. No cost: toold
+        knows no price of the model it is pointed at (any model name, any
+        Anthropic-compatible URL)."""
         if meter.last is None:
             return
         agents = self.require_state().agents
         size = getattr(agents.provider, "context_window", None) if agents is not None else None
         size = size if isinstance(size, int) else DEFAULT_CONTEXT_WINDOW
         self.outbox.put(
-            UsageUpdate(session_update="usage_update", used=meter.last.total, size=size)
+            UsageUpdate(
+                session_update="usage_update",
+                used=meter.last.total,
+                size=size,
+                field_meta=usage_meta(meter.total),
+            )
         )
 
     # -- protocol ------------------------------------------------------------------
@@ -249,7 +274,6 @@ class AcpSession:
             events=self.require_events(),
             meter=self.meter,
         )
-        before = self.meter.total
         running = asking.set(self)  # the turn's task keeps it: its prompts come here
         try:
             self.turn = asyncio.ensure_future(agent_loop(ctx, self.messages))
@@ -259,7 +283,6 @@ class AcpSession:
             stop = await self._finish(self.turn)
         finally:
             self.turn = None
-            self.turn_usage = self.meter.total - before
             self.require_events().settle()
             await self.keep()
         await self.outbox.flush()

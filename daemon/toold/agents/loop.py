@@ -54,6 +54,18 @@ class LoopEvents:
     def tool_finished(self, call_id: str, name: str, args: Any, outcome: ToolOutcome) -> None:
         """The call's outcome (a refusal and an unknown tool are error outcomes)."""
 
+    def subagent(self, call_id: str, agent_type: str, task: str) -> LoopEvents | None:
+        """A subagent the call ``call_id`` starts: the events its loop reports to (None:
+        it is not shown on its own)."""
+        return None
+
+    def ended(self, error: str | None) -> None:
+        """This loop (a subagent's) ended: None when it answered, else why not."""
+
+
+current_events: ContextVar[LoopEvents | None] = ContextVar("toold_loop_events", default=None)
+"""The events of the loop whose tool call runs (a subagent it starts reports under them)."""
+
 
 @dataclass
 class AgentContext:
@@ -130,13 +142,14 @@ async def _run_call(ctx: AgentContext, call: dict[str, Any]) -> dict[str, Any]:
         def progress(text: str) -> None:
             events.tool_progress(call_id, text)
 
-    token = current_tool_use.set(call_id)
+    token, watched = current_tool_use.set(call_id), current_events.set(events)
     try:
         outcome = await ctx.gateway.call(name, args, CallContext(origin="agent", progress=progress))
     except UnknownToolError as exc:
         outcome = ToolOutcome(str(exc), is_error=True, decision="refused", reason=str(exc))
     finally:
         current_tool_use.reset(token)
+        current_events.reset(watched)
     if events is not None:
         events.tool_finished(call_id, name, args, outcome)
     result["content"] = result_content(outcome.content)

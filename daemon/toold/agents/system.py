@@ -10,7 +10,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
-from toold.agents.loop import AgentContext, agent_loop
+from toold.agents.loop import AgentContext, agent_loop, current_events, current_tool_use
 from toold.agents.usage import current_meter
 from toold.gateway import ToolGateway
 from toold.permissions.guard import PermissionGuard
@@ -170,14 +170,25 @@ class AgentSystem:
             on_tool=on_tool,
             meter=counting.child() if counting is not None else None,
         )
+        caller, call_id = current_events.get(), current_tool_use.get()
+        if caller is not None and call_id is not None and not run_in_background:
+            # A front end that shows it on its own (toold acp: a child session).
+            ctx.events = caller.subagent(call_id, kind_name, task)
 
         async def work() -> str:
             token_depth, token_guard = agent_depth.set(depth), current_guard.set(guard)
             try:
-                return await agent_loop(ctx, [{"role": "user", "content": task}])
+                answer = await agent_loop(ctx, [{"role": "user", "content": task}])
+            except BaseException as exc:
+                if ctx.events is not None:
+                    ctx.events.ended(f"{type(exc).__name__}: {exc}")
+                raise
             finally:
                 agent_depth.reset(token_depth)
                 current_guard.reset(token_guard)
+            if ctx.events is not None:
+                ctx.events.ended(None)
+            return answer
 
         if not run_in_background:
             return await work()

@@ -52,14 +52,6 @@ class TokenUsage:
             self.cache_write_tokens + other.cache_write_tokens,
         )
 
-    def __sub__(self, other: TokenUsage) -> TokenUsage:
-        return TokenUsage(
-            self.input_tokens - other.input_tokens,
-            self.output_tokens - other.output_tokens,
-            self.cache_read_tokens - other.cache_read_tokens,
-            self.cache_write_tokens - other.cache_write_tokens,
-        )
-
     @property
     def total(self) -> int:
         """Every token: for one response, what its context holds once it answered (the
