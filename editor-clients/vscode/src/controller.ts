@@ -391,6 +391,8 @@ export class TooldController implements vscode.Disposable {
   }
 
   private onStateChanged(state: State): void {
+    // A daemon that stopped (languageclient may start it again) said nothing since.
+    if (state !== State.Running) this.problems.clear();
     if (state === State.Running) this.setState("running");
     else if (state === State.Starting) this.setState("starting");
     else this.setState("stopped");

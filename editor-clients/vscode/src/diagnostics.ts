@@ -1,7 +1,7 @@
 // What the agent's edits broke, as the Problems panel wants it: toold's wire diagnostics
 // (from the language servers toold runs after a tool's write) mapped to VS Code's
-// diagnostic shape, and kept per file. No `vscode` import: problems.ts puts these on
-// a DiagnosticCollection, and the tests run this module in plain Node.
+// diagnostic shape. No `vscode` import: problems.ts puts these on a DiagnosticCollection
+// (per file), and the tests run this module in plain Node.
 
 import type { Diagnostic } from "./protocol";
 
