@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import subprocess
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -156,19 +155,6 @@ def test_no_daemon_serves_in_its_own_process(engines: Engines, workspace: Path) 
     assert not result.is_error and text(result) == "Wrote 1 characters to x.txt", result
     assert user.asked == 1
     assert live_engines(engines.runtime) == []
-
-
-def test_the_engine_loads_the_mcp_sdk_only_for_an_mcp_session() -> None:
-    """What an engine imports to start, bind and serve editors names no MCP module."""
-    probe = (
-        "import sys, toold.engine.engine, toold.engine.serving, toold.server,"
-        " toold.handlers.table, toold.workspace, toold.engine.relay\n"
-        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('mcp', 'mcp_types')))"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True
-    )
-    assert done.stdout.strip() == "[]"
 
 
 def test_the_clients_stdin_comes_as_lines_and_one_past_the_cap_ends_them() -> None:

@@ -276,8 +276,11 @@ def test_structured_results_come_with_an_output_schema(workspace: Path) -> None:
 
 
 def test_the_daemon_never_imports_the_mcp_sdk() -> None:
+    """Nor does the engine, to start, bind and serve editors: it loads the SDK when an
+    ``mcp`` session serves (toold.bridge.attached imports it then)."""
     probe = (
-        "import sys, toold.cli, toold.server, toold.handlers, toold.workspace\n"
+        "import sys, toold.cli, toold.server, toold.handlers, toold.workspace,"
+        " toold.engine.engine, toold.engine.serving, toold.engine.relay, toold.bridge.attached\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('mcp', 'mcp_types')))"
     )
     done = subprocess.run(
