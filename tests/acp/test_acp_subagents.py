@@ -10,6 +10,7 @@ keeps every message as it arrived.
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -117,3 +118,39 @@ def test_a_subagent_works_in_a_child_session_announced_on_its_parent(
     assert [s for s, u in seen if u["sessionUpdate"] == "usage_update"] == [parent, parent]
     assert [u["used"] for u in usage] == [12 + 7, 12 + 7]
     assert usage[-1]["_meta"]["toold"]["totalTokens"] == 4 * (12 + 7)
+
+
+def test_cancelling_the_parent_ends_the_child_session_and_its_open_call(
+    model: ModelServer, workspace: Path, recorder: Recorder
+) -> None:
+    script(model)
+    recorder.answers = ["allow_once", "never"]  # the subagent's write is never answered
+
+    async def scenario() -> tuple[str, PromptResponse]:
+        async with acp_agent(workspace, agent_env(model), recorder) as conn:
+            await initialize(conn, subagents=True)
+            session = (await conn.new_session(cwd=str(workspace), mcp_servers=[])).session_id
+            turn = asyncio.ensure_future(
+                conn.prompt(session_id=session, prompt=[text_block("delegate it")])
+            )
+            await recorder.until(
+                lambda: len(recorder.requests("session/request_permission")) == 2,
+                "the subagent's question",
+            )
+            await conn.cancel(session_id=session)
+            return session, await turn
+
+    parent, reply = run(scenario)
+    assert reply.stop_reason == "cancelled"
+    assert not (workspace / "out.txt").exists()
+    seen = updates_by_session(recorder)
+    announced = [u for s, u in seen if s == parent and u["sessionUpdate"] == "subagent_update"]
+    child = announced[0]["sessionId"]
+    assert announced[-1] == {
+        "sessionUpdate": "subagent_update",
+        "sessionId": child,
+        "state": {"state": "idle"},
+    }
+    write = [u for s, u in seen if s == child and u.get("toolCallId") == "toolu_0003"]
+    assert write[-1]["status"] == "failed"
+    assert write[-1]["content"][0]["content"]["text"] == "Cancelled by the user."

@@ -288,13 +288,13 @@ class TurnEvents(LoopEvents):
 
     def ended(self, error: str | None) -> None:
         """A child session's subagent ended: its open calls are settled (failed, with
-        ``error``) and its parent's ``subagent_update`` says it is idle."""
+        ``error`` as their text) and its parent's ``subagent_update`` says it is idle."""
         if self.parent is None:
             return
         if error is None:
             self.settle()
         else:
-            self.cancel_open(f"The subagent failed: {error}")
+            self.cancel_open(error)
         self.parent.outbox.put(subagent_update(self.session_id, {"state": "idle"}))
 
 

@@ -60,7 +60,8 @@ class LoopEvents:
         return None
 
     def ended(self, error: str | None) -> None:
-        """This loop (a subagent's) ended: None when it answered, else why not."""
+        """This loop (a subagent's) ended: None when it answered, else what stopped it
+        (the text its open calls end with)."""
 
 
 current_events: ContextVar[LoopEvents | None] = ContextVar("toold_loop_events", default=None)

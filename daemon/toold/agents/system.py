@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import secrets
 import string
@@ -179,9 +180,13 @@ class AgentSystem:
             token_depth, token_guard = agent_depth.set(depth), current_guard.set(guard)
             try:
                 answer = await agent_loop(ctx, [{"role": "user", "content": task}])
+            except asyncio.CancelledError:
+                if ctx.events is not None:
+                    ctx.events.ended("Cancelled by the user.")
+                raise
             except BaseException as exc:
                 if ctx.events is not None:
-                    ctx.events.ended(f"{type(exc).__name__}: {exc}")
+                    ctx.events.ended(f"The subagent failed: {type(exc).__name__}: {exc}")
                 raise
             finally:
                 agent_depth.reset(token_depth)
