@@ -13,8 +13,8 @@ from toold.config import TooldConfig
 from toold.sandbox.runners import make_runner
 
 TYPED = 'export function greet(name: string): string {\n  return "hi " + name;\n}\n'
-CALL = 'import { greet } from "./greet";\n\nexport const shown: string = greet("ann");\n'
-BROKEN = 'import { greet } from "./greet";\n\nexport const shown: number = greet("ann");\n'
+CALL = 'import { greet } from "./greet";\n\nexport const shown: string = greet("bo");\n'
+BROKEN = 'import { greet } from "./greet";\n\nexport const shown: number = greet("bo");\n'
 
 
 def test_a_type_error_is_reported_and_its_fix_clears_it(tmp_path: Path) -> None:
@@ -38,10 +38,18 @@ def test_a_type_error_is_reported_and_its_fix_clears_it(tmp_path: Path) -> None:
 
     async def main() -> None:
         try:
-            clean = await edits.call("write_file", file_path="main.ts", content=CALL)
+            first = CALL.replace('"bo"', '"ann"')
+            clean = await edits.call("write_file", file_path="main.ts", content=first)
             assert clean.diagnostics is not None and clean.diagnostics.new == []
             [server] = edits.service.running().values()
             assert "bwrap" in " ".join(server.argv)  # sandboxed, as the default runner is
+            # An edit that keeps the file clean is answered too (the server pushes nothing
+            # then: toold pulls through tsserver), not left pending (after 30 s here).
+            still = await edits.call(
+                "edit_file", file_path="main.ts", old_text="ann", new_text="bo"
+            )
+            assert still.diagnostics is not None
+            assert (still.diagnostics.new, still.diagnostics.pending) == ([], [])
 
             broke = await edits.call(
                 "edit_file", file_path="main.ts", old_text=CALL, new_text=BROKEN

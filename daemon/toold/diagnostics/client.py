@@ -6,7 +6,9 @@ requests (workspace/configuration, client/registerCapability, progress tokens) g
 empty answers, its ``textDocument/publishDiagnostics`` fill a per-document mailbox.
 Documents are sent whole (``didOpen`` then full-text ``didChange``, which every sync
 kind accepts). Diagnostics are pulled (``textDocument/diagnostic``) when the server
-offers it, and otherwise waited for as pushed, matched by the document's version.
+offers it, and otherwise waited for as pushed, matched by the document's version;
+typescript-language-server's are pulled through its tsserver command (toold.diagnostics.
+tsserver: its pushes say nothing when a file stays clean).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from toold.connection import JsonRpcConnection, ResponseError
+from toold.diagnostics import tsserver
 from toold.sandbox.process import kill_group
 from toold.transport import HEADER_LIMIT, FrameWriter, serve_streams
 
@@ -253,6 +256,11 @@ class LanguageServer:
         if self.exited.is_set():
             raise ServerGone(f"{self.name} exited ({self.crash_report()})")
         document = self._documents[uri]
+        if tsserver.offered(self.capabilities):  # its pushes cannot tell a clean edit
+            try:
+                return await tsserver.pull(self._request, uri, timeout)
+            except (ResponseError, tsserver.Refused) as exc:
+                raise ServerGone(f"{self.name}: {exc}") from None
         if self.pulls:
             params = {"textDocument": {"uri": uri}}
             try:
