@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -106,6 +107,9 @@ def mcp_bridge(
     server = StdioServerParameters(
         command=sys.executable,
         args=["-m", "toold", "mcp", "--workspace", str(daemon.workspace)],
+        # The SDK passes only PATH, HOME and the like: give the test's runtime folder, so
+        # the engine this toold mcp attaches to is the suite's, stopped at its end.
+        env=dict(os.environ),
     )
 
     async def main() -> types.CallToolResult:
