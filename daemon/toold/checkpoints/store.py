@@ -88,7 +88,8 @@ class CheckpointStore:
         """Bytes of each object by digest, as stored or first measured (objects never
         change): the bound is kept as the index changes, never by measuring them all."""
         self._root_folder = HeldFolder(folder)
-        self._subfolders: dict[str, HeldFolder] = {}
+        self._subfolders = {"objects": HeldFolder(folder / "objects")}
+        """Made here, not on first use: calls on threads would race to make them."""
         self._index = CheckpointIndex(folder, self._size_of, self._root_folder.open)
         self._held: Counter[str] = Counter()
         """Objects stored for calls not recorded yet: never removed under them."""
@@ -169,10 +170,7 @@ class CheckpointStore:
         between calls (toold.checkpoints.folders); the caller closes the one it gets."""
         if sub is None:
             return self._root_folder.open()
-        held = self._subfolders.get(sub)
-        if held is None:
-            held = self._subfolders[sub] = HeldFolder(self.folder / sub)
-        fd = held.open()
+        fd = self._subfolders[sub].open()
         if not self._parent_private:
             try:
                 os.close(self._dir())
