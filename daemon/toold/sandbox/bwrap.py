@@ -5,7 +5,8 @@ read-only (passwd and group written for it; no shadow, sudoers or keys), the Pyt
 runtime toold runs on read-only, the workspace read-write at its own path, a private
 /tmp, its own /dev and /proc; no /home, /root, /run or /var, so no host socket. It runs
 as an unprivileged user (uid 1000) in its own user namespace, even for a root daemon;
-every namespace is unshared (the network too, unless ``execution.network``), user
+every namespace is unshared (the network too, unless ``execution.network = true``: under
+a table its only way out is toold's proxy, see toold.sandbox.network), user
 namespaces cannot be nested, no capabilities survive, it leads a new session and dies
 with the daemon. Its environment is the allow-list of toold.sandbox.environment.
 

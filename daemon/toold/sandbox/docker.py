@@ -1,7 +1,8 @@
 """The docker runner: each call in a fresh container running the worker.
 
 The container gets the workspace bind-mounted read-write at its own path, a read-only
-root filesystem with a private /tmp, no network unless ``execution.network``, the CPU,
+root filesystem with a private /tmp, no network unless ``execution.network = true`` (a
+table: toold's proxy alone, see toold.sandbox.network), the CPU,
 memory and process limits from the configuration, no capabilities, and the daemon's
 uid. It is removed when the call ends and killed if the call is cancelled.
 
