@@ -7,6 +7,7 @@ applies at once.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -65,3 +66,10 @@ def test_a_wider_allow_list_waits_for_apply_and_a_narrower_one_applies_at_once(
     (workspace / "toold.toml").write_text(_toml(["canary.test"]), encoding="utf-8")
     wait_until(lambda: status(client, "pypi.test", port) == "403", "the narrower list")
     assert status(client, "canary.test", port) == "200"
+    # Each decision is a line of the workspace's audit log, beside the calls'.
+    lines = (workspace / ".toold" / "audit.jsonl").read_text(encoding="utf-8").splitlines()
+    network = [json.loads(line) for line in lines if '"event": "network"' in line]
+    seen = {(e["host"], e["port"], e["method"], e["decision"], e["rule"]) for e in network}
+    assert ("canary.test", port, "GET", "denied", "execution.network.allow") in seen, seen
+    assert ("canary.test", port, "GET", "allowed", "canary.test") in seen, seen
+    assert ("pypi.test", port, "GET", "allowed", "pypi.test") in seen, seen
