@@ -224,7 +224,9 @@ def redact_text(text: str) -> str:
         if secret in text:
             text = text.replace(secret, REDACTED)
     low = text.lower()
-    if not any(hint in low for hint in _HINTS) and not _TOKEN_RUN.search(text):
+    # The one regex first: where a token run exists (most code, any base64) the 30
+    # substring scans for a hint would decide nothing.
+    if not _TOKEN_RUN.search(text) and not any(hint in low for hint in _HINTS):
         return text
     # Each rule runs only where the words it needs occur (a job's log is mostly without).
     named = any(word in low for word in _NAME_HINTS)
