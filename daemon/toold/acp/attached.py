@@ -18,7 +18,6 @@ servers (TooldAgent's ``from_tool``).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from typing import TYPE_CHECKING, Any, cast
 
@@ -28,6 +27,7 @@ from acp.interfaces import Agent
 from toold.acp.agent import UNSTABLE, TooldAgent
 from toold.acp.session import asking
 from toold.acp.wire import LineTransport
+from toold.engine.attached import AttachedConnection
 
 if TYPE_CHECKING:
     from toold.workspace import WorkspaceState
@@ -35,57 +35,25 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-class AcpConnection:
+class AcpConnection(AttachedConnection):
     """One ``toold acp``'s connection to the engine, as a session of the engine."""
 
-    def __init__(self, state: WorkspaceState, from_tool: bool) -> None:
-        self.agent = TooldAgent(shared=state, from_tool=from_tool)
-        self.from_tool = from_tool
-        """The client runs inside one of the engine's tool calls: it is asked nothing."""
-        self.client_process_id: int | None = None
-        self.execution_events = False
-        self.exit_code = 0
-        self._stop = asyncio.Event()
+    kind = "ACP"
 
-    # -- FrontEnd ------------------------------------------------------------------
+    def __init__(self, state: WorkspaceState, from_tool: bool) -> None:
+        super().__init__(from_tool)
+        self.agent = TooldAgent(shared=state, from_tool=from_tool)
+
     @property
     def client_name(self) -> str:
         """The ACP client's ``clientInfo.name`` (its editor), once it initialized."""
         return self.agent.client_name
-
-    @property
-    def editor(self) -> AcpConnection:
-        """Where the workspace's messages to this connection go: here."""
-        return self
-
-    @property
-    def initialized(self) -> bool:
-        """Notifications go to sessions, which exist only once session/new answered."""
-        return True
-
-    def request_stop(self, exit_code: int = 0) -> None:
-        """End the connection (the engine stops): every session's turn is cancelled."""
-        if not self._stop.is_set():
-            self.exit_code = exit_code
-            self._stop.set()
 
     # -- SessionEditor -------------------------------------------------------------
     def push(self, method: str, params: dict[str, Any]) -> None:
         """A shared-state notification, to each of the connection's sessions."""
         for session in list(self.agent.sessions.values()):
             session.push(method, params)
-
-    def show_error(self, message: str) -> None:
-        """ACP has no message to show: logged, as ``toold acp --no-daemon`` does."""
-        log.error("%s", message)
-
-    def show_warning(self, message: str) -> None:
-        """ACP has no message to show: logged."""
-        log.warning("%s", message)
-
-    def can_ask(self) -> bool:
-        """ACP clients answer session/request_permission."""
-        return True
 
     async def ask_user(self, tool: str, args: Any, reason: str) -> str | None:
         """The guard's question, to the session whose turn made the call (None: no turn
@@ -96,31 +64,19 @@ class AcpConnection:
             return None
         return await session.ask(tool, args, reason)
 
-    async def confirm(self, message: str, actions: list[str], timeout: float) -> str | None:
-        """ACP asks about tool calls only (the engine asks an editor about reloads)."""
-        return None
-
     # -- serving -------------------------------------------------------------------
     async def serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> int:
         """Run the agent on the connection's lines until it closes or the engine stops."""
-        running = asyncio.ensure_future(
-            run_agent(
-                cast(Agent, self.agent),
-                LineTransport(reader, writer),
-                use_unstable_protocol=UNSTABLE,
-                observers=[self.agent.observe],
-            )
-        )
-        stop = asyncio.ensure_future(self._stop.wait())
+        transport = LineTransport(reader, writer)
         try:
-            await asyncio.wait({running, stop}, return_when=asyncio.FIRST_COMPLETED)
+            await self.serve_until_stopped(
+                run_agent(
+                    cast(Agent, self.agent),
+                    transport,
+                    use_unstable_protocol=UNSTABLE,
+                    observers=[self.agent.observe],
+                )
+            )
         finally:
-            stop.cancel()
-            running.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                try:
-                    await running
-                except Exception:
-                    log.exception("the ACP connection failed")
             await asyncio.shield(self.agent.aclose())
         return self.exit_code

@@ -22,11 +22,12 @@ other sessions meanwhile, and counts this one as attached (not idle) while it lo
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import importlib
 import logging
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any, cast
+
+from toold.engine.attached import AttachedConnection
 
 if TYPE_CHECKING:
     import anyio
@@ -90,66 +91,29 @@ class Output:
         await self._writer.wait_writable()
 
 
-class McpConnection:
+class McpConnection(AttachedConnection):
     """One ``toold mcp``'s stdio, served by the engine as a session of its own."""
 
+    kind = "MCP"
+
     def __init__(self, state: WorkspaceState, from_tool: bool) -> None:
+        super().__init__(from_tool)
         self.state = state
-        self.from_tool = from_tool
-        """The client runs inside one of the engine's tool calls: it is asked nothing."""
         self.client_name = ""
         """The client's ``clientInfo.name``, once its initialize came (handshake only)."""
-        self.client_process_id: int | None = None
-        self.execution_events = False
-        self.exit_code = 0
         self._asker: McpAsker | None = None
         """The guard's questions to the client, once the SDK is loaded (``serve``)."""
-        self._stop = asyncio.Event()
 
-    # -- FrontEnd ------------------------------------------------------------------
-    @property
-    def editor(self) -> McpConnection:
-        """Where the workspace's messages to this connection go: here."""
-        return self
-
-    @property
-    def initialized(self) -> bool:
-        """MCP has nothing to be told (``push`` drops all): always ready for it."""
-        return True
-
-    def request_stop(self, exit_code: int = 0) -> None:
-        """End the connection (the engine stops): its running calls are cancelled."""
-        if not self._stop.is_set():
-            self.exit_code = exit_code
-            self._stop.set()
-
-    # -- SessionEditor -------------------------------------------------------------
+    # -- SessionEditor (the rest: AttachedConnection) -----------------------------------
     def push(self, method: str, params: dict[str, Any]) -> None:
         """No MCP equivalent of toold's notifications: dropped, as in process."""
         log.debug("no MCP equivalent for %s; dropped", method)
-
-    def show_error(self, message: str) -> None:
-        """MCP has no message to show: logged, as ``toold mcp --no-daemon`` does."""
-        log.error("%s", message)
-
-    def show_warning(self, message: str) -> None:
-        """MCP has no message to show: logged."""
-        log.warning("%s", message)
-
-    def can_ask(self) -> bool:
-        """Whether a question may go out: each call's client says (McpAsker raises
-        CannotAsk for one that declared no elicitation)."""
-        return True
 
     async def ask_user(self, tool: str, args: Any, reason: str) -> Answer | None:
         """The guard's question, to the client of the call being judged (asking)."""
         if self._asker is None:  # no call of this session runs yet: nobody to ask
             return None
         return await self._asker(tool, args, reason)
-
-    async def confirm(self, message: str, actions: list[str], timeout: float) -> str | None:
-        """MCP asks about tool calls only (the engine asks an editor about reloads)."""
-        return None
 
     # -- serving -------------------------------------------------------------------
     async def _named(
@@ -187,17 +151,6 @@ class McpConnection:
 
     async def serve(self, reader: asyncio.StreamReader, writer: FrameWriter) -> int:
         """Serve MCP on the client's stdio until it hangs up (0) or the engine stops."""
-        running = asyncio.ensure_future(self._run(reader, writer))
-        stop = asyncio.ensure_future(self._stop.wait())
-        try:
-            await asyncio.wait({running, stop}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            stop.cancel()
-            running.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                try:
-                    await running
-                except Exception:
-                    log.exception("the MCP connection failed")
-                    self.exit_code = 1
+        if await self.serve_until_stopped(self._run(reader, writer)):
+            self.exit_code = 1
         return self.exit_code
