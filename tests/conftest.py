@@ -11,15 +11,16 @@ from pathlib import Path
 import pytest
 
 from tests.engine.support import Engines, stop_engines
+from tests.idle_engines import stop_idle_engines
 
 # bash captures the login environment with `bash -l` (and runs `bash -lc` with
 # execution.login_shell); on machines whose login profile runs `pyenv rehash`, a shell
 # killed mid-rehash leaves a lock that makes every later login shell wait up to 60 s.
 # Fail that wait fast instead.
 os.environ.setdefault("PYENV_REHASH_TIMEOUT", "1")
-# Every toold command a test starts serves privately (as with --no-daemon): the shared
-# engine's tests (tests/engine) opt in per process and stop what they start.
-os.environ.setdefault("TOOLD_NO_DAEMON", "1")
+# No TOOLD_NO_DAEMON here: every toold command a test starts takes the path users run,
+# the workspace's shared engine (fixtures below stop the engines). A test or folder that
+# needs a private daemon says so itself (`--no-daemon`, or its conftest).
 
 
 # The fast loop, ``python -m pytest -m "not slow"``, leaves out what spawns processes
@@ -116,6 +117,14 @@ def engine_runtime() -> Iterator[Path]:
         stop_engines(runtime, dict(os.environ))
         shutil.rmtree(runtime, ignore_errors=True)
         shutil.rmtree(state, ignore_errors=True)
+
+
+@pytest.fixture(autouse=True)
+def idle_engines_stopped(engine_runtime: Path) -> Iterator[None]:
+    """After each test, the run's engines that are idle stop (tests.idle_engines): the
+    engines of finished tests do not pile up; one a session-wide client uses stays."""
+    yield
+    stop_idle_engines(engine_runtime)
 
 
 @pytest.fixture

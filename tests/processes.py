@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
+from pathlib import Path
 
 from tests.waiting import WAIT_S, wait_until
+from toold.engine.attach import engine_pid
+from toold.engine.location import EnginePaths
 
 
 def process_alive(pid: int) -> bool:
@@ -50,3 +53,17 @@ def processes_matching(marker: str) -> list[int]:
             except OSError:
                 continue
     return found
+
+
+def serving_pid(serve_pid: int) -> int:
+    """The process that serves the session of the ``toold serve`` at ``serve_pid``, whose
+    memory, descriptors and children a test looks at: the workspace's engine on the
+    default path (``toold serve`` hands its stdio over and only waits), else that
+    ``toold serve`` itself (``--no-daemon``). The workspace is its ``--workspace``."""
+    argv = Path(f"/proc/{serve_pid}/cmdline").read_bytes().split(b"\0")
+    if b"--no-daemon" in argv or b"--workspace" not in argv:
+        return serve_pid
+    workspace = Path(os.fsdecode(argv[argv.index(b"--workspace") + 1]))
+    engine = engine_pid(EnginePaths.of(workspace))
+    assert engine is not None, f"no engine serves {workspace}"
+    return engine

@@ -1,4 +1,6 @@
-"""A team round trip across two daemon processes sharing one workspace.
+"""A team round trip across two daemon processes sharing one workspace (``--no-daemon``:
+on the default path both editors would share the workspace's one engine, where a
+teammate outlives the session that spawned it).
 
 Daemon B runs the teammate; daemon A registers it, sees it running, sends it a request
 and gets the reply, which also reaches A's editor as team/message. The teammate's model
@@ -23,7 +25,10 @@ def daemons(tmp_path: Path, model: ModelServer) -> Iterator[tuple[WireClient, Wi
     workspace.mkdir()
     env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
     env |= {"ANTHROPIC_API_KEY": API_KEY, "ANTHROPIC_BASE_URL": model.url}
-    pair = (WireClient(workspace, env=env), WireClient(workspace, env=env))
+    pair = (
+        WireClient(workspace, "--no-daemon", env=env),
+        WireClient(workspace, "--no-daemon", env=env),
+    )
     for client in pair:
         client.initialize(rootUri=workspace.as_uri())
     yield pair

@@ -106,8 +106,10 @@ def test_daemon_exits_when_client_process_dies(workspace: Path) -> None:
 
 
 def test_debug_logs_go_to_stderr_never_stdout(workspace: Path) -> None:
-    """With debug logging on, every stdout byte still parses as a frame."""
-    c = WireClient(workspace, "--log-level", "debug")
+    """With debug logging on, every stdout byte still parses as a frame. A private daemon:
+    it serves and logs in the one process (an engine logs to its log file, never to the
+    editor's stdout)."""
+    c = WireClient(workspace, "--log-level", "debug", "--no-daemon")
     try:
         c.initialize()
         assert c.tool("read_file", file_path="src/main.py")["content"] == "1: print('needle')"

@@ -4,6 +4,7 @@ execution.login_shell, never given to a sandboxed runner."""
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -37,10 +38,14 @@ def start(workspace: Path, home: Path) -> Iterator[Start]:
     clients: list[WireClient] = []
     env = {k: v for k, v in os.environ.items() if k != "TOOLD_PROFILE_VAR"} | {"HOME": str(home)}
 
-    def launch(config: dict[str, Any]) -> WireClient:
+    def launch(execution: dict[str, Any]) -> WireClient:
+        # In toold.toml, as the engine binds the workspace with it: a client's
+        # initializationOptions reach an engine bound already (its capture started).
+        lines = [f"{key} = {json.dumps(value)}" for key, value in execution.items()]
+        (workspace / "toold.toml").write_text("[execution]\n" + "\n".join(lines) + "\n")
         client = WireClient(workspace, env=env)
         clients.append(client)
-        client.initialize(rootUri=workspace.as_uri(), initializationOptions={"config": config})
+        client.initialize(rootUri=workspace.as_uri())
         return client
 
     yield launch
@@ -58,7 +63,7 @@ LOCAL = {"tool_runner": "local"}
 
 
 def test_the_profile_is_captured_once_and_prints_nothing(start: Start, home: Path) -> None:
-    client = start({"execution": LOCAL})
+    client = start(LOCAL)
     for _ in range(3):
         assert client.tool("bash", command=ECHO) == {
             "content": "from-profile",
@@ -69,7 +74,7 @@ def test_the_profile_is_captured_once_and_prints_nothing(start: Start, home: Pat
 
 
 def test_login_shell_true_sources_the_profile_every_call(start: Start, home: Path) -> None:
-    client = start({"execution": {**LOCAL, "login_shell": True}})
+    client = start({**LOCAL, "login_shell": True})
     for _ in range(3):
         result = client.tool("bash", command=ECHO)
         assert result["content"] == (
@@ -79,6 +84,6 @@ def test_login_shell_true_sources_the_profile_every_call(start: Start, home: Pat
 
 
 def test_sandboxed_bash_never_gets_the_login_environment(start: Start, home: Path) -> None:
-    client = start({"execution": {"tool_runner": "subprocess", "warm_workers": 0}})
+    client = start({"tool_runner": "subprocess", "warm_workers": 0})
     result = client.tool("bash", command=ECHO)
     assert result == {"content": "unset", "isError": False, "exitCode": 0}

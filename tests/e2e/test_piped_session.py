@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.wire import WireClient
+from tests.e2e.wire import WireClient, daemon_log
 from tests.processes import wait_gone
 from tests.waiting import wait_until
 
@@ -148,6 +148,12 @@ def test_end_of_input_without_shutdown_still_answers_and_exits_1(
     assert by_id[3]["result"]["content"] == "1: hello"
 
 
+def sleeper_started(workspace: Path) -> None:
+    """Wait for the sleeper's pid line: the shell creates its file before it writes it."""
+    pid_file = workspace / "sleeper.pid"
+    wait_until(lambda: pid_file.is_file() and pid_file.read_text().endswith("\n"), "its pid", 20)
+
+
 def assert_sleeper_killed(workspace: Path) -> None:
     wait_gone(int((workspace / "sleeper.pid").read_text()), "the cancelled command")
 
@@ -169,7 +175,7 @@ def test_the_grace_limit_cancels_what_is_left_and_reports_it(workspace: Path, en
         c.request("tools/call", SLEEPER, msg_id="long")
         assert c.tool("read_file", file_path="a.txt")["content"] == "1: hello"
         # The grace starts once the command runs: nothing here depends on how fast it starts.
-        wait_until(lambda: (workspace / "sleeper.pid").is_file(), "the command to start", 20)
+        sleeper_started(workspace)
         if ending == "shutdown":
             c.request("shutdown", msg_id="bye")
             c.request("tools/list", {}, msg_id="late")
@@ -187,7 +193,10 @@ def test_the_grace_limit_cancels_what_is_left_and_reports_it(workspace: Path, en
             "shutdown grace of 0.2s (limits.shutdown_grace) ran out; cancelling 1 request(s): "
             "'long' (tools/call)"
         )
-        wait_until(lambda: report in c.stderr(), lambda: f"the report in stderr: {c.stderr()}")
+        wait_until(
+            lambda: report in daemon_log(c, workspace),
+            lambda: f"the report: {daemon_log(c, workspace)}",
+        )
         assert_sleeper_killed(workspace)
     finally:
         c.close()
@@ -201,7 +210,7 @@ def test_a_dead_client_process_cancels_at_once(workspace: Path) -> None:
     try:
         c.initialize(processId=editor.pid)
         msg_id = c.request("tools/call", SLEEPER)
-        wait_until(lambda: (workspace / "sleeper.pid").is_file(), "the command to start", 20)
+        sleeper_started(workspace)
         editor.kill()
         editor.wait()
         assert c.proc.wait(timeout=30) == 0

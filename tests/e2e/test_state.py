@@ -38,7 +38,9 @@ def finished(client: WireClient, job_id: str) -> dict[str, Any]:
 
 
 def test_a_second_daemon_leaves_a_live_daemons_jobs_running(workspace: Path) -> None:
-    first, second = WireClient(workspace), WireClient(workspace)
+    """Two private daemons on one folder (``--no-daemon``; editors on the default path
+    share one engine, tests/engine): one may not cancel the other's job."""
+    first, second = WireClient(workspace, "--no-daemon"), WireClient(workspace, "--no-daemon")
     try:
         first.initialize()
         command = "until [ -e release ]; do sleep 0.02; done; echo released"
@@ -65,7 +67,7 @@ def test_a_second_daemon_leaves_a_live_daemons_jobs_running(workspace: Path) -> 
         first.close()
         second.close()
         subprocess.run(["pkill", "-f", marker], check=False)
-    third = WireClient(workspace)
+    third = WireClient(workspace, "--no-daemon")
     try:
         third.initialize()
         statuses = {j["jobId"]: j["status"] for j in third.call("jobs/list", {})["jobs"]}

@@ -35,7 +35,9 @@ def tasks_on_disk(workspace: Path) -> dict[str, Any]:
 
 
 def test_two_daemons_creating_200_tasks_lose_none(workspace: Path) -> None:
-    clients = [WireClient(workspace), WireClient(workspace)]
+    """Two processes writing one file (``--no-daemon``: editors on the default path share
+    one engine; a private daemon or a second user of the folder is another process)."""
+    clients = [WireClient(workspace, "--no-daemon"), WireClient(workspace, "--no-daemon")]
     try:
         for client in clients:
             client.initialize()
@@ -56,7 +58,9 @@ def test_two_daemons_creating_200_tasks_lose_none(workspace: Path) -> None:
 
 
 def test_sigkill_mid_burst_keeps_every_acknowledged_write(workspace: Path) -> None:
-    client = WireClient(workspace)
+    """The process that writes is killed (``--no-daemon``: on the default path a killed
+    relay leaves its engine serving; tests/engine kill engines)."""
+    client = WireClient(workspace, "--no-daemon")
     try:
         client.initialize()
         burst = send_burst(client, "burst", 300)

@@ -179,3 +179,12 @@ class WireClient:
                 if stream is not None:
                     with contextlib.suppress(OSError):
                         stream.close()
+
+
+def daemon_log(client: WireClient, workspace: Path) -> str:
+    """What the daemon logged: ``toold serve``'s stderr, then the log of the workspace's
+    engine, where a session's lines go on the default path."""
+    from toold.engine.location import EnginePaths
+
+    log = EnginePaths.of(workspace).log
+    return client.stderr() + (log.read_text(errors="replace") if log.is_file() else "")

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.hardening.support import next_raw, rss_kib, scale, start_daemon
+from tests.processes import serving_pid
 from toold.tools.builtin.calculator import MAX_INPUT_CHARS, calculate
 
 BOMB_TERMS = scale(8_000_000, 8_000_000)
@@ -48,7 +49,7 @@ def test_the_bomb_is_refused_before_parsing_and_the_daemon_answers(tmp_path: Pat
     (tmp_path / "notes.txt").write_text("alpha\n", encoding="utf-8")
     client = start_daemon(tmp_path)
     try:
-        before = rss_kib(client.proc.pid)
+        before = rss_kib(serving_pid(client.proc.pid))
         bomb = client.request("tools/call", _call("calculator", {"input": "1+" * BOMB_TERMS + "1"}))
         read = client.request("tools/call", _call("read_file", {"file_path": "notes.txt"}))
         answer = client.response(bomb, timeout=60)["result"]
@@ -56,7 +57,7 @@ def test_the_bomb_is_refused_before_parsing_and_the_daemon_answers(tmp_path: Pat
         assert f"at most {MAX_INPUT_CHARS:,}" in answer["content"]
         assert client.response(read, timeout=60)["result"]["content"] == "1: alpha"
         # The 16 MB frame itself is read and decoded; nothing near the 3.4 GB of a parse.
-        assert _peak_kib(client.proc.pid) - before < 512 * 1024
+        assert _peak_kib(serving_pid(client.proc.pid)) - before < 512 * 1024
     finally:
         client.close()
 

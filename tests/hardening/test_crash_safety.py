@@ -99,8 +99,10 @@ def acknowledge(acked: Acked, what: Any, content: Any) -> None:
 
 
 def run_round(ws: Path, n: int, rng: random.Random, acked: Acked) -> int:
-    """One daemon life: check the state it loads, write, SIGKILL; returns the answers."""
-    client = start_daemon(ws)
+    """One daemon life: check the state it loads, write, SIGKILL; returns the answers.
+    A private daemon (``--no-daemon``): the process killed is the one that writes
+    (tests/engine/test_shared_engine.py kills an engine mid-write)."""
+    client = start_daemon(ws, "--no-daemon")
     try:
         check_through_daemon(client, acked)  # also waits until the workspace is bound
         writes = plan_round(n, rng)

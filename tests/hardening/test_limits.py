@@ -21,6 +21,7 @@ import pytest
 
 from tests.e2e.wire import WireClient
 from tests.hardening.support import children, next_raw, rss_kib, scale, start_daemon
+from tests.processes import serving_pid
 
 TREE_FILES = scale(50_000, 1_000_000)
 PEAK_LIMIT_KIB = 100 * 1024
@@ -110,7 +111,7 @@ def call_while_probing(
 def test_an_output_bomb_is_capped_and_memory_stays_bounded(
     daemon: WireClient, command: str
 ) -> None:
-    with PeakRss(daemon.proc.pid) as rss:
+    with PeakRss(serving_pid(daemon.proc.pid)) as rss:
         result, first = call_while_probing(daemon, "bash", {"command": command, "timeout": 120})
     content = result["content"]
     assert not result["isError"] and result.get("exitCode") == 0, str(result)[:300]
@@ -123,7 +124,7 @@ def test_an_output_bomb_is_capped_and_memory_stays_bounded(
 def test_a_background_output_bomb_keeps_a_capped_log(daemon: WireClient, workspace: Path) -> None:
     from toold.jobs.manager import LOG_CAP_BYTES, OUTPUT_CAP
 
-    with PeakRss(daemon.proc.pid) as rss:
+    with PeakRss(serving_pid(daemon.proc.pid)) as rss:
         text = daemon.tool("background_run", command="yes | head -c 300M", timeout=120)["content"]
         job_id = text.rsplit(" ", 1)[-1]
         finished = daemon.notification("jobs/finished", timeout=120)["params"]
@@ -156,7 +157,7 @@ def test_a_timeout_kills_the_whole_process_group(daemon: WireClient) -> None:
     while survivors() and time.monotonic() < deadline:
         time.sleep(0.05)  # the group gets SIGKILL; /proc entries vanish when reaped
     assert survivors() == []
-    assert [c for c, state in children(daemon.proc.pid).items() if state == "Z"] == []
+    assert [c for c, state in children(serving_pid(daemon.proc.pid)).items() if state == "Z"] == []
 
 
 # --------------------------------------------------------------------------- big files
@@ -175,7 +176,7 @@ def one_gigabyte(workspace: Path) -> Path:
 def test_a_1_gb_file_is_refused_by_read_file_and_skipped_by_grep(
     daemon: WireClient, one_gigabyte: Path
 ) -> None:
-    with PeakRss(daemon.proc.pid) as rss:
+    with PeakRss(serving_pid(daemon.proc.pid)) as rss:
         read = daemon.tool("read_file", file_path="data/big.bin")
         grep = daemon.tool("grep", pattern="needle", path="data")
         grep_file = daemon.tool("grep", pattern=".", path="data/big.bin")
@@ -200,7 +201,7 @@ def test_searches_and_metadata_tools_do_not_read_a_1_gb_file(
     for name, args in calls:
         if name not in names:
             continue
-        with PeakRss(daemon.proc.pid) as rss:
+        with PeakRss(serving_pid(daemon.proc.pid)) as rss:
             daemon.tool(name, **args)
         assert rss.growth < PEAK_LIMIT_KIB, f"{name}: peak RSS grew {rss.growth} KiB"
 
@@ -211,7 +212,7 @@ def test_edit_file_refuses_a_file_over_the_size_limit_without_reading_it(
     big = workspace / "big.txt"
     with big.open("wb") as fh:
         fh.truncate(64 << 20)
-    with PeakRss(daemon.proc.pid) as rss:
+    with PeakRss(serving_pid(daemon.proc.pid)) as rss:
         result = daemon.tool("edit_file", file_path="big.txt", old_text="a", new_text="b")
     assert result["isError"] and "too large" in result["content"].lower(), result
     assert rss.growth < 32 * 1024, f"peak RSS grew {rss.growth} KiB"
@@ -239,7 +240,7 @@ def large_tree(workspace: Path) -> int:
 def test_glob_and_grep_finish_over_a_large_tree_while_serving_others(
     daemon: WireClient, large_tree: int
 ) -> None:
-    with PeakRss(daemon.proc.pid) as rss:
+    with PeakRss(serving_pid(daemon.proc.pid)) as rss:
         found, first_glob = call_while_probing(daemon, "glob", {"pattern": "*.txt", "path": "tree"})
         matches, first_grep = call_while_probing(
             daemon, "grep", {"pattern": "needle", "path": "tree", "output_mode": "count"}

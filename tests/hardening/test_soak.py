@@ -30,6 +30,7 @@ from tests.hardening.support import (
     start_daemon,
     zombies,
 )
+from tests.processes import serving_pid
 from tests.waiting import wait_until
 
 CALLS = scale(5_000, 100_000)
@@ -131,7 +132,7 @@ class Soak:
         assert self.notes["jobs/finished"] == self.owed["jobs/finished"]
 
     def measure(self) -> dict[str, Any]:
-        pid = self.client.proc.pid
+        pid = serving_pid(self.client.proc.pid)
         return {
             "rss_kib": rss_kib(pid),
             "fds": fd_count(pid),
@@ -154,10 +155,10 @@ def test_soak_keeps_memory_descriptors_and_children_flat(
         soak.run(WARMUP)
         soak.settle()
         before = soak.measure()
-        fds_before = fd_targets(soak.client.proc.pid)
+        fds_before = fd_targets(serving_pid(soak.client.proc.pid))
         soak.run(CALLS - WARMUP)
         soak.settle()
-        pid = soak.client.proc.pid
+        pid = serving_pid(soak.client.proc.pid)
         # A job's log closes just after its jobs/finished went out: let it.
         try:
             wait_until(lambda: fd_count(pid) <= before["fds"], "transient descriptors to close")

@@ -18,6 +18,7 @@ import pytest
 
 from tests.e2e.wire import WireClient
 from tests.environment import unavailable
+from tests.idle_engines import stop_engine
 
 Daemon = Callable[..., WireClient]
 
@@ -39,11 +40,22 @@ def workspace(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
+def private_daemon(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``TOOLD_NO_DAEMON=1`` for a test that starts one daemon per runner on one folder
+    and finds its workers, containers and children by the daemon's pid: on the default
+    path every client of the folder shares one engine, which a new toold.toml reloads."""
+    monkeypatch.setenv("TOOLD_NO_DAEMON", "1")
+
+
+@pytest.fixture
 def daemon(workspace: Path) -> Iterator[Daemon]:
     """Start a daemon whose toold.toml selects ``runner`` (extra [execution] keys allowed)."""
     clients: list[WireClient] = []
 
     def start(runner: str, *, events: bool = False, **execution: Any) -> WireClient:
+        # A daemon of this configuration, not the engine a toold.toml edit reloads (a
+        # loosening, the network say, would wait for the user's Apply).
+        stop_engine(workspace)
         keys = {"tool_runner": runner, **execution}
         lines = ["[execution]", *(f"{k} = {_toml(v)}" for k, v in keys.items())]
         (workspace / "toold.toml").write_text("\n".join(lines) + "\n", encoding="utf-8")

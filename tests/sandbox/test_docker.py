@@ -13,7 +13,7 @@ import pytest
 from tests.sandbox.conftest import Daemon, progress_until, start_call
 from tests.waiting import wait_until
 
-pytestmark = pytest.mark.usefixtures("docker_ready")
+pytestmark = pytest.mark.usefixtures("docker_ready", "private_daemon")
 
 
 def _containers(daemon_pid: int) -> list[Any]:

@@ -18,6 +18,7 @@ import pytest
 
 from tests.calls import user_call
 from tests.e2e.wire import WireClient
+from tests.idle_engines import stop_engine
 from tests.sandbox.conftest import progress_until, start_call
 from tests.waiting import wait_until
 from toold.config import TooldConfig
@@ -158,6 +159,8 @@ def test_two_engines_first_calls_build_once(tmp_path: Path, tag: str) -> None:
     finally:
         for client in clients:
             client.close()
+        for name in ("one", "two"):  # their engines keep a warm container each
+            stop_engine(tmp_path / name)
 
 
 def test_concurrent_ensure_image_builds_once(tag: str) -> None:

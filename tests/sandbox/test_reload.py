@@ -17,6 +17,9 @@ from tests.waiting import wait_until
 from toold.sandbox.channel import SandboxUnavailable
 from toold.workspace import bind
 
+# One daemon per toold.toml, its runner's processes found by its pid (conftest.py).
+pytestmark = pytest.mark.usefixtures("private_daemon")
+
 WARNING = 2  # window/showMessage's MessageType.Warning
 DOCKER_WARNING = "the docker runner (execution.tool_runner) cannot run tools here: "
 

@@ -5,8 +5,13 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
+
 from tests.processes import process_alive, wait_gone
 from tests.sandbox.conftest import Daemon, progress_until, start_call
+
+# Workers are told from the daemon by its pid (tests/sandbox/conftest.py).
+pytestmark = pytest.mark.usefixtures("private_daemon")
 
 
 def test_bash_and_read_file_run_in_a_worker_process(daemon: Daemon) -> None:

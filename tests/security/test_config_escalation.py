@@ -15,7 +15,8 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.wire import WireClient
+from tests.e2e.wire import WireClient, daemon_log
+from tests.idle_engines import stop_engine
 from tests.waiting import wait_until
 from toold.config import TooldConfig
 from toold.permissions.loosening import chosen_keys, hold_back
@@ -50,6 +51,7 @@ def start(workspace: Path) -> Iterator[Start]:
     clients: list[WireClient] = []
 
     def run(toml: str = "", *, can_ask: bool = True) -> WireClient:
+        stop_engine(workspace)  # a fresh start, never the engine of an earlier one
         (workspace / "toold.toml").write_text(toml, encoding="utf-8")
         client = WireClient(workspace)
         clients.append(client)
@@ -119,6 +121,7 @@ def test_an_edit_to_bypass_is_held_when_the_user_keeps_the_current_configuration
 
 def restarted(workspace: Path) -> WireClient:
     """A new daemon on ``workspace`` as it is (toold.toml untouched), one that can ask."""
+    stop_engine(workspace)
     client = WireClient(workspace)
     client.initialize(rootUri=workspace.as_uri(), capabilities=CAN_ASK)
     client.call("skills/list", {})
@@ -186,8 +189,11 @@ def test_without_an_answer_nothing_loosens(start: Start, workspace: Path) -> Non
 
 
 def test_an_editor_that_cannot_ask_gets_a_warning_and_nothing_loosens(
-    start: Start, workspace: Path
+    start: Start, workspace: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # A private daemon: an engine tells a session that cannot ask "no answer", not that
+    # it cannot ask (nothing loosens either way; /work/notes/asks-suite.md).
+    monkeypatch.setenv("TOOLD_NO_DAEMON", "1")
     client = start("", can_ask=False)
     (workspace / "toold.toml").write_text('[permissions]\nmode = "bypass"\n', encoding="utf-8")
     said = warning(client)
@@ -220,7 +226,8 @@ def test_one_save_seen_twice_asks_once_and_its_answer_applies(
     question = config_question(client)
     toml.write_text('[permissions]\nmode = "bypass"\n', encoding="utf-8")  # the same content
     wait_until(
-        lambda: client.stderr().count("held until the user confirms") >= 2, "the second hold"
+        lambda: daemon_log(client, workspace).count("held until the user confirms") >= 2,
+        "the second hold",
     )
     answer(client, question, "Apply")
     assert warning(client).endswith("Applied, as you confirmed")

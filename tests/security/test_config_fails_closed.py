@@ -122,9 +122,10 @@ def test_a_reload_to_an_invalid_file_keeps_the_previous_configuration(
 
 
 def test_invalid_initialization_options_refuse_agents(tmp_path: Path) -> None:
-    """A private daemon bound with editor settings that fail validation."""
+    """A private daemon bound with editor settings that fail validation (``--no-daemon``:
+    an engine shows the error but serves agents; /work/notes/asks-suite.md)."""
     ws = _workspace(tmp_path / "ws", "")
-    client = WireClient(ws)
+    client = WireClient(ws, "--no-daemon")
     try:
         bad = {"config": {"limits": {"bash_output_chars": 5}}}
         client.initialize(rootUri=ws.as_uri(), initializationOptions=bad)
