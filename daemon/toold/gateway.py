@@ -27,7 +27,8 @@ from pydantic_core import to_jsonable_python
 
 from toold.checkpoints import CheckpointStore
 from toold.checkpoints.baseline import Baseline, Snapshot
-from toold.checkpoints.store import IndexBusy, Pending
+from toold.checkpoints.objects import IndexBusy
+from toold.checkpoints.store import Pending
 from toold.diagnostics.step import after_call, before_call
 from toold.dispatch import run_tool
 from toold.errors import CheckpointStoreError, FileChangedError

@@ -14,7 +14,7 @@ import pytest
 from tests.bound import call, run_bound
 from tests.waiting import wait_until
 from toold.checkpoints import CheckpointStore
-from toold.checkpoints.store import IndexBusy
+from toold.checkpoints.objects import IndexBusy
 from toold.storage import file_lock
 from toold.workspace import WorkspaceState
 

@@ -35,7 +35,9 @@ is never overwritten, and the file tools go on without recording.
 
 from toold.checkpoints.diff import DIFF_MAX_LINES, unified_diff
 from toold.checkpoints.index import INDEX, MAX_INDEX_BYTES, Checkpoint, FileChange
-from toold.checkpoints.store import KEY_NAME, CheckpointStore, never_restored
+from toold.checkpoints.objects import KEY_NAME
+from toold.checkpoints.restore import never_restored
+from toold.checkpoints.store import CheckpointStore
 
 __all__ = [
     "DIFF_MAX_LINES",
