@@ -381,7 +381,7 @@ def gaps_of(listings: dict[str, Listing]) -> Gaps:
 
 def _never_walked(name: str) -> bool:
     """Whether the entry ``name`` is ``.git`` or ``.toold`` in a spelling a restore would
-    refuse (toold.checkpoints.store.never_restored: any case, trailing dots or blanks)."""
+    refuse (toold.checkpoints.restore.never_restored: any case, trailing dots or blanks)."""
     folded = name.partition(":")[0].rstrip(". ").lower()
     return folded in NEVER_WALKED or folded == "git~1"
 
