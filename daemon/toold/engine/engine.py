@@ -48,6 +48,7 @@ from toold.engine.peers import (
     peer_credentials,
     read_hello,
 )
+from toold.engine.sessions import MCP
 from toold.fairness import FairExecutor
 
 if TYPE_CHECKING:
@@ -74,6 +75,10 @@ class Engine:
         self.stack: asyncio.Future[None] | None = None
         """The session stack (server, transport, the contract's models) loading on a
         thread while the workspace binds (``_bind``)."""
+        self.stack_begun = asyncio.Event()
+        """Set once ``stack`` is loading: the workspace's modules are in by then."""
+        self._mcp_stack: asyncio.Future[None] | None = None
+        """The MCP SDK's server (MCP_STACK), loading since the first ``mcp`` hello."""
         self.stopping = asyncio.Event()
         self.started = time.time()
         self.own = {path: _identity(path) for path in (paths.workspace, paths.pid_file)}
@@ -151,6 +156,7 @@ class Engine:
         # from the start would have two threads in pydantic's own imports.
         await asyncio.to_thread(importlib.import_module, "toold.workspace")
         self.stack = asyncio.ensure_future(asyncio.to_thread(load_session_stack))
+        self.stack_begun.set()
         sessions = self.sessions
         opening = open_workspace(
             self.paths.workspace,
@@ -164,6 +170,18 @@ class Engine:
         self.state = await self._opened.enter_async_context(opening)
         log.info("toold %s engine serving %s", __version__, self.paths.workspace)
         self._make_room()  # for this engine: idle ones beyond the cap exit
+
+    async def _after_stack(self, name: str) -> None:
+        """Import ``name`` on a thread once the session stack has loaded: one import
+        thread beside the bind's, as for the stack (a failure is left for the session's
+        own import to raise)."""
+        await self.stack_begun.wait()
+        assert self.stack is not None
+        await asyncio.wait([self.stack])
+        try:
+            await asyncio.to_thread(importlib.import_module, name)
+        except Exception:
+            log.exception("could not load %s ahead of its session", name)
 
     def _spawn(self, coro: Any) -> asyncio.Task[Any]:
         task = asyncio.ensure_future(coro)
@@ -326,6 +344,10 @@ class Engine:
             return
         if self.stopping.is_set():
             raise PeerRefused(STOPPING)
+        if kind == MCP and self._mcp_stack is None:
+            # The SDK loads while the workspace binds, not after: only an engine an MCP
+            # client came to pays for it (an editor's stays lean).
+            self._mcp_stack = asyncio.ensure_future(self._after_stack(MCP_STACK))
         assert self.bound is not None
         await asyncio.shield(self.bound)
         if self.stack is not None:
@@ -367,6 +389,9 @@ SESSION_STACK = (
 )
 """What a session needs before its first answers (``initialize`` reads the contract's
 models, ``tools/list`` the method table), loaded while the workspace binds."""
+MCP_STACK = "toold.bridge.mcp_server"
+"""What an ``mcp`` session needs (the MCP SDK's server), loaded after SESSION_STACK from
+the first ``mcp`` hello on, while the workspace binds."""
 
 
 def load_session_stack() -> None:
