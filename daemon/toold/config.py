@@ -49,7 +49,10 @@ EnvName = Annotated[str, AfterValidator(_env_name)]
 
 
 class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+    # The attribute docstrings document the keys for readers of this file; pydantic's
+    # use_attribute_docstrings would re-read this source at every start (about half
+    # of building these models) for descriptions nothing reads.
+    model_config = ConfigDict(extra="forbid")
 
 
 def normalise_host(value: str) -> str:

@@ -34,7 +34,14 @@ from dataclasses import fields as dataclass_fields
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, Field, StringConstraints, TypeAdapter, ValidationError
+from pydantic import (
+    AfterValidator,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    TypeAdapter,
+    ValidationError,
+)
 
 from toold.errors import CheckpointStoreError, describe
 from toold.sandbox.paths import refuse_link
@@ -85,9 +92,16 @@ class FileChange:
     """Its permission bits after, compared by an undo as the content is."""
 
 
+_BUILT_AT_FIRST_USE = ConfigDict(defer_build=True)
+"""The validators of the index's lines are built when an index is first read, not at
+import: the engine imports this module before it serves, and a new workspace has none."""
+
+
 @dataclass
 class Checkpoint:
     """One tool call's changes."""
+
+    __pydantic_config__ = _BUILT_AT_FIRST_USE
 
     id: Label
     tool: Label
@@ -162,12 +176,14 @@ def _change_fields(change: FileChange) -> dict[str, Any]:
 
 @dataclass
 class _Drop:
+    __pydantic_config__ = _BUILT_AT_FIRST_USE
+
     drop: Label
 
 
 _ENTRY: TypeAdapter[Checkpoint] = TypeAdapter(Checkpoint)
 _DROP: TypeAdapter[_Drop] = TypeAdapter(_Drop)
-LEGACY: TypeAdapter[list[Checkpoint]] = TypeAdapter(list[Checkpoint])
+LEGACY: TypeAdapter[list[Checkpoint]] = TypeAdapter(list[Checkpoint], config=_BUILT_AT_FIRST_USE)
 
 
 def encode(entry: Checkpoint | _Drop) -> bytes:
