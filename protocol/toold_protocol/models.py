@@ -400,11 +400,28 @@ class AgentRunParams(WireModel):
     """When given, each tool call is reported as ``$/progress``."""
 
 
+class TokenUsage(WireModel):
+    """Tokens a run used, as the Messages API reports them, summed over its responses."""
+
+    input_tokens: int = 0
+    """Input tokens read without the prompt cache."""
+    output_tokens: int = 0
+    """Output tokens."""
+    cache_read_tokens: int = 0
+    """Input tokens read from the prompt cache."""
+    cache_write_tokens: int = 0
+    """Input tokens written to the prompt cache."""
+    total_tokens: int = 0
+    """The four above, added."""
+
+
 class AgentRunResult(WireModel):
     """Result of ``agent/run``."""
 
     text: str
     """The agent's final answer."""
+    usage: TokenUsage | None = None
+    """The run's tokens, its subagents' included."""
 
 
 # --- team -------------------------------------------------------------------------

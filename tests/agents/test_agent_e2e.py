@@ -123,7 +123,16 @@ def test_allow_deny_always_allow_and_plan_mode(
     assert client.response(run) == {
         "jsonrpc": "2.0",
         "id": run,
-        "result": {"text": "I wrote out.txt."},
+        "result": {
+            "text": "I wrote out.txt.",
+            "usage": {  # two responses of 12 input and 7 output tokens (ModelServer)
+                "inputTokens": 24,
+                "outputTokens": 14,
+                "cacheReadTokens": 0,
+                "cacheWriteTokens": 0,
+                "totalTokens": 38,
+            },
+        },
     }
     assert (workspace / "out.txt").read_text() == "hello"
     first, second = model.wait_requests(2)
@@ -138,7 +147,7 @@ def test_allow_deny_always_allow_and_plan_mode(
     model.text("The user said no.")
     run = client.request("agent/run", {"prompt": "write"})
     answer(client, next_prompt(client), "Deny")
-    assert client.response(run)["result"] == {"text": "The user said no."}
+    assert client.response(run)["result"]["text"] == "The user said no."
     assert not (workspace / "denied.txt").exists()
     [result] = tool_results(model.wait_requests(4)[3])
     assert (result["content"], result["is_error"]) == ("User denied.", True)
@@ -149,7 +158,7 @@ def test_allow_deny_always_allow_and_plan_mode(
     model.text("both written")
     run = client.request("agent/run", {"prompt": "write two files"})
     answer(client, next_prompt(client), "Always allow")
-    assert client.response(run)["result"] == {"text": "both written"}
+    assert client.response(run)["result"]["text"] == "both written"
     assert prompts_left(client) == []
     assert (workspace / "a.txt").read_text() == "1"
     assert (workspace / "b.txt").read_text() == "2"
@@ -161,7 +170,7 @@ def test_allow_deny_always_allow_and_plan_mode(
         ("read_file", {"file_path": "notes.txt"}),
     )
     model.text("planned")
-    assert client.call("agent/run", {"prompt": "plan"}) == {"text": "planned"}
+    assert client.call("agent/run", {"prompt": "plan"})["text"] == "planned"
     write, read = tool_results(model.wait_requests(9)[8])
     assert write["content"] == "Plan mode: write_file blocked (read-only)"
     assert write["is_error"] is True
@@ -192,7 +201,7 @@ def test_a_client_that_cannot_show_requests_is_never_asked(
     client = start(can_ask=False)
     write_turn(model)
     model.text("denied")
-    assert client.call("agent/run", {"prompt": "write"}) == {"text": "denied"}
+    assert client.call("agent/run", {"prompt": "write"})["text"] == "denied"
     assert not (workspace / "out.txt").exists()
     assert tool_results(model.wait_requests(2)[1])[0]["content"] == "User denied."
     (workspace / "build").mkdir()
@@ -211,6 +220,40 @@ def test_a_client_that_cannot_show_requests_is_never_asked(
     assert "the test scripted no more replies" in error["message"]
 
 
+def test_agent_run_reports_the_tokens_of_the_run_and_its_subagents(
+    start: Start, model: ModelServer
+) -> None:
+    client = start()
+    # Every scripted response reports 12 input and 7 output tokens (ModelServer).
+    model.tool_use(("subagent", {"task": "count the files"}))
+
+    def by_caller(body: dict[str, Any]) -> list[dict[str, Any]]:
+        child = "general-purpose subagent" in body["system"]
+        return [{"type": "text", "text": "child done" if child else "all counted"}]
+
+    model.reply(by_caller)
+    model.reply(by_caller)
+    run = client.request("agent/run", {"prompt": "delegate"})
+    answer(client, next_prompt(client), "Allow")  # subagent is not a safe tool
+    result = client.response(run)["result"]
+    assert result["text"] == "all counted"
+    # One tool round (two parent responses) and the subagent's one response: 3 x (12 + 7).
+    assert result["usage"] == {
+        "inputTokens": 36,
+        "outputTokens": 21,
+        "cacheReadTokens": 0,
+        "cacheWriteTokens": 0,
+        "totalTokens": 57,
+    }
+    assert len(model.wait_requests(3)) == 3
+
+    # agent/run with an agentType runs the subagent itself: its one response is the run's.
+    model.text("explored")
+    result = client.call("agent/run", {"prompt": "look around", "agentType": "explore"})
+    assert result["usage"]["inputTokens"] == 12
+    assert result["usage"]["totalTokens"] == 19
+
+
 def test_progress_agent_types_and_cancel(start: Start, model: ModelServer) -> None:
     client = start()
 
@@ -218,7 +261,7 @@ def test_progress_agent_types_and_cancel(start: Start, model: ModelServer) -> No
     model.tool_use(("read_file", {"file_path": "src/main.py"}), ("glob", {"pattern": "*.py"}))
     model.text("read")
     result = client.call("agent/run", {"prompt": "read", "workDoneToken": "agent-1"})
-    assert result == {"text": "read"}
+    assert result["text"] == "read"
     values: list[dict[str, Any]] = []
     while not values or values[-1]["kind"] != "end":
         note = client.notification("$/progress")
@@ -232,7 +275,7 @@ def test_progress_agent_types_and_cancel(start: Start, model: ModelServer) -> No
     # agentType explore: the model is offered no write tools.
     model.text("explored")
     result = client.call("agent/run", {"prompt": "look around", "agentType": "explore"})
-    assert result == {"text": "explored"}
+    assert result["text"] == "explored"
     explore = model.wait_requests(3)[2]
     assert not tool_names(explore) & {"write_file", "edit_file", "bash", "subagent"}
     assert {"read_file", "grep", "glob"} <= tool_names(explore)
@@ -249,7 +292,7 @@ def test_progress_agent_types_and_cancel(start: Start, model: ModelServer) -> No
     model.reply(by_caller)
     run = client.request("agent/run", {"prompt": "delegate"})
     answer(client, next_prompt(client), "Allow")  # subagent is not a safe tool
-    assert client.response(run)["result"] == {"text": "started it"}
+    assert client.response(run)["result"]["text"] == "started it"
     finished = client.notification("jobs/finished")["params"]
     assert finished["jobId"].startswith("subagent-")
     assert (finished["status"], finished["result"]) == ("done", "child done")

@@ -60,7 +60,7 @@ def test_the_engine_starts_without_secrets_and_the_model_still_gets_its_key(
         assert secret.encode() not in environ, secret
 
     model.text("hello from the model")
-    assert editor.call("agent/run", {"prompt": "hi"}) == {"text": "hello from the model"}
+    assert editor.call("agent/run", {"prompt": "hi"})["text"] == "hello from the model"
     assert model.headers, "the model was never called with the key"
 
     shown = editor.tool("bash", command=f"env; {sys.executable} -c 'print(\"child ok\")'")

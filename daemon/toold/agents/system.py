@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from toold.agents.loop import AgentContext, agent_loop, current_events, current_tool_use
-from toold.agents.usage import current_meter
+from toold.agents.usage import UsageMeter, current_meter
 from toold.gateway import ToolGateway
 from toold.permissions.guard import PermissionGuard
 from toold.tools.context import failed
@@ -112,9 +112,11 @@ class AgentSystem:
         *,
         on_tool: Callable[[str, Any], None] | None = None,
         gateway: ToolGateway | None = None,
+        meter: UsageMeter | None = None,
     ) -> str:
         """The main agent (agent/run): every tool, the workspace's guard (or ``gateway``'s:
-        a session's own mode, toold.modes), job notifications."""
+        a session's own mode, toold.modes), job notifications; ``meter`` counts its
+        tokens."""
         gateway = gateway or self.gateway
         ctx = AgentContext(
             provider=self.provider,
@@ -123,6 +125,7 @@ class AgentSystem:
             max_iterations=self.max_iterations,
             drain=self.drain,
             on_tool=on_tool,
+            meter=meter,
         )
         token_depth, token_guard = agent_depth.set(0), current_guard.set(gateway.guard)
         try:
@@ -147,9 +150,11 @@ class AgentSystem:
         *,
         on_tool: Callable[[str, Any], None] | None = None,
         gateway: ToolGateway | None = None,
+        meter: UsageMeter | None = None,
     ) -> str:
         """The subagent tool: a fresh conversation with a filtered tool set (``gateway``:
-        agent/run's, whose guard is the parent when no agent runs yet)."""
+        agent/run's, whose guard is the parent when no agent runs yet; ``meter``:
+        agent/run's, else the calling loop's meter's child counts its tokens)."""
         kind_name = agent_type or DEFAULT_TYPE
         if kind_name not in AGENT_TYPES:
             log.warning("unknown agent_type %r; using %s", agent_type, DEFAULT_TYPE)
@@ -162,14 +167,16 @@ class AgentSystem:
             )
         parent = current_guard.get() or (gateway or self.gateway).guard
         guard = self.child_guard(parent, kind_name, run_in_background)
-        counting = current_meter.get()  # the caller's: a subagent's tokens are on its bill
+        if meter is None:
+            counting = current_meter.get()  # the caller's: a subagent's tokens are its bill
+            meter = counting.child() if counting is not None else None
         ctx = AgentContext(
             provider=self.provider,
             gateway=self.gateway.narrowed(toolset=self.toolset_for(kind_name), guard=guard),
             system=f"{self.system_prompt}\n\n{kind.prompt}",
             max_iterations=kind.max_turns,
             on_tool=on_tool,
-            meter=counting.child() if counting is not None else None,
+            meter=meter,
         )
         caller, call_id = current_events.get(), current_tool_use.get()
         if caller is not None and call_id is not None and not run_in_background:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from toold.agents.usage import UsageMeter
 from toold.errors import AgentUnavailable, InsideToolCall
 from toold_protocol.models import (
     AgentRunParams,
@@ -12,6 +13,7 @@ from toold_protocol.models import (
     SetModeResult,
     Teammate,
     TeamRegisterParams,
+    TokenUsage,
 )
 
 if TYPE_CHECKING:
@@ -43,13 +45,22 @@ async def agent_run(ctx: Context, params: AgentRunParams) -> AgentRunResult:
                 progress.report(f"{name}: {str(args)[:120]}")
 
         gateway = ctx.gateway  # the agent runs under the session's mode
+        meter = UsageMeter()
         if params.agent_type:
             text = await agents.run_subagent(
-                params.prompt, params.agent_type, on_tool=on_tool, gateway=gateway
+                params.prompt, params.agent_type, on_tool=on_tool, gateway=gateway, meter=meter
             )
         else:
-            text = await agents.run(params.prompt, on_tool=on_tool, gateway=gateway)
-    return AgentRunResult(text=text)
+            text = await agents.run(params.prompt, on_tool=on_tool, gateway=gateway, meter=meter)
+    used = meter.total
+    usage = TokenUsage(
+        input_tokens=used.input_tokens,
+        output_tokens=used.output_tokens,
+        cache_read_tokens=used.cache_read_tokens,
+        cache_write_tokens=used.cache_write_tokens,
+        total_tokens=used.total,
+    )
+    return AgentRunResult(text=text, usage=usage)
 
 
 async def team_register(ctx: Context, params: TeamRegisterParams) -> Teammate:

@@ -17,6 +17,8 @@ export interface AgentRunParams {
 export interface AgentRunResult {
   /** The agent's final answer. */
   text: string;
+  /** The run's tokens, its subagents' included. */
+  usage?: TokenUsage | null;
 }
 
 /** A tool in the Anthropic Messages API format. */
@@ -401,6 +403,20 @@ export interface TodosChanged {
 /** Result of `todos/list`. */
 export interface TodosListResult {
   todos: TodoItem[];
+}
+
+/** Tokens a run used, as the Messages API reports them, summed over its responses. */
+export interface TokenUsage {
+  /** Input tokens read from the prompt cache. */
+  cacheReadTokens?: number;
+  /** Input tokens written to the prompt cache. */
+  cacheWriteTokens?: number;
+  /** Input tokens read without the prompt cache. */
+  inputTokens?: number;
+  /** Output tokens. */
+  outputTokens?: number;
+  /** The four above, added. */
+  totalTokens?: number;
 }
 
 /** What a tool does (MCP's ToolAnnotations hints) and how toold's guard treats it. */
