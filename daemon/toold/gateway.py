@@ -48,6 +48,11 @@ from toold.watching import POLLING_ENV
 
 log = logging.getLogger(__name__)
 
+QUESTION_SENT = "toold/questionSent"
+"""A ``CallContext.meta`` flag a front end's ``ask`` sets when it sent the guard's question
+back to the client instead of answering it (MCP 2026-07-28's ``input_required``): that
+round decided nothing, so it has no audit line; the retry carrying the answer has it."""
+
 
 @dataclass(frozen=True)
 class ToolGateway:
@@ -92,7 +97,8 @@ class ToolGateway:
         except asyncio.CancelledError:
             self._audit(tool.name, context.origin, entry, outcome="cancelled")
             raise
-        self._audit(tool.name, context.origin, entry, **_recorded(outcome))
+        if not context.meta.get(QUESTION_SENT) or outcome.ran:
+            self._audit(tool.name, context.origin, entry, **_recorded(outcome))
         return outcome
 
     async def _call(

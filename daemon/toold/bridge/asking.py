@@ -38,6 +38,7 @@ from mcp.shared.exceptions import MCPError, NoBackChannelError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
+from toold.gateway import QUESTION_SENT
 from toold.permissions import prompt
 from toold.permissions.guard import Answer, CannotAsk
 from toold.tools import preview
@@ -137,6 +138,9 @@ class Exchange:
     answer: Answer | None = None
     asked: list[Question] = field(default_factory=list)
     """Questions to send as ``input_required`` once the call is judged."""
+    call_meta: dict[str, Any] = field(default_factory=dict)
+    """The gateway call's ``CallContext.meta``: a question sent back is flagged there, so
+    the round that only asks leaves no audit line (toold.gateway.QUESTION_SENT)."""
 
     @property
     def modern(self) -> bool:
@@ -236,4 +240,5 @@ class McpAsker:
             return current.answer
         key = f"toold-ask-{secrets.token_urlsafe(8)}"
         current.asked.append(Question(key, message, about, time.monotonic() + self._timeout()))
+        current.call_meta[QUESTION_SENT] = True
         return None

@@ -255,10 +255,9 @@ def build_server(state: WorkspaceState) -> Server[Any]:
         name = tool.name
         relay = ProgressRelay(ctx)
         judging = asking.exchange.set(current)
+        context = CallContext(origin="agent", progress=relay.report, meta=current.call_meta)
         try:
-            outcome = await state.gateway.call(
-                name, args, CallContext(origin="agent", progress=relay.report)
-            )
+            outcome = await state.gateway.call(name, args, context)
         except TooldError as exc:
             relay.cancel()
             raise as_mcp(exc) from None
