@@ -13,7 +13,8 @@ import fnmatch
 import os
 import shutil
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import PurePosixPath
 
 from toold.config import DIAGNOSTICS_DEFAULTS, DiagnosticsConfig
@@ -34,6 +35,8 @@ DEFAULTS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 assert tuple(DEFAULTS) == DIAGNOSTICS_DEFAULTS
 TYPE_CHECKERS = ("ty", "basedpyright", "pyright")
 """One Python type checker at most: the first of these that is installed."""
+MATCHES_KEPT = 4096
+"""Matches one Servers keeps (file names, or paths when a glob has "/"); then it starts over."""
 
 LANGUAGE_IDS = {
     ".py": "python",
@@ -74,16 +77,39 @@ class Servers:
 
     usable: tuple[ServerSpec, ...]
     missing: tuple[ServerSpec, ...]
+    _matched: dict[str, tuple[tuple[ServerSpec, ...], tuple[ServerSpec, ...]]] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
+    """Each match, by what it depends on (``_match``): every write asks (the
+    diagnostics step's before_call), and a reload makes a new Servers (``resolved``)."""
+
+    @cached_property
+    def _by_path(self) -> bool:
+        """Whether a glob has a "/": then the match depends on the whole path."""
+        return any("/" in glob for spec in self.usable + self.missing for glob in spec.globs)
+
+    def _match(self, relative: str) -> tuple[tuple[ServerSpec, ...], tuple[ServerSpec, ...]]:
+        """The usable and the missing servers whose globs match the file."""
+        # A glob without "/" matches the file's name; one with "/" its whole path.
+        key = relative if self._by_path else PurePosixPath(relative).name
+        found = self._matched.get(key)
+        if found is None:
+            if len(self._matched) >= MATCHES_KEPT:
+                self._matched.clear()
+            found = self._matched[key] = (
+                tuple(spec for spec in self.usable if spec.matches(relative)),
+                tuple(spec for spec in self.missing if spec.matches(relative)),
+            )
+        return found
 
     def for_file(self, relative: str) -> list[ServerSpec]:
         """The usable servers checking this file."""
-        return [spec for spec in self.usable if spec.matches(relative)]
+        return list(self._match(relative)[0])
 
     def missing_for(self, relative: str) -> list[ServerSpec]:
         """Servers that would check this file but are not installed, when none is usable."""
-        if self.for_file(relative):
-            return []
-        return [spec for spec in self.missing if spec.matches(relative)]
+        usable, missing = self._match(relative)
+        return [] if usable else list(missing)
 
 
 def find_program(program: str) -> str | None:
