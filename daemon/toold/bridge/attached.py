@@ -14,9 +14,11 @@ client (toold.bridge.asking: an elicitation, or ``input_required``), and a clien
 one of the engine's tool calls (an agent's own) is asked nothing: ``Sessions.ask``
 denies such calls, as it does for an editor's or an ACP client's.
 
-The engine imports this module when an ``mcp`` session arrives; the MCP SDK loads once
-the session is open (``serve``), on a worker thread: the engine goes on serving its
-other sessions meanwhile, and counts this one as attached (not idle) while it loads.
+The engine imports this module when an ``mcp`` session arrives. The MCP SDK
+(toold.bridge.mcp_server) loads on a worker thread from the first ``mcp`` hello on,
+while the workspace binds (toold.engine.engine ``stack_for``); a session opened before
+it is in waits for it in ``serve``, counted as attached (not idle), and the engine goes
+on serving its other sessions meanwhile.
 """
 
 from __future__ import annotations

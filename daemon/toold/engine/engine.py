@@ -72,13 +72,11 @@ class Engine:
         self.sessions = TrackedSessions(self.usage)
         self.state: WorkspaceState | None = None
         self.bound: asyncio.Future[None] | None = None
-        self.stack: asyncio.Future[None] | None = None
-        """The session stack (server, transport, the contract's models) loading on a
-        thread while the workspace binds (``_bind``)."""
-        self.stack_begun = asyncio.Event()
-        """Set once ``stack`` is loading: the workspace's modules are in by then."""
-        self._mcp_stack: asyncio.Future[None] | None = None
-        """The MCP SDK's server (MCP_STACK), loading since the first ``mcp`` hello."""
+        self.stacks: dict[str, asyncio.Future[None]] = {}
+        """What sessions of each kind need before their first answer (STACKS), each loaded
+        once on a thread: the first session's while the workspace binds (``_bind``)."""
+        self.first_kind: str | None = None
+        """The kind of the first session that said hello (``mcp`` or an LSP one)."""
         self.stopping = asyncio.Event()
         self.started = time.time()
         self.own = {path: _identity(path) for path in (paths.workspace, paths.pid_file)}
@@ -155,8 +153,9 @@ class Engine:
         # subprocesses, time the stack's import fills. Importing both graphs at once
         # from the start would have two threads in pydantic's own imports.
         await asyncio.to_thread(importlib.import_module, "toold.workspace")
-        self.stack = asyncio.ensure_future(asyncio.to_thread(load_session_stack))
-        self.stack_begun.set()
+        # The stack of the session that came (the relay says hello as soon as the engine
+        # listens): an MCP client's engine loads the MCP SDK, not the LSP stack.
+        self.stack_for(self.first_kind or STACK_LSP)
         sessions = self.sessions
         opening = open_workspace(
             self.paths.workspace,
@@ -171,17 +170,15 @@ class Engine:
         log.info("toold %s engine serving %s", __version__, self.paths.workspace)
         self._make_room()  # for this engine: idle ones beyond the cap exit
 
-    async def _after_stack(self, name: str) -> None:
-        """Import ``name`` on a thread once the session stack has loaded: one import
-        thread beside the bind's, as for the stack (a failure is left for the session's
-        own import to raise)."""
-        await self.stack_begun.wait()
-        assert self.stack is not None
-        await asyncio.wait([self.stack])
-        try:
-            await asyncio.to_thread(importlib.import_module, name)
-        except Exception:
-            log.exception("could not load %s ahead of its session", name)
+    def stack_for(self, kind: str) -> asyncio.Future[None]:
+        """The loading of what ``kind``'s sessions need (STACKS), begun on a thread at the
+        first call (once the workspace's modules are in: the threads then share none of
+        pydantic's own imports)."""
+        family = MCP if kind == MCP else STACK_LSP
+        if family not in self.stacks:
+            loading = asyncio.to_thread(load_modules, STACKS[family])
+            self.stacks[family] = asyncio.ensure_future(loading)
+        return self.stacks[family]
 
     def _spawn(self, coro: Any) -> asyncio.Task[Any]:
         task = asyncio.ensure_future(coro)
@@ -344,14 +341,13 @@ class Engine:
             return
         if self.stopping.is_set():
             raise PeerRefused(STOPPING)
-        if kind == MCP and self._mcp_stack is None:
-            # The SDK loads while the workspace binds, not after: only an engine an MCP
-            # client came to pays for it (an editor's stays lean).
-            self._mcp_stack = asyncio.ensure_future(self._after_stack(MCP_STACK))
+        if self.first_kind is None:
+            self.first_kind = kind
         assert self.bound is not None
         await asyncio.shield(self.bound)
-        if self.stack is not None:
-            await asyncio.shield(self.stack)
+        loading = self.stack_for(kind)
+        if kind != MCP:  # an mcp session waits in its own import, counted as attached
+            await asyncio.shield(loading)
         from toold.engine.serving import serve_session
 
         stdio = (fds.pop(0), fds.pop(0)) if kind in HANDED_STDIO else None
@@ -380,27 +376,31 @@ class Engine:
         return tool_runner_above(pid) is not None
 
 
-SESSION_STACK = (
-    "toold.engine.serving",
-    "toold.server",
-    "toold.transport",
-    "toold_protocol.models",
-    "toold.handlers.table",
-)
-"""What a session needs before its first answers (``initialize`` reads the contract's
-models, ``tools/list`` the method table), loaded while the workspace binds."""
-MCP_STACK = "toold.bridge.mcp_server"
-"""What an ``mcp`` session needs (the MCP SDK's server), loaded after SESSION_STACK from
-the first ``mcp`` hello on, while the workspace binds."""
+STACK_LSP = "lsp"
+STACKS = {
+    STACK_LSP: (
+        "toold.engine.serving",
+        "toold.server",
+        "toold.transport",
+        "toold_protocol.models",
+        "toold.handlers.table",
+    ),
+    MCP: ("toold.engine.serving", "toold.bridge.mcp_server"),
+}
+"""What a session needs before its first answers: an LSP one (``toold serve``, the
+command line, ``toold acp``) the server, the contract's models (``initialize``) and the
+method table (``tools/list``); an ``mcp`` one the MCP SDK's server (~400 ms of CPU, so
+only an engine an MCP client came to loads it). The first session's loads while the
+workspace binds."""
 
 
-def load_session_stack() -> None:
-    """Import SESSION_STACK (a failure is left for the session's own import to raise)."""
-    for name in SESSION_STACK:
+def load_modules(names: tuple[str, ...]) -> None:
+    """Import ``names`` (a failure is left for the session's own import to raise)."""
+    for name in names:
         try:
             importlib.import_module(name)
         except Exception:
-            log.exception("could not load %s ahead of the first session", name)
+            log.exception("could not load %s ahead of its session", name)
             return
 
 
