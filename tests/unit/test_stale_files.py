@@ -7,15 +7,20 @@ file a patch names is judged for self-escalation and deny rules.
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import os
+import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.bound import call, run_bound
+from toold.errors import FileChangedError
 from toold.permissions.guard import SELF_ESCALATION, PermissionGuard
+from toold.tools.filestate import RACY_NS, FileState, FileTracker
 from toold.tools.toolset import ToolOutcome
 from toold.workspace import WorkspaceState
 
@@ -259,3 +264,74 @@ def test_a_file_is_never_hashed_only_to_be_refused(
     assert "big.bin has not been read" in unread
     assert "a.txt changed since it was last read" in grown
     assert hashed == []
+
+
+LATER_NS = 10 * RACY_NS
+"""How far the tracker's clock is moved on to make a file's last change clearly past."""
+
+
+def test_a_same_size_rewrite_with_the_same_mtime_is_caught(workspace: Path) -> None:
+    """mtime and size can both come out as they were (one clock tick, or utime): ctime
+    still moves, and a file changed in the tick of its hash is hashed again anyway."""
+    (workspace / "a.txt").write_text("one\n")
+
+    async def scenario(state: WorkspaceState, settled: bool) -> ToolOutcome:
+        files = state.runtime.files
+        if settled:  # the read's hash is clearly after the last change: stat is trusted
+            files.clock = lambda: time.time_ns() + LATER_NS
+        await call(state, "read_file", file_path="a.txt")
+        seen = os.stat(workspace / "a.txt")
+        (workspace / "a.txt").write_text("ONE\n")
+        os.utime(workspace / "a.txt", ns=(seen.st_atime_ns, seen.st_mtime_ns))
+        after = os.stat(workspace / "a.txt")
+        assert (after.st_size, after.st_mtime_ns) == (seen.st_size, seen.st_mtime_ns)
+        return await call(state, "edit_file", file_path="a.txt", old_text="ONE", new_text="2")
+
+    for settled in (False, True):
+        (workspace / "a.txt").write_text("one\n")
+        outcome = run_bound(workspace, functools.partial(scenario, settled=settled))
+        assert outcome.content == CHANGED, settled
+        assert (workspace / "a.txt").read_text() == "ONE\n"
+
+
+def test_an_unchanged_file_is_hashed_once(workspace: Path) -> None:
+    """Reads and edit checks of a file whose stat is as it was when hashed (long after
+    its last change) reuse that hash; any change of the file means a new one."""
+    (workspace / "a.txt").write_text("one\n")
+
+    async def scenario(state: WorkspaceState) -> list[int]:
+        files = state.runtime.files
+        files.clock = lambda: time.time_ns() + LATER_NS
+        counts = []
+        for _ in range(3):
+            await call(state, "read_file", file_path="a.txt")
+            counts.append(files.hashed)
+        edited = await call(state, "edit_file", file_path="a.txt", old_text="one", new_text="2")
+        assert edited.content == "Edited a.txt"
+        counts.append(files.hashed)  # the check reused the read's hash; the write hashed
+        await call(state, "read_file", file_path="a.txt")
+        counts.append(files.hashed)
+        return counts
+
+    assert run_bound(workspace, scenario) == [1, 1, 1, 2, 2]
+
+
+def test_a_file_changed_in_the_tick_of_its_hash_is_hashed_again(workspace: Path) -> None:
+    """git's racy-entry rule: a file whose last change is not clearly before its hash may
+    be rewritten in the same timestamp tick with every stat field as it was. The tracker
+    then trusts no stat: its check hashes again and finds the content it never saw."""
+    (workspace / "a.txt").write_text("one\n")
+    files = FileTracker(workspace)
+    files.remember(["a.txt"])
+    seen = files.current("a.txt")
+    assert seen is not None and not seen.settled  # written just now: racy
+    files.remember(["a.txt"])
+    assert files.hashed == 3  # no stat-only shortcut for a racy file
+    # What a same-tick rewrite looks like from here: same stat, another content.
+    other = FileState(seen.stat, hashlib.sha256(b"ONE\n").hexdigest(), settled=False)
+    files._seen["a.txt"] = other
+    with pytest.raises(FileChangedError, match="changed since it was last read"):
+        files.require_seen(["a.txt"])
+    # The same belief, settled, is what the stat rule trusts (so the check above can fail).
+    files._seen["a.txt"] = replace(other, settled=True)
+    files.require_seen(["a.txt"])

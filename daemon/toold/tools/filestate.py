@@ -2,10 +2,15 @@
 
 An agent's edit or overwrite of an existing file goes through only when the agent read
 that file (read_file) or wrote it through toold, and the file on disk is still what it
-was then: same size, same modification time and same content hash (the hash because a
-modification time may not move between two writes within one clock tick). The state is
-taken from the disk at the moment of the check, through ``open_in_workspace``: a file
-swapped for a symlink since it was read cannot be opened and counts as changed.
+was then: same size and same content hash (the hash because a modification time may not
+move between two writes within one clock tick). The state is taken from the disk at the
+moment of the check, through ``open_in_workspace``: a file swapped for a symlink since it
+was read cannot be opened and counts as changed.
+
+The content is hashed again only when the file's stat may hide a change (git's racy-entry
+rule, FileState.proves): a file whose device, inode, size, mtime and ctime are all what
+they were when it was hashed, and whose last change was clearly before that hash, still
+holds the bytes hashed. Nothing the sandboxed worker reports is used: the daemon stats.
 
 The tracker also serialises an agent's writing calls per file (``serialised``), so two
 edits of one file sent at once cannot both pass the check against the same version.
@@ -18,9 +23,11 @@ import contextlib
 import hashlib
 import os
 import stat
-from collections.abc import AsyncIterator, Iterable
+import time
+from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from toold.errors import FileChangedError
 from toold.sandbox.paths import open_in_workspace, workspace_relative
@@ -28,14 +35,47 @@ from toold.sandbox.paths import open_in_workspace, workspace_relative
 _READ = os.O_RDONLY | os.O_NONBLOCK
 _CHUNK = 1 << 20
 
+RACY_NS = 3_000_000_000
+"""How much older than the moment of hashing a file's last change (mtime or ctime) must be
+for its stat to vouch for its content: timestamps advance in ticks (a jiffy, FAT's 2 s), a
+rewrite within the tick of the last change can leave every stat field as it was; the
+margin also absorbs a network filesystem's clock running a little behind ours."""
+
+
+class FileStat(NamedTuple):
+    """What a file's stat says of which file it is and of its last change."""
+
+    dev: int
+    ino: int
+    size: int
+    mtime_ns: int
+    ctime_ns: int
+
+    @classmethod
+    def of(cls, info: os.stat_result) -> FileStat:
+        """The fields of an ``os.stat_result`` that change when the file does."""
+        return cls(info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+
 
 @dataclass(frozen=True)
 class FileState:
-    """A file as it was seen: size, modification time (ns) and SHA-256 of its bytes."""
+    """A file as it was seen: its stat, the SHA-256 of its bytes ("" when not hashed) and
+    whether its last change was clearly before the hash (``settled``)."""
 
-    size: int
-    mtime_ns: int
+    stat: FileStat
     sha256: str
+    settled: bool = False
+
+    @property
+    def size(self) -> int:
+        """The file's size in bytes."""
+        return self.stat.size
+
+    def proves(self, now: FileStat) -> bool:
+        """Whether a file whose stat is ``now`` still holds the bytes hashed: same file,
+        same stat, and no change in the hash's timestamp tick (any later write or utime
+        sets ctime past the moment of hashing, which the kernel's clock cannot repeat)."""
+        return self.settled and bool(self.sha256) and now == self.stat
 
 
 class FileTracker:
@@ -46,6 +86,10 @@ class FileTracker:
         self._seen: dict[str, FileState] = {}
         self._locks: dict[str, asyncio.Lock] = {}
         self._users: dict[str, int] = {}
+        self.clock: Callable[[], int] = time.time_ns
+        """The wall clock file timestamps are taken from (ns), for FileState.settled."""
+        self.hashed = 0
+        """How many times a file's content was hashed: the cost the stat rule saves."""
 
     def relative(self, path: str) -> str | None:
         """``path`` as the tracker keys it; None when it is not a workspace path."""
@@ -55,8 +99,8 @@ class FileTracker:
             return None
 
     # -- the disk ------------------------------------------------------------------------
-    def stat(self, rel: str) -> tuple[int, int] | None:
-        """(size, mtime_ns) of a regular file, None when there is none or it cannot be seen."""
+    def stat(self, rel: str) -> FileStat | None:
+        """FileStat of a regular file, None when there is none or it cannot be seen."""
         try:
             fd = open_in_workspace(self.workspace, rel, _READ)
         except OSError:
@@ -65,27 +109,40 @@ class FileTracker:
             info = os.fstat(fd)
         finally:
             os.close(fd)
-        return (info.st_size, info.st_mtime_ns) if stat.S_ISREG(info.st_mode) else None
+        return FileStat.of(info) if stat.S_ISREG(info.st_mode) else None
 
-    def current(self, rel: str, hash_size: int | None = None) -> FileState | None:
+    def current(
+        self, rel: str, hash_size: int | None = None, known: FileState | None = None
+    ) -> FileState | None:
         """The file's state now; None when no file is there. OSError: cannot be read
         as a regular file inside the workspace (a symlink, a folder, a device). With
         ``hash_size``, the content is hashed only when the file has that size (else its
-        ``sha256`` is ""): a file of another size has changed, however large it is."""
+        ``sha256`` is ""): a file of another size has changed, however large it is.
+        ``known`` is returned as it is when its stat proves the content unchanged."""
+        started = self.clock()  # before the fstat: a change after it is not "settled"
         try:
             fd = open_in_workspace(self.workspace, rel, _READ)
         except FileNotFoundError:
             return None
-        with os.fdopen(fd, "rb") as fh:
-            info = os.fstat(fh.fileno())
+        try:
+            info = os.fstat(fd)
             if not stat.S_ISREG(info.st_mode):
                 raise IsADirectoryError(f"not a regular file: {rel}")
+            now = FileStat.of(info)
+            if known is not None and known.proves(now):
+                return known
             if hash_size is not None and info.st_size != hash_size:
-                return FileState(info.st_size, info.st_mtime_ns, "")
+                return FileState(now, "")
             digest = hashlib.sha256()
-            while chunk := fh.read(_CHUNK):
+            size = min(_CHUNK, info.st_size + 1)  # a small file: one read, then its end
+            while chunk := os.read(fd, size):
                 digest.update(chunk)
-        return FileState(info.st_size, info.st_mtime_ns, digest.hexdigest())
+        finally:
+            os.close(fd)
+        self.hashed += 1
+        # ctime too: utime can date mtime back, never ctime (it is set to the clock).
+        settled = max(now.mtime_ns, now.ctime_ns) < started - RACY_NS
+        return FileState(now, digest.hexdigest(), settled)
 
     # -- checking and remembering -------------------------------------------------------
     def require_seen(self, paths: Iterable[str]) -> None:
@@ -97,9 +154,9 @@ class FileTracker:
                 continue  # the tool refuses the path itself, with its own message
             seen = self._seen.get(rel)
             try:  # never hash a file only to refuse it (a planted huge one took seconds)
-                now = self.current(rel, hash_size=-1 if seen is None else seen.size)
+                now = self.current(rel, -1 if seen is None else seen.size, seen)
             except OSError:
-                now = FileState(-1, -1, "")  # a link or a non-file where a file was: changed
+                now = FileState(FileStat(-1, -1, -1, -1, -1), "")  # a link or a non-file
             if now is None:
                 continue  # creating a file needs no reading first
             if seen is None:
@@ -113,26 +170,25 @@ class FileTracker:
                 )
 
     def remember(
-        self, paths: Iterable[str], before: dict[str, tuple[int, int] | None] | None = None
+        self, paths: Iterable[str], before: dict[str, FileStat | None] | None = None
     ) -> None:
-        """Record the current state of ``paths`` as seen. With ``before`` (``stat`` taken
-        before a read), a file that changed while it was read is forgotten instead: which
-        version the agent saw is unknown."""
+        """Record the current state of ``paths`` as seen. With ``before`` (``snapshot``
+        taken before a read), a file that changed while it was read (any stat field,
+        the inode too) is forgotten instead: which version the agent saw is unknown."""
         for path in paths:
             rel = self.relative(path)
             if rel is None:
                 continue
             try:
-                now = self.current(rel)
+                now = self.current(rel, known=self._seen.get(rel))
             except OSError:
                 now = None
-            expected = None if before is None else before.get(rel)
-            if now is None or (before is not None and expected != (now.size, now.mtime_ns)):
+            if now is None or (before is not None and before.get(rel) != now.stat):
                 self._seen.pop(rel, None)
             else:
                 self._seen[rel] = now
 
-    def snapshot(self, paths: Iterable[str]) -> dict[str, tuple[int, int] | None]:
+    def snapshot(self, paths: Iterable[str]) -> dict[str, FileStat | None]:
         """``stat`` of each path before a read, for ``remember``."""
         found = {}
         for path in paths:
