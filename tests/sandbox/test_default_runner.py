@@ -377,3 +377,31 @@ def test_every_session_of_the_engine_is_told_of_the_fallback(
         assert editor.tool("bash", command="echo ran")["content"] == "ran"
     finally:
         box.close()
+
+
+@pytest.mark.parametrize("runner", ["subprocess", "local"])
+def test_a_network_allow_list_the_runner_cannot_enforce_is_said(
+    workspace: Path, runner: str
+) -> None:
+    (workspace / "toold.toml").write_text(
+        f'[execution]\ntool_runner = "{runner}"\n\n[execution.network]\nallow = ["pypi.org"]\n'
+    )
+    client = WireClient(workspace)
+    try:
+        client.initialize(rootUri=workspace.as_uri())
+        message = client.notification("window/showMessage")["params"]["message"]
+        assert "allow-list is not enforced" in message and f"the {runner} runner" in message
+        assert "bwrap or docker" in message
+    finally:
+        client.close()
+
+
+def test_a_network_allow_list_under_bwrap_gets_no_such_notice(workspace: Path) -> None:
+    config = TooldConfig.model_validate(
+        {"execution": {"tool_runner": "bwrap", "network": {"allow": ["pypi.org"]}}}
+    )
+    runner = make_runner(config, workspace)
+    try:
+        assert runner.notice is None
+    finally:
+        asyncio.run(runner.close())

@@ -261,6 +261,9 @@ def _read(path: Path) -> str:
 class BwrapSandbox(ForkServerSandbox):
     """Each call in a worker forked inside one bubblewrap sandbox."""
 
+    enforces_network = True
+    """An [execution.network] table holds here: the proxy is the only way out."""
+
     name = "bwrap"
     kills_through_server = True
 

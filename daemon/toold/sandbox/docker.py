@@ -207,6 +207,9 @@ class ContainerWorker(WorkerHandle):
 class DockerSandbox(WorkerSandbox):
     """Each call in a fresh container."""
 
+    enforces_network = True
+    """An [execution.network] table holds here: the proxy is the only way out."""
+
     name = "docker"
 
     def __init__(self, workspace: Path, config: TooldConfig, audit: Recorder | None = None) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from toold.config import TooldConfig
+from toold.config import NetworkPolicy, TooldConfig
 from toold.sandbox.network.proxy import Recorder
 from toold.sandbox.runner import EventListener, LocalSandbox, Sandbox, ToolRunner
 
@@ -40,9 +40,29 @@ def _auto_sandbox(config: TooldConfig, workspace: Path, audit: Recorder | None) 
     return fallback
 
 
+UNENFORCED_NETWORK = (
+    "execution.network's allow-list is not enforced here: the {runner} runner is not a "
+    "sandbox, so commands reach the host's whole network. Use the bwrap or docker runner "
+    "(execution.tool_runner) for the allow-list to hold"
+)
+
+
 def make_sandbox(config: TooldConfig, workspace: Path, audit: Recorder | None = None) -> Sandbox:
     """The sandbox ``execution.tool_runner`` names; it starts its warm workers at once.
-    ``audit`` records the network proxy's decisions (an [execution.network] table)."""
+    ``audit`` records the network proxy's decisions (an [execution.network] table). A
+    network allow-list that the chosen runner cannot enforce is said in its notice."""
+    sandbox = _make_sandbox(config, workspace, audit)
+    if isinstance(config.execution.network, NetworkPolicy) and not getattr(
+        sandbox, "enforces_network", False
+    ):
+        runner = "local" if isinstance(sandbox, LocalSandbox) else "subprocess"
+        said = getattr(sandbox, "notice", None)
+        warning = UNENFORCED_NETWORK.format(runner=runner)
+        sandbox.notice = f"{said}; {warning}" if said else warning  # type: ignore[attr-defined]
+    return sandbox
+
+
+def _make_sandbox(config: TooldConfig, workspace: Path, audit: Recorder | None) -> Sandbox:
     kind = config.execution.tool_runner
     if kind == AUTO:
         return _auto_sandbox(config, workspace, audit)
