@@ -37,12 +37,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import uvicorn
+from mcp.server.streamable_http import MCP_SESSION_ID_HEADER
 from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from toold.bridge.inflight import MAX_IN_FLIGHT
+from toold.bridge.mcp_events import SessionStores
 from toold.bridge.mcp_server import mcp_workspace
 from toold_protocol import errors as codes
 
@@ -170,8 +172,11 @@ class Guard:
         settings: TransportSecuritySettings,
         token: str | None,
         cap: int = MAX_IN_FLIGHT,
+        events: SessionStores | None = None,
     ) -> None:
         self.app = app
+        self.events = events
+        """The event store the SDK's app was built with: told each request's session."""
         self.origin_check = TransportSecurityMiddleware(settings)
         self.token = _digest(token) if token is not None else None
         self.cap = cap
@@ -202,7 +207,12 @@ class Guard:
             return
         self.in_flight += posted
         try:
-            await self.app(scope, receive, send)
+            if self.events is None:
+                await self.app(scope, receive, send)
+            else:
+                named = request.headers.get(MCP_SESSION_ID_HEADER)
+                with self.events.scoped(named, send) as sending:
+                    await self.app(scope, receive, sending)
         finally:
             self.in_flight -= posted
 
@@ -280,15 +290,17 @@ async def serve_http(
     try:
         async with mcp_workspace(workspace, from_tool=from_tool) as (state, server):
             settings = security_settings(options)
+            events = SessionStores()  # stream resumption, each session's own (mcp_events)
             app = server.streamable_http_app(
                 streamable_http_path=MCP_PATH,
+                event_store=events,
                 transport_security=settings,
                 host=options.host,
                 max_request_body_size=state.config.limits.max_message_bytes,
                 max_sessions=MAX_SESSIONS,
             )
             config = uvicorn.Config(
-                Guard(app, settings, options.token),
+                Guard(app, settings, options.token, events=events),
                 log_config=None,  # uvicorn's records go where toold's logging sends them
                 log_level="warning",
                 lifespan="on",
