@@ -208,6 +208,13 @@ class ToolGateway:
             stale = await self._stale(tool, checked, context, written)
             if stale is not None:
                 return stale
+            if reads and inline:  # on the loop: the files read stay open over the read
+                with files.held(reads) as held:
+                    outcome = await self._run(tool, checked, context, written)
+                    if not outcome.is_error:
+                        files.remember(written)
+                        files.remember_held(held)
+                return outcome
             before = await _on_disk(inline, files.snapshot, reads) if reads else None
             outcome = await self._run(tool, checked, context, written)
             if agent and not outcome.is_error:

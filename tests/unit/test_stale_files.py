@@ -7,6 +7,7 @@ file a patch names is judged for self-escalation and deny rules.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import hashlib
 import os
@@ -311,6 +312,7 @@ def test_an_unchanged_file_is_hashed_once(workspace: Path) -> None:
         counts.append(files.hashed)  # the check reused the read's hash; the write hashed
         await call(state, "read_file", file_path="a.txt")
         counts.append(files.hashed)
+        assert f"{workspace}/a.txt" not in _open_names(workspace)  # held only over a read
         return counts
 
     assert run_bound(workspace, scenario) == [1, 1, 1, 2, 2]
@@ -335,3 +337,51 @@ def test_a_file_changed_in_the_tick_of_its_hash_is_hashed_again(workspace: Path)
     # The same belief, settled, is what the stat rule trusts (so the check above can fail).
     files._seen["a.txt"] = replace(other, settled=True)
     files.require_seen(["a.txt"])
+
+
+def test_a_file_changed_or_replaced_while_it_was_read_is_forgotten(tmp_path: Path) -> None:
+    """A read's files are held open over it (one walk each): one rewritten meanwhile, or
+    whose name now leads to another file (even of the same content), is forgotten."""
+    (tmp_path / "d").mkdir()
+    for name, text in (("a.txt", "1\n"), ("b.txt", "2\n"), ("c.txt", "3\n"), ("d/e", "4\n")):
+        (tmp_path / name).write_text(text)
+    files = FileTracker(tmp_path)
+    with files.held(["a.txt", "b.txt", "c.txt", "d/e", "none.txt", "a.txt"]) as held:
+        assert len(_open_names(tmp_path)) == 4  # one descriptor per file, none for none.txt
+        (tmp_path / "b.txt").write_text("TWO\n")
+        (tmp_path / "new").write_text("3\n")
+        os.replace(tmp_path / "new", tmp_path / "c.txt")
+        # d/e itself untouched (its stat is as it was), but its name leads elsewhere now.
+        os.rename(tmp_path / "d", tmp_path / "aside")
+        (tmp_path / "d").mkdir()
+        (tmp_path / "d" / "e").write_text("4\n")
+        files.remember_held(held)
+    assert _open_names(tmp_path) == []
+    files.require_seen(["a.txt", "none.txt"])
+    for name in ("b.txt", "c.txt", "d/e"):
+        with pytest.raises(FileChangedError, match="has not been read"):
+            files.require_seen([name])
+
+
+def _open_names(folder: Path) -> list[str]:
+    """The files in ``folder`` this process holds open."""
+    names = []
+    for fd in os.listdir("/proc/self/fd"):
+        with contextlib.suppress(FileNotFoundError):  # closed since (the listing's own fd)
+            names.append(os.readlink(f"/proc/self/fd/{fd}"))
+    return [n for n in names if n.startswith(f"{folder}{os.sep}")]
+
+
+def test_without_proc_a_held_read_is_checked_by_a_new_walk(tmp_path: Path) -> None:
+    """With no /proc to name a held file, a fresh walk tells what the name leads to."""
+    (tmp_path / "a.txt").write_text("1\n")
+    (tmp_path / "b.txt").write_text("2\n")
+    files = FileTracker(tmp_path)
+    with files.held(["a.txt", "b.txt"]) as held:
+        nameless = {rel: one._replace(name="") for rel, one in held.items() if one}
+        (tmp_path / "new").write_text("2\n")
+        os.replace(tmp_path / "new", tmp_path / "b.txt")
+        files.remember_held(nameless)
+    files.require_seen(["a.txt"])
+    with pytest.raises(FileChangedError, match="has not been read"):
+        files.require_seen(["b.txt"])

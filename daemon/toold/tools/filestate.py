@@ -11,6 +11,9 @@ The content is hashed again only when the file's stat may hide a change (git's r
 rule, FileState.proves): a file whose device, inode, size, mtime and ctime are all what
 they were when it was hashed, and whose last change was clearly before that hash, still
 holds the bytes hashed. Nothing the sandboxed worker reports is used: the daemon stats.
+A read run on the event loop holds its files open over the read (``held``): one walk per
+file, and after the read the descriptor's stat and name (``/proc/self/fd``) tell whether
+the name still leads to the same, unchanged file.
 
 The tracker also serialises an agent's writing calls per file (``serialised``), so two
 edits of one file sent at once cannot both pass the check against the same version.
@@ -24,7 +27,7 @@ import hashlib
 import os
 import stat
 import time
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
@@ -76,6 +79,23 @@ class FileState:
         same stat, and no change in the hash's timestamp tick (any later write or utime
         sets ctime past the moment of hashing, which the kernel's clock cannot repeat)."""
         return self.settled and bool(self.sha256) and now == self.stat
+
+
+class Held(NamedTuple):
+    """A file opened before a read: its descriptor, stat and name (``/proc/self/fd``)."""
+
+    fd: int
+    stat: FileStat
+    name: str
+
+
+def _name_of(fd: int) -> str:
+    """Where ``fd``'s file is now ("(deleted)" appended once its name is gone), or ""
+    without /proc."""
+    try:
+        return os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        return ""
 
 
 class FileTracker:
@@ -133,12 +153,17 @@ class FileTracker:
                 return known
             if hash_size is not None and info.st_size != hash_size:
                 return FileState(now, "")
-            digest = hashlib.sha256()
-            size = min(_CHUNK, info.st_size + 1)  # a small file: one read, then its end
-            while chunk := os.read(fd, size):
-                digest.update(chunk)
+            return self._hashed(fd, now, started)
         finally:
             os.close(fd)
+
+    def _hashed(self, fd: int, now: FileStat, started: int) -> FileState:
+        """The state of the file ``fd`` whose stat is ``now``, taken after ``started``."""
+        digest = hashlib.sha256()
+        size, offset = min(_CHUNK, now.size + 1), 0  # a small file: one read, then its end
+        while chunk := os.pread(fd, size, offset):
+            digest.update(chunk)
+            offset += len(chunk)
         self.hashed += 1
         # ctime too: utime can date mtime back, never ctime (it is set to the clock).
         settled = max(now.mtime_ns, now.ctime_ns) < started - RACY_NS
@@ -187,6 +212,67 @@ class FileTracker:
                 self._seen.pop(rel, None)
             else:
                 self._seen[rel] = now
+
+    @contextlib.contextmanager
+    def held(self, paths: Iterable[str]) -> Iterator[dict[str, Held | None]]:
+        """Each regular file among ``paths`` opened before a read and held open over it,
+        for ``remember_held``: ``snapshot`` and ``remember`` in one walk of each path
+        instead of two. The descriptors are closed on leaving."""
+        found: dict[str, Held | None] = {}
+        try:
+            for path in paths:
+                rel = self.relative(path)
+                if rel is not None and rel not in found:  # one descriptor per file
+                    found[rel] = self._hold(rel)
+            yield found
+        finally:
+            for one in found.values():
+                if one is not None:
+                    os.close(one.fd)
+
+    def _hold(self, rel: str) -> Held | None:
+        try:
+            fd = open_in_workspace(self.workspace, rel, _READ)
+        except OSError:
+            return None
+        try:
+            info = os.fstat(fd)
+            if stat.S_ISREG(info.st_mode):
+                return Held(fd, FileStat.of(info), _name_of(fd))
+        except OSError:
+            pass
+        os.close(fd)
+        return None
+
+    def remember_held(self, held: dict[str, Held | None]) -> None:
+        """``remember`` for the reads of ``held``: a file whose stat changed over the read,
+        or whose name no longer leads to it (replaced, moved: ``/proc/self/fd``), is
+        forgotten, which version the agent saw being unknown."""
+        for rel, one in held.items():
+            try:
+                now = None if one is None else self._after(rel, one)
+            except OSError:
+                now = None
+            if now is None:
+                self._seen.pop(rel, None)
+            else:
+                self._seen[rel] = now
+
+    def _after(self, rel: str, one: Held) -> FileState | None:
+        """The state of a file held over a read, None when it changed meanwhile."""
+        known = self._seen.get(rel)
+        if not one.name:  # no /proc: only a new walk tells where the name leads now
+            try:
+                now = self.current(rel, known=known)
+            except OSError:
+                return None
+            return now if now is not None and now.stat == one.stat else None
+        started = self.clock()
+        if FileStat.of(os.fstat(one.fd)) != one.stat or _name_of(one.fd) != one.name:
+            return None
+        if known is not None and known.proves(one.stat):
+            return known
+        return self._hashed(one.fd, one.stat, started)
 
     def snapshot(self, paths: Iterable[str]) -> dict[str, FileStat | None]:
         """``stat`` of each path before a read, for ``remember``."""
