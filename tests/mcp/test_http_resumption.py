@@ -14,9 +14,12 @@ from pathlib import Path
 from typing import Any
 
 import httpx2
+import mcp.types as types
 import pytest
 
 from tests.mcp.http_process import HttpServer, toold_http
+from toold.bridge import mcp_events
+from toold.bridge.mcp_events import SessionEvents
 
 VERSION = "2025-11-25"
 """A revision whose SSE streams are primed with an event id (the SDK's: 2025-11-25 on)."""
@@ -116,3 +119,26 @@ def test_a_reconnecting_client_gets_its_own_events_and_never_another_sessions(
     assert theirs == []
     assert len(own) == 1 and "tools" in json.loads(own[0][1])["result"]
     assert first_primed.partition("-")[0] != second_primed.partition("-")[0]
+
+
+def _message(request_id: int, text: str = "") -> types.JSONRPCMessage:
+    return types.JSONRPCResponse(jsonrpc="2.0", id=request_id, result={"text": text})
+
+
+def test_a_session_keeps_its_events_within_its_caps() -> None:
+    events = SessionEvents()
+    first = events.store("1", None)
+    ids = [events.store("1", _message(1)) for _ in range(mcp_events.MAX_EVENTS)]
+    assert len(events.events) == mcp_events.MAX_EVENTS
+    assert events.after(first) is None  # dropped (the oldest): nothing, not a gap
+    found = events.after(ids[0])
+    assert found is not None and found[0] == "1" and len(found[1]) == len(ids) - 1
+    other = SessionEvents()
+    assert other.after(ids[0]) is None  # another session's id: nothing
+    big = "x" * (mcp_events.MAX_BYTES // 4)  # a few bytes more each, as JSON: 3 fit
+    kept = [other.store("2", _message(2, big)) for _ in range(5)]
+    assert other.size <= mcp_events.MAX_BYTES and len(other.events) == 3
+    assert other.after(kept[1]) is None and other.after(kept[2]) is not None
+    too_big = other.store("2", _message(2, "x" * mcp_events.MAX_BYTES))
+    assert too_big not in other.events
+    assert other.after(kept[-1]) is None  # a replay from before it would miss it
