@@ -127,8 +127,10 @@ class ConfigReloads:
         if last is not None and not last.done():
             await asyncio.shield(last)
 
-    async def reload(self, overrides: dict[str, Any] | None) -> None:
-        """Apply a change off the loop (a runner may probe bwrap or Docker for seconds)."""
+    async def reload(self, overrides: dict[str, Any] | None, *, joining: bool = False) -> None:
+        """Apply a change off the loop (a runner may probe bwrap or Docker for seconds).
+        ``joining``: the session's initial settings on a workspace bound before it came;
+        invalid ones refuse agents' calls until valid settings apply, as at a start."""
         if self._from_tool:
             self._editor.show_warning(
                 "configuration not applied: it came from inside a tool call (an agent's "
@@ -141,7 +143,7 @@ class ConfigReloads:
         async def apply() -> str | None:
             if previous is not None:  # changes apply in the order they were sent
                 await asyncio.wait([previous])
-            return await state.reload(overrides)  # a user action: its own keys apply
+            return await state.reload(overrides, joining=joining)  # a user action
 
         self._last = asyncio.ensure_future(apply())
         problem = await asyncio.shield(self._last)

@@ -245,13 +245,14 @@ class LspSession:
             editor.show_error(state.config_problem)
         if state.kept_out is not None:  # a refused loosening, held at start
             editor.show_warning(state.kept_out)
-        if state.runner.notice is not None:  # the default runner fell back
-            editor.show_warning(state.runner.notice)
+        runner = state.runner_warning()  # it cannot work here, or auto fell back
+        if runner is not None:
+            editor.show_warning(runner)
         for notice in state.notices:  # e.g. the watchers poll (toold.watching)
             editor.show_warning(notice)
         if overrides is not None:
             # The shared workspace's settings for every session; the latest editor's win.
-            self.spawn(self.reloads.reload(overrides))
+            self.spawn(self.reloads.reload(overrides, joining=True))
 
     async def _shutdown(self, raw: Any) -> None:
         """Answered once every request received before it is answered; requests after it

@@ -235,7 +235,7 @@ class WorkspaceState:
         return self._reload(overrides, from_file)[0]
 
     def _reload(
-        self, overrides: dict[str, Any] | None, from_file: bool
+        self, overrides: dict[str, Any] | None, from_file: bool, joining: bool = False
     ) -> tuple[str | None, Held | None]:
         with self._reloading:
             self._generation += 1
@@ -245,6 +245,11 @@ class WorkspaceState:
                 chosen = frozenset() if from_file else chosen_keys(overrides)
                 applied, changes = hold_back(self.config, self.guard.mode, config, chosen)
             except (ConfigError, ValueError) as exc:
+                if joining:
+                    # An editor's first settings on a workspace already bound (the engine):
+                    # invalid ones shut agents out as they would have at start, never
+                    # leaving the configuration they meant to change in force unnoticed.
+                    self.gate.problem = str(exc)
                 return self._not_applied(str(exc)), None
             if changes:
                 self.held = Held(config, tuple(changes), overrides, self._generation)
@@ -260,10 +265,15 @@ class WorkspaceState:
             return self._apply_config(held.config, held.overrides)
 
     async def reload(
-        self, overrides: dict[str, Any] | None = None, *, from_file: bool = False
+        self,
+        overrides: dict[str, Any] | None = None,
+        *,
+        from_file: bool = False,
+        joining: bool = False,
     ) -> str | None:
-        """reload_config off the loop; held changes are then asked about in the background."""
-        problem, held = await asyncio.to_thread(self._reload, overrides, from_file)
+        """reload_config off the loop; held changes are then asked about in the background.
+        ``joining``: a session's initial settings, which fail closed as a start's would."""
+        problem, held = await asyncio.to_thread(self._reload, overrides, from_file, joining)
         if held is not None:
             asking = self._settling is not None and not self._settling.done()
             if asking and self._asked is not None and self._asked.asks_the_same(held):
@@ -391,16 +401,21 @@ class WorkspaceState:
         if self.guard.audit is not None:
             self.guard.audit.close()
 
-    def warn_runner_problem(self) -> None:
-        """Tell the user at once when the configured runner cannot work here, or when the
-        default runner fell back from bwrap (``runner.notice``)."""
+    def runner_warning(self) -> str | None:
+        """What the user must know about the runner: it cannot work here (naming the fix),
+        or the default one fell back from bwrap (``runner.notice``); None when neither."""
         problem = self.runner.problem
         if problem is None:
-            if self.runner.notice is not None:
-                self._warn(self.runner.notice)
-            return
+            return self.runner.notice
         message = f"the {self.runner.name} runner (execution.tool_runner) cannot run tools here: "
-        message += f"{problem}; until then every tool call fails"
+        return message + f"{problem}; until then every tool call fails"
+
+    def warn_runner_problem(self) -> None:
+        """Tell the user at once what ``runner_warning`` says (each session that attaches
+        later is told on joining)."""
+        message = self.runner_warning()
+        if message is None:
+            return
         if self.warn is not None:
             self.warn(message)
         else:

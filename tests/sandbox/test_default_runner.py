@@ -154,9 +154,7 @@ def test_an_explicit_bwrap_that_cannot_work_still_fails_closed(
 ) -> None:
     (workspace / "toold.toml").write_text('[execution]\ntool_runner = "bwrap"\n')
     canary = workspace / "ran"
-    # A private daemon: an engine warns at its bind, before any session is there to be
-    # told (/work/notes/asks-suite.md); its calls fail closed all the same.
-    client = WireClient(workspace, "--no-daemon", env=_failing_bwrap(tmp_path / "bin"))
+    client = WireClient(workspace, env=_failing_bwrap(tmp_path / "bin"))
     try:
         client.initialize(rootUri=workspace.as_uri())
         shown = client.notification("window/showMessage")["params"]

@@ -121,11 +121,14 @@ def test_a_reload_to_an_invalid_file_keeps_the_previous_configuration(
     assert read["isError"] and SECRET not in _text(read)
 
 
-def test_invalid_initialization_options_refuse_agents(tmp_path: Path) -> None:
-    """A private daemon bound with editor settings that fail validation (``--no-daemon``:
-    an engine shows the error but serves agents; /work/notes/asks-suite.md)."""
+@pytest.mark.parametrize("extra", [(), ("--no-daemon",)], ids=["engine", "private"])
+def test_invalid_initialization_options_refuse_agents(
+    tmp_path: Path, extra: tuple[str, ...]
+) -> None:
+    """Editor settings that fail validation refuse agents' calls until valid ones come:
+    on a private daemon (bound with them) and on the engine (bound before they came)."""
     ws = _workspace(tmp_path / "ws", "")
-    client = WireClient(ws, "--no-daemon")
+    client = WireClient(ws, *extra)
     try:
         bad = {"config": {"limits": {"bash_output_chars": 5}}}
         client.initialize(rootUri=ws.as_uri(), initializationOptions=bad)
