@@ -27,7 +27,7 @@ from toold.gateway import ToolGateway
 from toold.hooks import Hooks
 from toold.jobs.manager import BackgroundManager, Outcome
 from toold.permissions.audit import AuditLog
-from toold.permissions.guard import PermissionGuard, Verdict
+from toold.permissions.guard import CannotAsk, PermissionGuard, Verdict
 from toold.permissions.loosening import chosen_keys, hold_back
 from toold.permissions.rules import PATH_FIELDS, parse_rules
 from toold.planning.skills import SkillLoader
@@ -297,7 +297,12 @@ class WorkspaceState:
         """Ask the user about the held changes: Apply applies them, anything else keeps them out."""
         held = self._asked
         assert held is not None
-        if self.confirm is None:
+        timeout = self.config.permissions.ask_timeout
+        try:
+            if self.confirm is None:
+                raise CannotAsk("the configuration's change")
+            answer = await self.confirm(f"{held.summary}. Apply?", [APPLY, KEEP], timeout)
+        except CannotAsk:  # no editor here can ask (the engine's sessions included)
             self._warn(
                 f"{held.summary}. Not applied: this editor cannot ask to confirm "
                 "changes that loosen toold's protections; to apply them, switch the mode "
@@ -305,8 +310,6 @@ class WorkspaceState:
                 "restart toold (it reads toold.toml as it is at start)"
             )
             return
-        timeout = self.config.permissions.ask_timeout
-        answer = await self.confirm(f"{held.summary}. Apply?", [APPLY, KEEP], timeout)
         held = self._asked or held  # a reload asking the same question may have come since
         if answer == APPLY:
             problem = await asyncio.to_thread(self.apply_held, held)

@@ -188,12 +188,12 @@ def test_without_an_answer_nothing_loosens(start: Start, workspace: Path) -> Non
     agent_touch_is_asked(client, workspace, "canary")
 
 
+@pytest.mark.parametrize("private", [False, True], ids=["engine", "private"])
 def test_an_editor_that_cannot_ask_gets_a_warning_and_nothing_loosens(
-    start: Start, workspace: Path, monkeypatch: pytest.MonkeyPatch
+    start: Start, workspace: Path, monkeypatch: pytest.MonkeyPatch, private: bool
 ) -> None:
-    # A private daemon: an engine tells a session that cannot ask "no answer", not that
-    # it cannot ask (nothing loosens either way; /work/notes/asks-suite.md).
-    monkeypatch.setenv("TOOLD_NO_DAEMON", "1")
+    if private:
+        monkeypatch.setenv("TOOLD_NO_DAEMON", "1")
     client = start("", can_ask=False)
     (workspace / "toold.toml").write_text('[permissions]\nmode = "bypass"\n', encoding="utf-8")
     said = warning(client)

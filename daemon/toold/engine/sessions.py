@@ -183,13 +183,13 @@ class Sessions:
     async def confirm(self, message: str, actions: list[str], timeout: float) -> str | None:
         """A question about the shared configuration, to the newest session that can ask
         one (ACP and MCP have no such question: their clients are asked about tool calls
-        only)."""
+        only); CannotAsk when no session can ask one."""
         for session in reversed(self.all()):
             if session.kind in (ACP, MCP):
                 continue
             if session.server.initialized and _asks_the_user(session):
                 return await session.server.editor.confirm(message, actions, timeout)
-        return None
+        raise CannotAsk("the configuration's change")
 
 
 def _asks_the_user(session: Session) -> bool:
