@@ -1,9 +1,9 @@
 """``toold mcp`` as users run it: attached to the engine of its workspace.
 
 Every test of this folder runs with a runtime folder of its own (``TOOLD_RUNTIME_DIR``)
-and without ``TOOLD_NO_DAEMON`` (which tests/conftest.py sets for the suite), so each
-stdio ``toold mcp`` hands its stdio to the workspace's engine; the engines are stopped
-at the test's end. A test of the private server passes ``--no-daemon``. ``toold mcp
+and without ``TOOLD_NO_DAEMON`` (dropped should the caller's environment set it), so
+each stdio ``toold mcp`` hands its stdio to the workspace's engine; the engines are
+stopped at the test's end. A test of the private server passes ``--no-daemon``. ``toold mcp
 --http`` serves in its own process either way.
 """
 
