@@ -26,6 +26,8 @@ from toold.engine.location import EnginePaths, engine_keys, open_private
 
 LOG_TAIL = 40
 """Lines of a stopped engine's log printed (pytest shows them when the test failed)."""
+REASON = "the test suite's sweep of idle engines after a test (tests/idle_engines.py)"
+"""What the engine logs as the reason it stopped."""
 
 
 def stop_idle_engines(runtime: Path) -> list[int]:
@@ -37,7 +39,7 @@ def stop_idle_engines(runtime: Path) -> list[int]:
             status = ask(paths, "status", timeout=5.0)
             if status is None or status.get("idle") is not True:
                 continue  # gone meanwhile, or still used (a session, a job, a fresh start)
-            hello = {"ifIdle": True, "uses": status.get("uses")}
+            hello = {"ifIdle": True, "uses": status.get("uses"), "reason": REASON}
             reply = ask(paths, "stop", hello, timeout=5.0)
         except (EngineError, OSError, ValueError):
             continue  # the run's end kills what does not answer

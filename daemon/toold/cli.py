@@ -100,6 +100,11 @@ def _parser() -> argparse.ArgumentParser:
     daemon.add_argument(
         "--all", action="store_true", help="with stop: every engine of this user (CI jobs' end)"
     )
+    daemon.add_argument(
+        "--if-idle",
+        action="store_true",
+        help="with stop: only if no session, job or teammate keeps it busy (nothing cancelled)",
+    )
 
     jobs = sub.add_parser("jobs", help="list background jobs, or wait for one: jobs wait ID")
     jobs.add_argument("wait", nargs="*", metavar="wait ID", help="wait for job ID to end")
@@ -397,7 +402,7 @@ def _mcp(args: argparse.Namespace) -> int:
 def _daemon(args: argparse.Namespace) -> int:
     from toold.engine.commands import daemon_command
 
-    return daemon_command(args.action, args.workspace, args.json, args.all)
+    return daemon_command(args.action, args.workspace, args.json, args.all, args.if_idle)
 
 
 def _jobs(args: argparse.Namespace) -> int:

@@ -220,7 +220,11 @@ def test_a_new_engine_stops_idle_ones_beyond_the_cap_never_busy_ones(
     _call(engines, newest, "read_file", '{"file_path": "a.txt"}')
     wait_gone(idle_pid, "the idle engine, least recently used beyond the cap")
     assert process_alive(edited_pid) and process_alive(working_pid)
-    assert "max_idle_engines" in (engines.runtime / f"{_key(idle)}.log").read_text()
+    log = (engines.runtime / f"{_key(idle)}.log").read_text()
+    assert (  # the engine that made room, named in the stopped one's log
+        "beyond daemon.max_idle_engines = 1 (the engine of "
+        f"{newest.resolve()}, pid {_engine_pid(engines, newest)}, made room)"
+    ) in log
     (working / "go").touch()
     editor.close()
 

@@ -58,17 +58,26 @@ def _describe(status: dict[str, Any]) -> str:
     )
 
 
-def daemon_command(action: str, workspace: Path, as_json: bool, every: bool = False) -> int:
+def daemon_command(
+    action: str, workspace: Path, as_json: bool, every: bool = False, if_idle: bool = False
+) -> int:
     """start: ensure an engine runs; stop: end it (jobs cancelled; ``every``: all of this
-    user's); status: describe it; list: every engine of this user."""
-    if every and action != "stop":
-        print("toold: --all goes with stop only: toold daemon stop --all", file=sys.stderr)
+    user's; ``if_idle``: only if idle, nothing cancelled); status: describe it; list:
+    every engine of this user."""
+    if (every or if_idle) and action != "stop":
+        flag = "--all" if every else "--if-idle"
+        print(f"toold: {flag} goes with stop only: toold daemon stop {flag}", file=sys.stderr)
+        return 2
+    if every and if_idle:
+        print("toold: --if-idle stops one workspace's engine, not --all", file=sys.stderr)
         return 2
     try:
         if action == "list":
             return _list(as_json)
         if action == "stop" and every:
             return _stop_all(as_json)
+        if action == "stop" and if_idle:
+            return _stop_if_idle(workspace, as_json)
         if action == "start":
             attached = attach(workspace, "status")
             attached.close()
@@ -109,6 +118,35 @@ def _stop(workspace: Path, as_json: bool) -> int:
     else:
         jobs = f"; cancelled jobs: {', '.join(cancelled)}" if cancelled else ""
         print(f"stopped the toold engine pid {reply['pid']}{jobs}")
+    return 0
+
+
+IF_IDLE_REASON = "toold daemon stop --if-idle"
+"""What ``daemon stop --if-idle`` tells the engine, which logs it as the reason it stops."""
+
+
+def _stop_if_idle(workspace: Path, as_json: bool) -> int:
+    """Stop the engine only if it is idle (no session, job or teammate, unused since its
+    status was read), as a newer engine asks an idle one beyond the cap; it decides."""
+    paths = EnginePaths.of(workspace)
+    status = control(workspace, "status")
+    reply = None
+    if status is not None and status.get("idle") is True:
+        hello = {"ifIdle": True, "uses": status.get("uses"), "reason": IF_IDLE_REASON}
+        reply = ask(paths, "stop", hello)
+    stopped = reply is not None and reply.get("stopped") is True
+    pid = None if status is None else status.get("pid")
+    if stopped and not _exited([paths]):
+        print(f"toold: engine pid {pid} did not exit; see {paths.log}", file=sys.stderr)
+        return 1
+    if as_json:
+        print(json.dumps({"stopped": stopped, "pid": pid}))
+    elif status is None:
+        print(f"no toold engine runs for {paths.workspace}")
+    elif stopped:
+        print(f"stopped the idle toold engine pid {pid}")
+    else:
+        print(f"the toold engine pid {pid} is busy (or was just used); left running")
     return 0
 
 

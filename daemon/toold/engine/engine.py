@@ -38,6 +38,7 @@ from toold.engine.idle import (
     in_ci,
     inotify_instances,
     resident_bytes,
+    stop_reason,
 )
 from toold.engine.location import EnginePaths, open_private
 from toold.engine.peers import (
@@ -324,7 +325,8 @@ class Engine:
             await _send_line(conn, self.status())
             return
         if kind == "stop" and hello.get("ifIdle"):
-            await _send_line(conn, {"ok": True, "pid": os.getpid(), "stopped": self._evict(hello)})
+            stopped = self._evict(hello, pid)
+            await _send_line(conn, {"ok": True, "pid": os.getpid(), "stopped": stopped})
             return
         if kind == "stop":
             if self.inside_tool_call(pid):
@@ -353,13 +355,15 @@ class Engine:
         stdio = (fds.pop(0), fds.pop(0)) if kind in HANDED_STDIO else None
         await serve_session(self, conn, stdio, pid, hello, self.inside_tool_call(pid))
 
-    def _evict(self, hello: dict[str, Any]) -> bool:
-        """Stop for a newer engine if idle at this instant and unused since the status it
-        judged by (``uses``); no other connection may be in progress (a client on its way).
-        Nothing is cancelled, so any peer may ask: at worst the next client starts anew."""
+    def _evict(self, hello: dict[str, Any], pid: int) -> bool:
+        """Stop if idle at this instant and unused since the status the asker judged by
+        (``uses``); no other connection may be in progress (a client on its way). Nothing
+        is cancelled, so any peer may ask: at worst the next client starts anew. The log
+        names the asker's pid and the reason its hello gives (a newer engine's
+        ``daemon.max_idle_engines``, ``toold daemon stop --if-idle``, a test harness)."""
         if not self.evictable() or hello.get("uses") != self.usage.uses or len(self._tasks) > 1:
             return False
-        self.stop("idle, the least recently used beyond daemon.max_idle_engines")
+        self.stop(f"idle, asked to stop if idle by pid {pid}: {stop_reason(hello)}")
         return True
 
     def inside_tool_call(self, pid: int) -> bool:

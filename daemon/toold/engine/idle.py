@@ -42,6 +42,8 @@ FRESH = 30.0
 its way: another engine's eviction must not stop it first)."""
 ONE_SHOT_CLIENTS = frozenset({"toold-cli", "toold-run"})
 """What ``toold call``/``tools``/``jobs`` and ``toold run`` call themselves."""
+REASON_LIMIT = 200
+"""Characters of a stop-if-idle's ``reason`` the engine logs."""
 
 
 def in_ci(environ: Mapping[str, str] = os.environ) -> bool:
@@ -75,6 +77,24 @@ def is_editor(kind: str, client: str, process_id: int | None) -> bool:
     if kind in ("acp", "mcp"):
         return True
     return kind == "stdio" and bool(process_id) and client not in ONE_SHOT_CLIENTS
+
+
+def stop_reason(hello: Mapping[str, Any]) -> str:
+    """Why the asker of a stop-if-idle says it asks (its hello's ``reason``), as the log
+    shows it: printable, at most REASON_LIMIT characters. Any peer of the user may ask,
+    so the pid beside it is the fact, this the asker's word."""
+    reason = hello.get("reason")
+    if not isinstance(reason, str) or not reason.strip():
+        return "no reason given"
+    return "".join(c if c.isprintable() else "?" for c in reason.strip()[:REASON_LIMIT])
+
+
+def evicting_reason(own: EnginePaths, cap: int) -> str:
+    """What a new or newly idle engine says when it asks an idle one to make room."""
+    return (
+        f"the least recently used idle engine beyond daemon.max_idle_engines = {cap} "
+        f"(the engine of {own.workspace}, pid {os.getpid()}, made room)"
+    )
 
 
 def victims(others: list[dict[str, Any]], cap: int) -> list[dict[str, Any]]:
@@ -218,7 +238,7 @@ def _evict_idle(own: EnginePaths, cap: int) -> list[int]:
     stopped = []
     for status in victims(others, cap):
         paths = status["paths"]
-        hello = {"ifIdle": True, "uses": status.get("uses")}
+        hello = {"ifIdle": True, "uses": status.get("uses"), "reason": evicting_reason(own, cap)}
         try:
             reply = ask(paths, "stop", hello, timeout=5.0)
         except (EngineError, OSError, ValueError) as exc:
