@@ -160,8 +160,9 @@ class ExecutionConfig(_Section):
     private HOME and TMPDIR cross, so the daemon's secrets never reach a tool."""
     login_shell: bool = False
     """local: run every bash command as a login shell (bash -lc, the profile sourced each
-    call). By default the login environment is captured once when the workspace is bound
-    and each command runs with bash -c in it (sandboxed runners never get it)."""
+    call). By default the login environment is captured once, at the first bash call
+    that needs it (again after the execution settings change), and each command runs
+    with bash -c in it (sandboxed runners never get it)."""
 
 
 class LimitsConfig(_Section):

@@ -381,6 +381,10 @@ class WorkspaceState:
         if sandbox is not None:
             # The runner object stays (agents and teammates hold it); the replaced sandbox
             # is closed in the background once the calls running in it finish.
+            login = self.runtime.login_environment
+            if login is not None and login.started:
+                # New execution settings: captured again at the next bash call needing it.
+                self.runtime.login_environment = LoginEnvironment(self.root)
             self.runner.replace_sandbox(sandbox)
             self.warn_runner_problem()
         if self.gate.problem is not None:
@@ -555,8 +559,8 @@ def bind(
         tasks=tasks,
         skills=skills,
         background=jobs,
-        # Without a login shell, the environment is captured once, on its own thread.
-        login_environment=None if config.execution.login_shell else LoginEnvironment(root),
+        # Captured at the first bash call that runs in it (toold.tools.builtin._login_shell).
+        login_environment=LoginEnvironment(root),
     )
     toolset = ToolSet(BuiltinToolProvider(runtime).get_tools())
     runner = make_runner(config, root, emit_event, guard.audit)

@@ -1,10 +1,12 @@
 """bash and the user's login profile, over the wire, with a real HOME holding a noisy
-.bash_profile: captured once for the local runner, sourced every call with
-execution.login_shell, never given to a sandboxed runner."""
+.bash_profile: captured once for the local runner, at its first bash call; sourced every
+call with execution.login_shell, and then never captured; never given to a sandboxed
+runner, and then never sourced. The settings come from the editor's
+initializationOptions, which reach the workspace's engine after it bound the workspace
+with toold.toml (none here): the profile is sourced exactly as often as they say."""
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -39,13 +41,10 @@ def start(workspace: Path, home: Path) -> Iterator[Start]:
     env = {k: v for k, v in os.environ.items() if k != "TOOLD_PROFILE_VAR"} | {"HOME": str(home)}
 
     def launch(execution: dict[str, Any]) -> WireClient:
-        # In toold.toml, as the engine binds the workspace with it: a client's
-        # initializationOptions reach an engine bound already (its capture started).
-        lines = [f"{key} = {json.dumps(value)}" for key, value in execution.items()]
-        (workspace / "toold.toml").write_text("[execution]\n" + "\n".join(lines) + "\n")
         client = WireClient(workspace, env=env)
         clients.append(client)
-        client.initialize(rootUri=workspace.as_uri())
+        options = {"config": {"execution": execution}}
+        client.initialize(rootUri=workspace.as_uri(), initializationOptions=options)
         return client
 
     yield launch
@@ -87,3 +86,19 @@ def test_sandboxed_bash_never_gets_the_login_environment(start: Start, home: Pat
     client = start({"tool_runner": "subprocess", "warm_workers": 0})
     result = client.tool("bash", command=ECHO)
     assert result == {"content": "unset", "isError": False, "exitCode": 0}
+    assert _sourced(home) == 0  # nor captured for nothing
+
+
+def test_changed_execution_settings_capture_it_again_when_needed(start: Start, home: Path) -> None:
+    """A settings change drops the snapshot; the next bash call that needs one takes it
+    (login_shell = true sources the profile itself and takes none)."""
+    client = start(LOCAL)
+    clean = {"content": "from-profile", "isError": False, "exitCode": 0}
+    assert client.tool("bash", command=ECHO) == clean
+    for login_shell, sourced in ((True, 2), (False, 3)):
+        settings = {"toold": {"config": {"execution": {**LOCAL, "login_shell": login_shell}}}}
+        client.notify("workspace/didChangeConfiguration", {"settings": settings})
+        assert "from-profile" in client.tool("bash", command=ECHO)["content"]
+        assert _sourced(home) == sourced
+    assert client.tool("bash", command=ECHO) == clean
+    assert _sourced(home) == 3

@@ -57,3 +57,28 @@ def test_a_hanging_profile_is_killed_with_its_children(home: Path, tmp_path: Pat
     # The whole process group got SIGKILL; its delivery is asynchronous, so wait for the
     # child to die (gone, or a zombie awaiting init).
     wait_gone(child, "the profile's child")
+
+
+def test_the_profile_is_sourced_at_the_first_get_once_for_every_caller(
+    home: Path, tmp_path: Path
+) -> None:
+    """Nothing at construction (the workspace binds it whatever the settings); the first
+    bash call starts the one capture, calls at the same time and after share it, and a
+    call cancelled while it waits leaves it to the others."""
+    sourced = tmp_path / "sourced.log"
+    (home / ".bash_profile").write_text(
+        f"echo x >> {sourced}; sleep 0.2; export TOOLD_PROFILE_VAR=set\n"
+    )
+    login = LoginEnvironment(tmp_path)
+    assert not login.started and not sourced.exists()
+
+    async def calls() -> list[str]:
+        cancelled = asyncio.ensure_future(login.get())
+        await asyncio.sleep(0)
+        cancelled.cancel()
+        envs = await asyncio.gather(login.get(), login.get())
+        envs.append(await login.get())
+        return [env["TOOLD_PROFILE_VAR"] for env in envs if env is not None]
+
+    assert asyncio.run(calls()) == ["set", "set", "set"]
+    assert login.started and sourced.read_text() == "x\n"

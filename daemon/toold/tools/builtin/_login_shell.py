@@ -2,8 +2,12 @@
 
 ``bash -lc`` on every call sources the user's profile each time (about 130 ms, and
 whatever the profile prints lands in every output). Instead, like Claude Code's shell
-snapshot, the login shell runs once (``bash -lc 'env -0'``) on a thread when the
-workspace is bound, and each command then runs with ``bash -c`` in that environment.
+snapshot, the login shell runs once (``bash -lc 'env -0'``) on a thread, at the first
+bash call that runs in that environment, and each command then runs with ``bash -c`` in
+it. Not at bind: the settings that apply then may not be the ones a call runs under (an
+engine binds with ``toold.toml``, an editor's ``initializationOptions`` come after), and
+a profile sourced for nothing (``login_shell = true``, a sandboxed runner) is once too
+often. The workspace drops the snapshot when the execution settings change.
 
 Only the local runner uses it: the daemon already runs with the user's environment
 there. Sandboxed runners rebuild their tools from the configuration alone, so the
@@ -68,14 +72,34 @@ def capture_login_environment(cwd: Path, timeout: float = CAPTURE_TIMEOUT) -> di
 
 
 class LoginEnvironment:
-    """The capture, started on a thread at bind time; bash awaits it on its first call."""
+    """The capture, run on a thread at the first ``get`` (the first bash call that needs
+    it); every later call, and calls waiting meanwhile, get its result."""
 
     def __init__(self, cwd: Path, timeout: float = CAPTURE_TIMEOUT) -> None:
-        self._result: concurrent.futures.Future[dict[str, str] | None] = concurrent.futures.Future()
         self._cwd, self._timeout = cwd, timeout
-        threading.Thread(target=self._capture, name="toold-login-env", daemon=True).start()
+        self._result: concurrent.futures.Future[dict[str, str] | None] | None = None
+        self._starting = threading.Lock()
 
-    def _capture(self) -> None:
+    @property
+    def started(self) -> bool:
+        """Whether the login shell has been run (or is running)."""
+        return self._result is not None
+
+    def _start(self) -> concurrent.futures.Future[dict[str, str] | None]:
+        with self._starting:
+            if self._result is None:
+                result: concurrent.futures.Future[dict[str, str] | None]
+                result = concurrent.futures.Future()
+                # Running from here: a cancelled bash call that awaited it cannot cancel
+                # the capture the next calls share.
+                result.set_running_or_notify_cancel()
+                threading.Thread(
+                    target=self._capture, args=(result,), name="toold-login-env", daemon=True
+                ).start()
+                self._result = result
+            return self._result
+
+    def _capture(self, result: concurrent.futures.Future[dict[str, str] | None]) -> None:
         try:
             env: dict[str, str] | None = capture_login_environment(self._cwd, self._timeout)
         except (OSError, LoginShellError) as exc:
@@ -86,8 +110,9 @@ class LoginEnvironment:
                 exc,
             )
             env = None
-        self._result.set_result(env)
+        result.set_result(env)
 
     async def get(self) -> dict[str, str] | None:
-        """The login environment, or None (use the daemon's own) when it could not be had."""
-        return await asyncio.wrap_future(self._result)
+        """The login environment (captured now if no call needed it yet), or None (use
+        the daemon's own) when it could not be had."""
+        return await asyncio.wrap_future(self._start())

@@ -107,8 +107,8 @@ class BashTool(WorkspaceTool):
     effect_tags = ("shell:execute",)
 
     async def run(self, args: BashArguments) -> str:
-        """Run ``command`` under ``bash -c`` in the login environment captured at bind
-        time (``bash -lc`` with execution.login_shell); the process group dies on
+        """Run ``command`` under ``bash -c`` in the login environment, captured at the
+        first call (``bash -lc`` with execution.login_shell); the process group dies on
         timeout, after ``idle_timeout`` seconds without output, or on cancel."""
         limit = self.config.limits.bash_output_chars
         login = self.config.execution.login_shell
