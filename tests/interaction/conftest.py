@@ -6,17 +6,25 @@ transport this instance of the test runs on, and never names the transport. The
 in-process transports are the fast loop; one spawned process per front end checks that
 the same body holds through a real ``toold serve`` / ``toold mcp`` / ``toold acp``, and
 is marked slow.
+
+What only the LSP front end has (tools/list's formats, calls as the user, todos, tasks,
+jobs, skills and checkpoints methods, pushed notifications, a permission prompt the
+client answers, malformed frames) is asked through ``lsp``: in-process daemons
+(lsp_front.py) that speak raw wire JSON, and ``client``/``local_client``/``raw_client``
+built on it, named as tests/e2e named its spawned ones.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any, Protocol
 
 import pytest
 
 from tests.agents.conftest import API_KEY, ModelServer
 from tests.agents.conftest import model as model  # the scripted Messages API, for ACP
+from tests.interaction.lsp_front import InProcessDaemon
 from tests.interaction.sessions import Session, lsp_in_process, lsp_spawned
 
 Connect = Callable[[Path], Session]
@@ -64,3 +72,67 @@ def connect(request: pytest.FixtureRequest) -> Iterator[Connect]:
     yield open_session
     for session in reversed(opened):
         session.close()
+
+
+class OpenLsp(Protocol):
+    """Start an in-process daemon on a workspace; initialize it unless told not to."""
+
+    def __call__(
+        self,
+        workspace: Path | None,
+        *,
+        initialize: bool = True,
+        max_message_bytes: int | None = None,
+        **params: Any,
+    ) -> InProcessDaemon:
+        """``params`` go into initialize (rootUri defaults to the workspace's)."""
+        ...
+
+
+LOCAL_RUNNER = {"config": {"execution": {"tool_runner": "local"}}}
+"""For tests that read the host pids of what a command starts ($$, $!): inside the
+default bwrap sandbox's PID namespace they are not the host's."""
+
+
+@pytest.fixture
+def lsp() -> Iterator[OpenLsp]:
+    """A factory of in-process LSP daemons; each must end with status 0 unless the test
+    closed it itself."""
+    opened: list[InProcessDaemon] = []
+
+    def open_lsp(
+        workspace: Path | None,
+        *,
+        initialize: bool = True,
+        max_message_bytes: int | None = None,
+        **params: Any,
+    ) -> InProcessDaemon:
+        daemon = InProcessDaemon(workspace, max_message_bytes=max_message_bytes)
+        opened.append(daemon)
+        if initialize:
+            if workspace is not None:
+                params.setdefault("rootUri", workspace.as_uri())
+            daemon.initialize(**params)
+        return daemon
+
+    yield open_lsp
+    statuses = {id(d): d.close() for d in reversed(opened) if not d.closed}
+    assert all(status == 0 for status in statuses.values()), statuses
+
+
+@pytest.fixture
+def client(lsp: OpenLsp, workspace: Path) -> InProcessDaemon:
+    """An initialized in-process daemon on ``workspace``."""
+    return lsp(workspace)
+
+
+@pytest.fixture
+def local_client(lsp: OpenLsp, workspace: Path) -> InProcessDaemon:
+    """An initialized in-process daemon on the local runner (see LOCAL_RUNNER)."""
+    return lsp(workspace, initializationOptions=LOCAL_RUNNER)
+
+
+@pytest.fixture
+def raw_client(lsp: OpenLsp, workspace: Path) -> InProcessDaemon:
+    """An in-process daemon that has not been initialized yet."""
+    return lsp(workspace, initialize=False)

@@ -1,4 +1,8 @@
-"""tools/list and tools/call on the wire: formats, errors, cancellation, progress."""
+"""tools/call on the wire, in process: bash's exit code, progress, cancellation, a free loop.
+
+Moved from tests/e2e: the same raw wire JSON through the daemon's own session and
+transport (lsp_front.py), without a process start per test.
+"""
 
 from __future__ import annotations
 
@@ -6,13 +10,13 @@ import re
 
 import pytest
 
-from tests.e2e.wire import WireClient
+from tests.interaction.lsp_front import InProcessDaemon
 from tests.processes import process_alive, wait_gone
 
 BASE = ["bash", "read_file", "write_file", "edit_file", "glob", "grep"]
 
 
-def test_bash_reports_exit_code(client: WireClient) -> None:
+def test_bash_reports_exit_code(client: InProcessDaemon) -> None:
     result = client.tool("bash", command="echo out; echo err >&2; exit 3")
     assert result == {
         "content": "Command failed with exit code 3\nout\nerr",
@@ -22,7 +26,7 @@ def test_bash_reports_exit_code(client: WireClient) -> None:
     assert client.tool("bash", command="true") == {"content": "", "isError": False, "exitCode": 0}
 
 
-def test_progress_streams_bash_output(client: WireClient) -> None:
+def test_progress_streams_bash_output(client: InProcessDaemon) -> None:
     msg_id = client.request(
         "tools/call",
         {
@@ -48,7 +52,7 @@ def test_progress_streams_bash_output(client: WireClient) -> None:
 
 
 @pytest.mark.parametrize("how", ["$/cancelRequest", "window/workDoneProgress/cancel"])
-def test_cancel_kills_the_whole_process_group(local_client: WireClient, how: str) -> None:
+def test_cancel_kills_the_whole_process_group(local_client: InProcessDaemon, how: str) -> None:
     client = local_client  # the child's pid ($!) is the host's outside a PID namespace
     msg_id = client.request(
         "tools/call",
@@ -76,7 +80,7 @@ def test_cancel_kills_the_whole_process_group(local_client: WireClient, how: str
     wait_gone(child, "the background child", 20.0)
 
 
-def test_event_loop_stays_free_during_a_long_call(client: WireClient) -> None:
+def test_event_loop_stays_free_during_a_long_call(client: InProcessDaemon) -> None:
     slow = client.request(
         "tools/call",
         {
@@ -100,7 +104,7 @@ def test_event_loop_stays_free_during_a_long_call(client: WireClient) -> None:
 
 
 @pytest.mark.parametrize("token", [7, "str-token"])
-def test_progress_token_types(client: WireClient, token: object) -> None:
+def test_progress_token_types(client: InProcessDaemon, token: object) -> None:
     reply = client.response(
         client.request(
             "tools/call",
