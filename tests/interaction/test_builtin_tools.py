@@ -1,7 +1,8 @@
-"""Jianmu's builtin tools through a real daemon, asserted on the raw wire JSON.
+"""Jianmu's builtin tools through the in-process daemon, asserted on the raw wire JSON.
 
 Calls carry origin "user" (a person at the command palette): these tests are about the
-tools, not about the permission prompts agent calls may meet.
+tools, not about the permission prompts agent calls may meet. Moved from tests/e2e: the
+same calls through the daemon's own session and transport (lsp_front.py).
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.wire import WireClient
+from tests.interaction.conftest import LOCAL_RUNNER, OpenLsp
+from tests.interaction.lsp_front import InProcessDaemon
 from tests.processes import wait_gone
 from tests.waiting import wait_until
 
@@ -43,62 +45,43 @@ def shared_workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def shared(shared_workspace: Path) -> Iterator[WireClient]:
+def shared(shared_workspace: Path) -> Iterator[InProcessDaemon]:
     """One daemon for the tests that leave nothing behind that others could see.
 
-    It inherits DDGS_PROXY: a loopback port nobody listens on, so a web search fails at
-    once and nothing leaves the machine.
+    It runs with DDGS_PROXY set: a loopback port nobody listens on, so a web search fails
+    at once and nothing leaves the machine.
     """
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("DDGS_PROXY", f"http://127.0.0.1:{port}")
-        c = WireClient(shared_workspace)
-    # http.block_private refuses loopback: allow the test server's 127.0.0.1.
-    allow_local = {"config": {"http": {"allow_hosts": ["127.0.0.1"]}}}
-    c.initialize(rootUri=shared_workspace.as_uri(), initializationOptions=allow_local)
-    yield c
-    c.close()
-
-
-LOCAL = {"execution": {"tool_runner": "local"}}
-"""For the tests that read the interpreter's host pid (inside bwrap, the default runner,
-it is a pid of the sandbox's own namespace)."""
+        c = InProcessDaemon(shared_workspace)
+        # http.block_private refuses loopback: allow the test server's 127.0.0.1.
+        allow_local = {"config": {"http": {"allow_hosts": ["127.0.0.1"]}}}
+        c.initialize(rootUri=shared_workspace.as_uri(), initializationOptions=allow_local)
+        yield c
+        assert c.close() == 0
 
 
 @pytest.fixture
-def repl_client(workspace: Path) -> Iterator[WireClient]:
+def repl_client(lsp: OpenLsp, workspace: Path) -> InProcessDaemon:
     """A local-runner daemon whose python_repl gives up after one second (set through
-    initialize)."""
-    c = WireClient(workspace)
-    c.initialize(
-        rootUri=workspace.as_uri(),
-        initializationOptions={"config": {"python_repl": {"timeout": 1.0}, **LOCAL}},
-    )
-    yield c
-    c.close()
-
-
-@pytest.fixture
-def local_client(workspace: Path) -> Iterator[WireClient]:
-    """A daemon on the local runner, where python_repl's interpreter lives on."""
-    c = WireClient(workspace)
-    c.initialize(rootUri=workspace.as_uri(), initializationOptions={"config": LOCAL})
-    yield c
-    c.close()
+    initialize; the local runner for the tests that read the interpreter's host pid)."""
+    config = {"python_repl": {"timeout": 1.0}, **LOCAL_RUNNER["config"]}
+    return lsp(workspace, initializationOptions={"config": config})
 
 
 def _params(name: str, arguments: Any) -> dict[str, Any]:
     return {"name": name, "arguments": arguments, "origin": "user"}
 
 
-def _call(client: WireClient, name: str, arguments: Any) -> dict[str, Any]:
+def _call(client: InProcessDaemon, name: str, arguments: Any) -> dict[str, Any]:
     result: dict[str, Any] = client.call("tools/call", _params(name, arguments))
     return result
 
 
-def test_catalogue_lists_jianmus_tools(shared: WireClient) -> None:
+def test_catalogue_lists_jianmus_tools(shared: InProcessDaemon) -> None:
     tools = {t["name"]: t for t in shared.call("tools/list", {})["tools"]}
     assert set(JIANMU) <= set(tools)
     assert tools["calculator"]["parameters"] == {
@@ -117,7 +100,7 @@ def test_catalogue_lists_jianmus_tools(shared: WireClient) -> None:
     assert calc["function"]["parameters"]["required"] == ["input"]
 
 
-def test_calculator_on_the_wire(shared: WireClient) -> None:
+def test_calculator_on_the_wire(shared: InProcessDaemon) -> None:
     assert _call(shared, "calculator", {"input": "2+2"}) == {"content": "4", "isError": False}
     assert _call(shared, "calculator", {"input": "9**9**9"}) == {
         "content": "Error: result too large (more than 30,103 digits)",
@@ -125,7 +108,7 @@ def test_calculator_on_the_wire(shared: WireClient) -> None:
     }
 
 
-def test_python_eval_alias_keeps_names(shared: WireClient) -> None:
+def test_python_eval_alias_keeps_names(shared: InProcessDaemon) -> None:
     """On the default runner (the sandbox), as in the daemon."""
     assert _call(shared, "python_eval", {"code": "x = 21"})["content"] == "(No output)"
     assert _call(shared, "python_repl", {"code": "x * 2"}) == {
@@ -134,7 +117,7 @@ def test_python_eval_alias_keeps_names(shared: WireClient) -> None:
     }
 
 
-def test_python_repl_timeout_then_fresh_interpreter(repl_client: WireClient) -> None:
+def test_python_repl_timeout_then_fresh_interpreter(repl_client: InProcessDaemon) -> None:
     _call(repl_client, "python_repl", {"code": "kept = 1"})
     slow = repl_client.request("tools/call", _params("python_repl", {"code": "while True: pass"}))
     # The daemon answers other calls while the snippet spins.
@@ -146,7 +129,9 @@ def test_python_repl_timeout_then_fresh_interpreter(repl_client: WireClient) -> 
     assert "NameError" in after
 
 
-def test_python_repl_cancel_kills_the_worker(local_client: WireClient, workspace: Path) -> None:
+def test_python_repl_cancel_kills_the_worker(
+    local_client: InProcessDaemon, workspace: Path
+) -> None:
     client = local_client
     pid = int(_call(client, "python_repl", {"code": "import os; print(os.getpid())"})["content"])
     code = "open('started', 'w').close()\nimport time\nwhile True: time.sleep(0.01)"
@@ -159,7 +144,7 @@ def test_python_repl_cancel_kills_the_worker(local_client: WireClient, workspace
     assert after.endswith("names defined before are lost]\n2")
 
 
-def test_file_tools_with_jianmus_names(shared: WireClient, shared_workspace: Path) -> None:
+def test_file_tools_with_jianmus_names(shared: InProcessDaemon, shared_workspace: Path) -> None:
     assert _call(shared, "write_file", {"path": "notes/a.txt", "content": "alpha beta\n"}) == {
         "content": "Wrote 11 characters to notes/a.txt",
         "isError": False,
@@ -186,7 +171,7 @@ def test_file_tools_with_jianmus_names(shared: WireClient, shared_workspace: Pat
     )
 
 
-def test_failures_are_error_results(shared: WireClient) -> None:
+def test_failures_are_error_results(shared: InProcessDaemon) -> None:
     missing = _call(shared, "str_replace", {"path": "src/main.py", "old": "nope", "new": "x"})
     assert missing["isError"] is True
     assert missing["content"].startswith("Error: ValueError: No match in src/main.py")
@@ -201,7 +186,7 @@ def test_failures_are_error_results(shared: WireClient) -> None:
     }
 
 
-def test_bash_accepts_cmd(shared: WireClient) -> None:
+def test_bash_accepts_cmd(shared: InProcessDaemon) -> None:
     assert _call(shared, "bash", {"cmd": "echo via-cmd"}) == {
         "content": "via-cmd",
         "isError": False,
@@ -233,7 +218,7 @@ def http_base() -> Iterator[str]:
     thread.join()
 
 
-def test_http_request_through_the_daemon(shared: WireClient, http_base: str) -> None:
+def test_http_request_through_the_daemon(shared: InProcessDaemon, http_base: str) -> None:
     assert _call(shared, "http_request", {"url": http_base + "/hello"}) == {
         "content": '[HTTP 200]\n{\n  "greeting": "你好"\n}',
         "isError": False,
@@ -242,7 +227,7 @@ def test_http_request_through_the_daemon(shared: WireClient, http_base: str) -> 
     assert refused["content"] == "Error: Only http and https URLs are allowed, got: file"
 
 
-def test_web_search_alias_offline(shared: WireClient) -> None:
+def test_web_search_alias_offline(shared: InProcessDaemon) -> None:
     result = _call(shared, "web_search", {"query": "python"})
     try:
         import ddgs  # noqa: F401
