@@ -1,46 +1,45 @@
 """Edits an agent cannot botch, over the wire (raw JSON): multi_edit and apply_patch all or
-nothing, dry runs, the stale-file guard, and the diff a permission prompt carries."""
+nothing, dry runs, the stale-file guard, and the diff a permission prompt carries.
+
+Moved from tests/e2e: the same calls and prompts through the in-process daemon's own
+session and transport (lsp_front.py); the test answers the daemon's prompts itself.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.e2e.wire import WireClient
+from tests.interaction.conftest import OpenLsp
+from tests.interaction.lsp_front import InProcessDaemon
 
 ASK = "window/showMessageRequest"
 PREVIEW = "permissions/preview"
 
 
-def agent(client: WireClient, name: str, **arguments: Any) -> dict[str, Any]:
+def agent(client: InProcessDaemon, name: str, **arguments: Any) -> dict[str, Any]:
     """tools/call as the agent (origin "agent": the guard and the stale-file guard apply)."""
     return client.tool(name, origin="agent", **arguments)
 
 
 @pytest.fixture
-def bypass(workspace: Path) -> Iterator[WireClient]:
+def bypass(lsp: OpenLsp, workspace: Path) -> InProcessDaemon:
     """A daemon whose guard lets the agent's calls run unasked (bypass mode)."""
     (workspace / "toold.toml").write_text('[permissions]\nmode = "bypass"\n')
-    client = WireClient(workspace)
-    client.initialize(rootUri=workspace.as_uri())
-    yield client
-    client.close()
+    return lsp(workspace)
 
 
-def asking(workspace: Path, diff_preview: bool) -> WireClient:
+def asking(lsp: OpenLsp, workspace: Path, diff_preview: bool) -> InProcessDaemon:
     """A daemon in default mode whose client can answer prompts (and maybe show diffs)."""
     capabilities: dict[str, Any] = {"window": {"showMessage": {}}}
     if diff_preview:
         capabilities["experimental"] = {"toold": {"diffPreview": True}}
-    client = WireClient(workspace)
-    client.initialize(rootUri=workspace.as_uri(), capabilities=capabilities)
-    return client
+    return lsp(workspace, capabilities=capabilities)
 
 
-def test_a_botched_multi_edit_changes_nothing(bypass: WireClient, workspace: Path) -> None:
+def test_a_botched_multi_edit_changes_nothing(bypass: InProcessDaemon, workspace: Path) -> None:
     (workspace / "m.py").write_text("a = 1\nb = 2\n")
     agent(bypass, "read_file", file_path="m.py")
     edits = [
@@ -58,7 +57,7 @@ def test_a_botched_multi_edit_changes_nothing(bypass: WireClient, workspace: Pat
 
 
 def test_an_outside_change_between_read_and_edit_is_caught(
-    bypass: WireClient, workspace: Path
+    bypass: InProcessDaemon, workspace: Path
 ) -> None:
     (workspace / "a.txt").write_text("one\n")
     unread = agent(bypass, "edit_file", file_path="a.txt", old_text="one", new_text="1")
@@ -78,7 +77,9 @@ def test_an_outside_change_between_read_and_edit_is_caught(
     assert fresh == {"content": "Edited a.txt", "isError": False}
 
 
-def test_apply_patch_across_files_is_all_or_nothing(bypass: WireClient, workspace: Path) -> None:
+def test_apply_patch_across_files_is_all_or_nothing(
+    bypass: InProcessDaemon, workspace: Path
+) -> None:
     (workspace / "a.txt").write_text("one\ntwo\n")
     (workspace / "b.txt").write_text("red\nblue\n")
     for name in ("a.txt", "b.txt"):
@@ -105,7 +106,7 @@ def test_apply_patch_across_files_is_all_or_nothing(bypass: WireClient, workspac
 
 
 def test_a_dry_run_changes_nothing_and_needs_no_permission(
-    client: WireClient, workspace: Path
+    client: InProcessDaemon, workspace: Path
 ) -> None:
     (workspace / "a.txt").write_text("one\n")
     # Default mode, and this client cannot answer prompts: a write would be refused.
@@ -124,66 +125,64 @@ def test_a_dry_run_changes_nothing_and_needs_no_permission(
     assert client.call("checkpoints/list")["checkpoints"] == []
 
 
-def answer(client: WireClient, prompt: dict[str, Any], title: str) -> None:
+def answer(client: InProcessDaemon, prompt: dict[str, Any], title: str) -> None:
     client.send({"jsonrpc": "2.0", "id": prompt["id"], "result": {"title": title}})
 
 
-def test_a_client_that_shows_diffs_gets_the_preview_before_the_prompt(workspace: Path) -> None:
+def test_a_client_that_shows_diffs_gets_the_preview_before_the_prompt(
+    lsp: OpenLsp, workspace: Path
+) -> None:
     (workspace / "a.txt").write_text("one\n")
-    client = asking(workspace, diff_preview=True)
-    try:
-        patch = (
-            "--- a/a.txt\n+++ b/a.txt\n@@ -1 +1 @@\n-one\n+two\n"
-            "--- /dev/null\n+++ b/b.txt\n@@ -0,0 +1 @@\n+new\n"
-        )
-        agent(client, "read_file", file_path="a.txt")
-        call = client.request(
-            "tools/call", {"name": "apply_patch", "arguments": {"patch": patch}, "origin": "agent"}
-        )
-        first = client.next_message(lambda m: m.get("method") in (PREVIEW, ASK))
-        assert first["method"] == PREVIEW and "id" not in first
-        assert first["params"] == {
-            "tool": "apply_patch",
-            "reason": "apply_patch always asks",
-            "diff": "--- a/a.txt\n+++ b/a.txt\n@@ -1 +1 @@\n-one\n+two\n"
-            "--- /dev/null\n+++ b/b.txt\n@@ -0,0 +1 @@\n+new\n",
-            "files": [
-                {"path": "a.txt", "original": "one\n", "modified": "two\n"},
-                {"path": "b.txt", "original": None, "modified": "new\n"},
-            ],
-        }
-        prompt = client.next_message(lambda m: m.get("method") == ASK)
-        # The diff went to the diff editor: the message ends with the question.
-        assert prompt["params"]["message"].endswith("(apply_patch always asks). Allow it?")
-        answer(client, prompt, "Deny")
-        denied = {"content": "User denied.", "isError": True, "decision": "denied_by_user"}
-        assert client.response(call)["result"] == denied
-        assert (workspace / "a.txt").read_text() == "one\n" and not (workspace / "b.txt").exists()
-    finally:
-        client.close()
+    client = asking(lsp, workspace, diff_preview=True)
+    patch = (
+        "--- a/a.txt\n+++ b/a.txt\n@@ -1 +1 @@\n-one\n+two\n"
+        "--- /dev/null\n+++ b/b.txt\n@@ -0,0 +1 @@\n+new\n"
+    )
+    agent(client, "read_file", file_path="a.txt")
+    call = client.request(
+        "tools/call", {"name": "apply_patch", "arguments": {"patch": patch}, "origin": "agent"}
+    )
+    first = client.next_message(lambda m: m.get("method") in (PREVIEW, ASK))
+    assert first["method"] == PREVIEW and "id" not in first
+    assert first["params"] == {
+        "tool": "apply_patch",
+        "reason": "apply_patch always asks",
+        "diff": "--- a/a.txt\n+++ b/a.txt\n@@ -1 +1 @@\n-one\n+two\n"
+        "--- /dev/null\n+++ b/b.txt\n@@ -0,0 +1 @@\n+new\n",
+        "files": [
+            {"path": "a.txt", "original": "one\n", "modified": "two\n"},
+            {"path": "b.txt", "original": None, "modified": "new\n"},
+        ],
+    }
+    prompt = client.next_message(lambda m: m.get("method") == ASK)
+    # The diff went to the diff editor: the message ends with the question.
+    assert prompt["params"]["message"].endswith("(apply_patch always asks). Allow it?")
+    answer(client, prompt, "Deny")
+    denied = {"content": "User denied.", "isError": True, "decision": "denied_by_user"}
+    assert client.response(call)["result"] == denied
+    assert (workspace / "a.txt").read_text() == "one\n" and not (workspace / "b.txt").exists()
 
 
-def test_a_client_without_it_gets_the_capped_diff_in_the_message(workspace: Path) -> None:
+def test_a_client_without_it_gets_the_capped_diff_in_the_message(
+    lsp: OpenLsp, workspace: Path
+) -> None:
     (workspace / "big.txt").write_text("".join(f"old line {i}\n" for i in range(400)))
-    client = asking(workspace, diff_preview=False)
-    try:
-        agent(client, "read_file", file_path="big.txt")
-        arguments = {"file_path": "big.txt", "content": "short\n"}
-        call = client.request(
-            "tools/call", {"name": "write_file", "arguments": arguments, "origin": "agent"}
-        )
-        prompt = client.next_message(lambda m: m.get("method") in (PREVIEW, ASK))
-        assert prompt["method"] == ASK
-        message = prompt["params"]["message"]
-        head, diff = message.split("\n\n", 1)
-        assert head.startswith("toold: the agent wants to run write_file")
-        assert diff.startswith("--- a/big.txt\n+++ b/big.txt\n@@ -1,400 +1 @@\n-old line 0\n")
-        body, marker = diff.rsplit("\n", 1)
-        full = sum(len(f"-old line {i}\n") for i in range(400)) + len("+short\n")
-        full += len("--- a/big.txt\n+++ b/big.txt\n@@ -1,400 +1 @@\n")
-        assert len(body) == 4000 and marker == f"... ({full - 4000} more characters)"
-        answer(client, prompt, "Allow")
-        assert client.response(call)["result"]["isError"] is False
-        assert (workspace / "big.txt").read_text() == "short\n"
-    finally:
-        client.close()
+    client = asking(lsp, workspace, diff_preview=False)
+    agent(client, "read_file", file_path="big.txt")
+    arguments = {"file_path": "big.txt", "content": "short\n"}
+    call = client.request(
+        "tools/call", {"name": "write_file", "arguments": arguments, "origin": "agent"}
+    )
+    prompt = client.next_message(lambda m: m.get("method") in (PREVIEW, ASK))
+    assert prompt["method"] == ASK
+    message = prompt["params"]["message"]
+    head, diff = message.split("\n\n", 1)
+    assert head.startswith("toold: the agent wants to run write_file")
+    assert diff.startswith("--- a/big.txt\n+++ b/big.txt\n@@ -1,400 +1 @@\n-old line 0\n")
+    body, marker = diff.rsplit("\n", 1)
+    full = sum(len(f"-old line {i}\n") for i in range(400)) + len("+short\n")
+    full += len("--- a/big.txt\n+++ b/big.txt\n@@ -1,400 +1 @@\n")
+    assert len(body) == 4000 and marker == f"... ({full - 4000} more characters)"
+    answer(client, prompt, "Allow")
+    assert client.response(call)["result"]["isError"] is False
+    assert (workspace / "big.txt").read_text() == "short\n"
