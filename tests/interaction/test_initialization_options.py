@@ -1,35 +1,34 @@
 """initializationOptions over the wire: toold.toml sections at the top level or under
-``config``, toold's own keys, and unknown keys refused by name in window/showMessage."""
+``config``, toold's own keys, and unknown keys refused by name in window/showMessage.
+
+Moved from tests/e2e: the same initialize through the in-process daemon (lsp_front.py).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.e2e.wire import WireClient
+from tests.interaction.conftest import OpenLsp
+from tests.interaction.lsp_front import InProcessDaemon
 
-Start = Callable[[Any], WireClient]
+Start = Callable[[Any], InProcessDaemon]
 
 
 @pytest.fixture
-def start(workspace: Path) -> Iterator[Start]:
-    clients: list[WireClient] = []
+def start(lsp: OpenLsp, workspace: Path) -> Start:
+    """Start a daemon on ``workspace`` initialized with these initializationOptions."""
 
-    def launch(options: Any) -> WireClient:
-        client = WireClient(workspace)
-        clients.append(client)
-        client.initialize(rootUri=workspace.as_uri(), initializationOptions=options)
-        return client
+    def launch(options: Any) -> InProcessDaemon:
+        return lsp(workspace, initializationOptions=options)
 
-    yield launch
-    for client in clients:
-        client.close()
+    return launch
 
 
-def _runner_of_a_call(client: WireClient) -> str:
+def _runner_of_a_call(client: InProcessDaemon) -> str:
     """The runner the execution/event of one read_file call names."""
     assert client.tool("read_file", file_path="src/main.py")["isError"] is False
     event = client.notification("execution/event")["params"]
