@@ -1,4 +1,10 @@
-"""checkpoints/list, checkpoints/diff and checkpoints/restore over the wire, raw JSON."""
+"""``toold checkpoints`` and ``toold undo`` as processes: exit codes, what they print, a
+forged entry refused, and an agent's command refused through the shared engine.
+
+Spawned because these are facts about the command line (its exit status, stdout and
+stderr) and about a ``toold undo`` run inside an engine's tool call; the
+checkpoints/* requests themselves are tested in process (tests/interaction).
+"""
 
 from __future__ import annotations
 
@@ -11,10 +17,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.wire import WireClient
-
-CONFLICT, NOT_FOUND = -33003, -33002
-
 
 @pytest.fixture(autouse=True)
 def user_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
@@ -23,76 +25,6 @@ def user_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     folder = tmp_path / "user-state"
     monkeypatch.setenv("TOOLD_STATE_DIR", str(folder))
     return folder
-
-
-def error_of(client: WireClient, method: str, params: dict[str, object]) -> dict[str, object]:
-    reply = client.response(client.request(method, params))
-    assert "error" in reply, reply
-    error: dict[str, object] = reply["error"]
-    return error
-
-
-def test_undo_restores_byte_for_byte_and_redo_goes_forward(
-    client: WireClient, workspace: Path
-) -> None:
-    original = b"line one\r\nline two\n\xe2\x82\xac\n"
-    (workspace / "notes.txt").write_bytes(original)
-    client.tool("edit_file", file_path="notes.txt", old_text="one", new_text="ONE")
-    client.tool("write_file", file_path="src/new.py", content="print('new')\n")
-
-    listed = client.call("checkpoints/list")["checkpoints"]
-    assert [(c["tool"], c["origin"], c["paths"], c["undone"]) for c in listed] == [
-        ("edit_file", "user", ["notes.txt"], False),
-        ("write_file", "user", ["src/new.py"], False),
-    ]
-    assert set(listed[0]) == {"id", "tool", "origin", "time", "paths", "undone"}
-    diff = client.call("checkpoints/diff", {"id": listed[0]["id"]})["diff"]
-    assert "-line one\r\n+line ONE\r\n" in diff
-    assert "--- /dev/null\n+++ b/src/new.py\n" in diff
-
-    undone = client.call("checkpoints/restore", {"id": listed[0]["id"]})
-    assert sorted(undone["restored"]) == ["notes.txt", "src/new.py"]
-    assert undone["checkpoint"]["restores"] == listed[0]["id"]
-    assert (workspace / "notes.txt").read_bytes() == original
-    assert not (workspace / "src" / "new.py").exists()
-
-    client.call("checkpoints/restore", {"id": undone["checkpoint"]["id"]})  # redo
-    assert b"line ONE" in (workspace / "notes.txt").read_bytes()
-    assert (workspace / "src" / "new.py").read_text() == "print('new')\n"
-
-
-def test_restore_without_an_id_undoes_the_last_call(client: WireClient, workspace: Path) -> None:
-    client.tool("write_file", file_path="a.txt", content="1")
-    client.tool("write_file", file_path="a.txt", content="2")
-    client.call("checkpoints/restore", {})
-    assert (workspace / "a.txt").read_text() == "1"
-    client.call("checkpoints/restore", {})
-    assert not (workspace / "a.txt").exists()
-    error = error_of(client, "checkpoints/restore", {})
-    assert error["code"] == NOT_FOUND
-    assert "nothing to undo" in str(error["message"])
-
-
-def test_a_file_changed_outside_toold_is_a_conflict_naming_it(
-    client: WireClient, workspace: Path
-) -> None:
-    client.tool("write_file", file_path="a.txt", content="from the agent")
-    [checkpoint] = client.call("checkpoints/list")["checkpoints"]
-    (workspace / "a.txt").write_text("typed by hand since")
-    error = error_of(client, "checkpoints/restore", {"id": checkpoint["id"]})
-    assert error["code"] == CONFLICT
-    assert error["data"] == {"paths": ["a.txt"]}
-    assert "pass force" in str(error["message"])
-    assert (workspace / "a.txt").read_text() == "typed by hand since"
-    client.call("checkpoints/restore", {"id": checkpoint["id"], "force": True})
-    assert not (workspace / "a.txt").exists()
-
-
-def test_unknown_ids_and_bad_params_are_named(client: WireClient) -> None:
-    error = error_of(client, "checkpoints/diff", {"id": "nope"})
-    assert error["code"] == NOT_FOUND and "no checkpoint nope" in str(error["message"])
-    error = error_of(client, "checkpoints/diff", {})
-    assert error["code"] == -32602 and "id" in str(error["message"])
 
 
 def toold(workspace: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -142,18 +74,6 @@ def test_an_agents_command_cannot_undo(workspace: Path) -> None:
         assert (workspace / "a.txt").read_text() == "one\n"
     finally:
         engines.close()
-
-
-def test_restoring_toold_toml_is_a_conflict_unless_forced(
-    client: WireClient, workspace: Path
-) -> None:
-    client.tool("write_file", file_path="toold.toml", content="# mine\n")
-    error = error_of(client, "checkpoints/restore", {})
-    assert error["code"] == CONFLICT and error["data"] == {"paths": ["toold.toml"]}
-    assert "toold's own configuration" in str(error["message"])
-    assert (workspace / "toold.toml").read_text() == "# mine\n"
-    client.call("checkpoints/restore", {"force": True})
-    assert not (workspace / "toold.toml").exists()
 
 
 def test_the_command_line_never_prints_a_control_character(workspace: Path) -> None:
