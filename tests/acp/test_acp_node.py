@@ -1,79 +1,17 @@
-"""``toold acp`` driven by a foreign client: the TypeScript SDK from npm, run by node.
-
-The SDK is installed by the fixture (``npm install``, cached in ~/.cache/toold/acp-node),
-so the README's test command needs nothing more than node and npm on the machine.
-"""
+"""``toold acp`` driven by a foreign client: the TypeScript SDK from npm, run by node
+(tests/acp/node_sdk.py installs it): permissions, cancel, the plan and a client's MCP server.
+test_acp_node_v1.py has ACP v1's newer surface on the same client."""
 
 from __future__ import annotations
 
-import json
-import os
-import shutil
-import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
-import pytest
-
-from tests.acp.conftest import agent_env
+from tests.acp.node_sdk import drive, of_kind
+from tests.acp.node_sdk import node_client as node_client  # the fixture
 from tests.agents.conftest import ModelServer, tool_results
-from tests.environment import unavailable
 
-SDK = "@agentclientprotocol/sdk"
-SDK_VERSION = "2.4.0"
-CLIENT = Path(__file__).with_name("node_client.mjs")
 NOTES_SERVER = Path(__file__).with_name("notes_server.py")
-
-
-@pytest.fixture(scope="module")
-def node_client() -> Path:
-    """The client script, next to an installed SDK (installed once, then cached)."""
-    node, npm = shutil.which("node"), shutil.which("npm")
-    if node is None or npm is None:
-        unavailable("node and npm are needed for the TypeScript ACP client")
-    home = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    folder = home / "toold" / "acp-node"
-    installed = folder / "node_modules" / SDK / "package.json"
-    if not installed.exists() or json.loads(installed.read_text())["version"] != SDK_VERSION:
-        folder.mkdir(parents=True, exist_ok=True)
-        manifest = {"name": "toold-acp-node", "private": True, "type": "module"}
-        (folder / "package.json").write_text(json.dumps(manifest), encoding="utf-8")
-        done = subprocess.run(
-            [npm, "install", "--no-audit", "--no-fund", f"{SDK}@{SDK_VERSION}"],
-            cwd=folder,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-        assert done.returncode == 0, f"npm install failed: {done.stderr[-2000:]}"
-    script = folder / CLIENT.name
-    script.write_bytes(CLIENT.read_bytes())  # ESM resolves the SDK from the script's folder
-    return script
-
-
-def drive(script: Path, workspace: Path, model: ModelServer, **plan: Any) -> dict[str, Any]:
-    """Run the node client on ``plan``; its record of the session."""
-    full = {
-        "command": [sys.executable, "-m", "toold", "acp"],
-        "cwd": str(workspace),
-        "env": agent_env(model),
-        "answers": [],
-        **plan,
-    }
-    done = subprocess.run(
-        ["node", str(script), json.dumps(full)],
-        capture_output=True,
-        text=True,
-        timeout=90,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    record: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
-    return record
-
-
-def of_kind(record: dict[str, Any], kind: str) -> list[dict[str, Any]]:
-    return [u for u in record["updates"] if u["sessionUpdate"] == kind]
 
 
 def test_a_typescript_client_reads_and_edits_with_permissions(
