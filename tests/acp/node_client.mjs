@@ -13,10 +13,11 @@
 // schemas before a handler sees it (one that does not parse is logged and dropped): the
 // handlers below are registered by method name without a parser of their own, as a wildcard
 // or a custom parser would get the raw params. It does not parse results, so this client
-// parses them with the same schemas. Prints one JSON record on stdout: what the SDK parsed (initialize, session/new, resume and close results,
-// notifications, permission requests, stop reasons, errors), each result as sent and as
-// parsed (`results`), every message as it came off the wire (`wire`), and every complaint of
-// the SDK or of a schema (`invalid`); tests/acp/node_sdk.py compares them.
+// parses them with the same schemas. Prints one JSON record on stdout: what the SDK parsed
+// (initialize, session/new, resume and close results, notifications, permission requests,
+// stop reasons, errors), each result as sent and as parsed (`results`), every message as it
+// came off the wire (`wire`), and every complaint of the SDK or of a schema (`invalid`);
+// tests/acp/node_sdk.py compares them.
 import { spawn } from "node:child_process";
 import { once } from "node:events";
 import { Readable, Writable } from "node:stream";
