@@ -25,6 +25,8 @@ if TYPE_CHECKING:
 
 READ_LIMIT = 256 * 1024 * 1024
 """Longest line a worker may send (a result is one line)."""
+_ENCODER = json.JSONEncoder(ensure_ascii=False)
+"""Built once: json.dumps with options builds an encoder on every call."""
 
 
 def take_line(buffer: bytearray, eof: bool, who: str) -> bytes | None:
@@ -63,7 +65,7 @@ class _ConfigCache:
 
     def text(self, config: TooldConfig) -> str:
         if config is not self._config:
-            self._text = json.dumps(config.model_dump(mode="json"), ensure_ascii=False)
+            self._text = _ENCODER.encode(config.model_dump(mode="json"))
             self._config = config
         return self._text
 
@@ -122,7 +124,7 @@ def encode_request(tool: Tool, args: Any, workspace: Path, config: TooldConfig) 
         "origin": ctx.origin if ctx is not None else "agent",
         "reuse": shareable(tool),
     }
-    return Request(json.dumps(request, ensure_ascii=False)[:-1], _configs.text(config))
+    return Request(_ENCODER.encode(request)[:-1], _configs.text(config))
 
 
 class RemoteError(Exception):

@@ -2,7 +2,11 @@
 
 The exchange uses the descriptors directly (non-blocking, woken by the event loop): no
 asyncio transports to build and tear down per call, and the pipes stay open when the
-worker offers to serve another call (see toold.sandbox.worker).
+worker offers to serve another call (see toold.sandbox.worker). The worker's stdout is
+watched by the loop from its first call until its pipes close, not registered and
+removed around each wait: two epoll_ctl calls less per exchange. While the worker is
+idle nothing may arrive; if anything does (its end: it exited), the watch stops and the
+worker is not reused.
 """
 
 from __future__ import annotations
@@ -25,8 +29,44 @@ def _close_fds(fds: list[int]) -> None:
             os.close(fds.pop())
 
 
-async def _ready(fd: int, writing: bool) -> None:
-    """Wait until ``fd`` can be written (or read) without blocking."""
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
+def _unwatch_and_close(loop: asyncio.AbstractEventLoop, fd: int, fds: list[int]) -> None:
+    """Stop ``loop`` watching ``fd``, then close the pipes: never the other way round, as
+    a descriptor closed while watched, its number then reused, confuses the selector."""
+    if not loop.is_closed():  # a closed loop's selector is gone, and the watch with it
+        loop.remove_reader(fd)
+    _close_fds(fds)
+
+
+def _release(fds: list[int], out_fd: int, watch: list[asyncio.AbstractEventLoop]) -> None:
+    """Close the pipes (from any thread): through the loop that watches them, if one
+    does and runs on another thread; at once otherwise."""
+    loop = watch.pop() if watch else None
+    if loop is None or loop.is_closed():
+        _close_fds(fds)
+    elif loop.is_running() and _running_loop() is not loop:
+        try:
+            loop.call_soon_threadsafe(_unwatch_and_close, loop, out_fd, fds)
+        except RuntimeError:  # closed meanwhile
+            _close_fds(fds)
+    else:
+        _unwatch_and_close(loop, out_fd, fds)
+
+
+def _readable(ref: weakref.ref[PipeWorker]) -> None:
+    worker = ref()
+    if worker is not None:
+        worker._readable()
+
+
+async def _writable(fd: int) -> None:
+    """Wait until ``fd`` can be written without blocking (a request larger than the pipe)."""
     loop = asyncio.get_running_loop()
     waiter = loop.create_future()
 
@@ -34,17 +74,11 @@ async def _ready(fd: int, writing: bool) -> None:
         if not waiter.done():
             waiter.set_result(None)
 
-    if writing:
-        loop.add_writer(fd, wake)
-    else:
-        loop.add_reader(fd, wake)
+    loop.add_writer(fd, wake)
     try:
         await waiter
     finally:
-        if writing:
-            loop.remove_writer(fd)
-        else:
-            loop.remove_reader(fd)
+        loop.remove_writer(fd)
 
 
 class PipeWorker(WorkerHandle):
@@ -57,10 +91,19 @@ class PipeWorker(WorkerHandle):
         """Still open (closing one removes it, so nothing is closed twice)."""
         self._buffer = bytearray()
         self._eof = False
+        self._watch: list[asyncio.AbstractEventLoop] = []
+        """The loop watching its stdout (at most one; emptied when the watch stops)."""
+        self._busy = False
+        """A call runs: output is expected (else nothing may come)."""
+        self._waiter: asyncio.Future[None] | None = None
+        """What the call awaits: woken when more output (or its end) came."""
+        self._stirred = False
+        """Its stdout turned readable while it was idle: it exited (or misbehaves)."""
+        self._poller: select.poll | None = None
         os.set_blocking(in_fd, False)
         os.set_blocking(out_fd, False)
         # A worker dropped without discard() still gets its pipes closed (and exits).
-        self._finalizer = weakref.finalize(self, _close_fds, self._fds)
+        self._finalizer = weakref.finalize(self, _release, self._fds, out_fd, self._watch)
 
     @abstractmethod
     def finished(self, exited: bool) -> None:
@@ -71,17 +114,56 @@ class PipeWorker(WorkerHandle):
         """The call was cancelled and the worker's stdin closed (by default: no grace)."""
 
     def alive(self) -> bool:
-        """Nothing waiting on its stdout: an idle worker that exited would show EOF."""
-        if self._eof or self.out_fd not in self._fds:
+        """Nothing waiting on its stdout (an idle worker that exited would show EOF), and
+        watched by the running loop, if by any."""
+        if self._eof or self._stirred or self.out_fd not in self._fds:
             return False
-        poller = select.poll()  # not select(): an engine's descriptors may pass 1024
-        poller.register(self.out_fd, select.POLLIN)
-        return not poller.poll(0)
+        if self._watch and self._watch[0] is not _running_loop():
+            return False  # kept by another loop: it is released, not moved
+        if self._poller is None:
+            self._poller = select.poll()  # not select(): descriptors may pass 1024
+            self._poller.register(self.out_fd, select.POLLIN)
+        return not self._poller.poll(0)
+
+    def _readable(self) -> None:
+        """The loop saw its stdout readable: take what came (reading it here, so the loop
+        does not see it readable again before the call does) and wake the call; idle,
+        stop watching, as nothing may come then."""
+        try:
+            chunk = os.read(self.out_fd, 65536)
+        except BlockingIOError:
+            return
+        except OSError:
+            chunk = b""
+        if chunk:
+            self._buffer += chunk
+        else:
+            self._eof = True
+            self._unwatch()  # the end stays readable: it would wake the loop forever
+        if not self._busy:
+            self._stirred = True
+            self._unwatch()
+        elif (waiter := self._waiter) is not None and not waiter.done():
+            waiter.set_result(None)
+
+    def _watched(self) -> asyncio.AbstractEventLoop:
+        loop = asyncio.get_running_loop()
+        if not self._watch:
+            loop.add_reader(self.out_fd, _readable, weakref.ref(self))
+            self._watch.append(loop)
+        return loop
+
+    def _unwatch(self) -> None:
+        if self._watch:
+            loop = self._watch.pop()
+            loop.remove_reader(self.out_fd)
 
     async def call(self, request: bytes, shared: bool = False) -> Any:
         """One exchange over the pipes."""
         self.reusable = False
         offered = False
+        self._watched()
+        self._busy = True
         try:
             try:
                 await self._send(request)
@@ -92,6 +174,8 @@ class PipeWorker(WorkerHandle):
                 raise
             return result
         finally:
+            self._busy = False
+            self._waiter = None
             if offered and shared and not self._buffer:
                 self.reusable = True
             else:
@@ -111,22 +195,16 @@ class PipeWorker(WorkerHandle):
             try:
                 view = view[os.write(self.in_fd, view) :]
             except BlockingIOError:
-                await _ready(self.in_fd, writing=True)
+                await _writable(self.in_fd)
             except BrokenPipeError:
                 return  # the worker is gone: reading its stdout says so
 
     async def _read_some(self) -> None:
-        while True:
-            try:
-                chunk = os.read(self.out_fd, 65536)
-            except BlockingIOError:
-                await _ready(self.out_fd, writing=False)
-                continue
-            if chunk:
-                self._buffer += chunk
-            else:
-                self._eof = True
+        """Wait until more of its output came (read by _readable), or its end."""
+        if self._eof:
             return
+        waiter = self._waiter = asyncio.get_running_loop().create_future()
+        await waiter
 
     async def _readline(self) -> bytes:
         """The next line from the worker; what is left (maybe b"") once its stdout ends."""
@@ -149,6 +227,7 @@ class PipeWorker(WorkerHandle):
         return True
 
     def discard(self) -> None:
-        """End an idle worker, then close its pipes (it exits when its stdin closes)."""
+        """End an idle worker, then close its pipes (from any thread; the loop that
+        watches them closes them)."""
         self.finished(exited=False)
         self._finalizer()

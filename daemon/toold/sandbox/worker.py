@@ -63,6 +63,10 @@ _PR_SET_PDEATHSIG = 1
 _PR_SET_CHILD_SUBREAPER = 36
 
 
+_ENCODER = json.JSONEncoder(ensure_ascii=False, default=str)
+"""Built once: json.dumps with options builds an encoder on every call."""
+
+
 class _Channel:
     """JSON lines to the daemon; safe from worker threads (sync tools report from there)."""
 
@@ -71,7 +75,7 @@ class _Channel:
         self._lock = threading.Lock()
 
     def send(self, message: dict[str, Any]) -> None:
-        data = (json.dumps(message, ensure_ascii=False, default=str) + "\n").encode()
+        data = (_ENCODER.encode(message) + "\n").encode()
         view = memoryview(data)
         with self._lock:
             while view:
@@ -190,16 +194,23 @@ class _Runtimes:
     def __init__(self) -> None:
         self._runtime: ToolRuntime | None = None
         self._workspace = ""
+        self._tools: dict[str, Tool] = {}
+        """Tools built on ``_runtime``, by name: a tool serves call after call (as in the
+        daemon, which keeps one instance per workspace)."""
 
     def build_tool(self, request: dict[str, Any]) -> Tool:
         """The requested tool, bound to the request's workspace and configuration."""
         from toold.tools.registry import BuiltinToolProvider
 
         runtime = self._for(request)
-        tool_cls = BuiltinToolProvider.get_tool_class(request["tool"])
-        if tool_cls is None:
-            raise LookupError(f"Unknown tool: {request['tool']} (the worker cannot rebuild it)")
-        return tool_cls(runtime)
+        name = request["tool"]
+        tool = self._tools.get(name)
+        if tool is None:
+            tool_cls = BuiltinToolProvider.get_tool_class(name)
+            if tool_cls is None:
+                raise LookupError(f"Unknown tool: {name} (the worker cannot rebuild it)")
+            tool = self._tools[name] = tool_cls(runtime)
+        return tool
 
     def _for(self, request: dict[str, Any]) -> ToolRuntime:
         from toold.config import TooldConfig
@@ -214,6 +225,7 @@ class _Runtimes:
         if runtime is None or runtime.config is not config or self._workspace != workspace:
             runtime = self._runtime = ToolRuntime(workspace=Path(workspace), config=config)
             self._workspace = workspace
+            self._tools = {}
         return runtime
 
 
