@@ -1,10 +1,12 @@
-"""Malformed frames and messages get the right JSON-RPC error; the daemon keeps serving."""
+"""``toold serve --max-message-bytes``: a frame over the cap is refused, the daemon serves on.
+
+Spawned because it checks the command-line flag; the other malformed frames and messages
+are tested in process (tests/interaction/test_bad_input.py).
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
-
-import pytest
 
 from tests.e2e.wire import WireClient
 
@@ -15,82 +17,6 @@ def still_serving(client: WireClient) -> None:
 
 def error_without_id(client: WireClient) -> dict:
     return client.next_message(lambda m: "error" in m and m.get("id") is None)
-
-
-@pytest.mark.parametrize(
-    "frame",
-    [
-        pytest.param(b'Content-Length: 9\r\n\r\n{"jsonrpc', id="truncated-json"),
-        pytest.param(b"Content-Length: 4\r\n\r\n\xff\xfe\xfd\xfc", id="invalid-utf8"),
-        pytest.param(b"Content-Length: 5\r\n\r\nhello", id="not-json"),
-    ],
-)
-def test_unparsable_body_is_parse_error(client: WireClient, frame: bytes) -> None:
-    client.send_raw(frame)
-    assert error_without_id(client)["error"]["code"] == -32700
-    still_serving(client)
-
-
-@pytest.mark.parametrize(
-    "header",
-    [
-        pytest.param(b"Content-Type: application/json\r\n\r\n", id="missing"),
-        pytest.param(b"Content-Length: abc\r\n\r\n", id="not-a-number"),
-        pytest.param(b"Content-Length: -5\r\n\r\n", id="negative"),
-        pytest.param(b"garbage line\r\n\r\n", id="garbage"),
-    ],
-)
-def test_malformed_headers_are_parse_errors(client: WireClient, header: bytes) -> None:
-    client.send_raw(header)
-    reply = error_without_id(client)
-    assert reply["error"]["code"] == -32700
-    assert "Content-Length" in reply["error"]["message"] or "header" in reply["error"]["message"]
-    still_serving(client)
-
-
-def test_batch_is_invalid_request(client: WireClient) -> None:
-    client.send([{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}])
-    assert error_without_id(client)["error"]["code"] == -32600
-    still_serving(client)
-
-
-@pytest.mark.parametrize(
-    "message",
-    [
-        pytest.param({"id": 50, "method": "tools/list"}, id="no-jsonrpc"),
-        pytest.param({"jsonrpc": "1.0", "id": 51, "method": "tools/list"}, id="wrong-version"),
-        pytest.param({"jsonrpc": "2.0", "id": 52, "method": 7}, id="method-not-string"),
-        pytest.param(42, id="not-an-object"),
-    ],
-)
-def test_invalid_request_shapes(client: WireClient, message: object) -> None:
-    client.send(message)
-    reply = client.next_message(lambda m: "error" in m)
-    assert reply["error"]["code"] == -32600
-    if isinstance(message, dict) and isinstance(message.get("method"), str):
-        assert reply["id"] == message["id"]
-    still_serving(client)
-
-
-def test_response_to_nothing_is_ignored(client: WireClient) -> None:
-    client.send({"jsonrpc": "2.0", "id": "never-sent", "result": {"x": 1}})
-    client.send({"jsonrpc": "2.0", "id": 999, "error": {"code": 1, "message": "x"}})
-    still_serving(client)
-
-
-def test_duplicate_ids_each_get_an_answer(client: WireClient) -> None:
-    client.request("tools/list", {"format": "anthropic"}, msg_id=77)
-    client.request("tools/list", {"format": "openai"}, msg_id=77)
-    first = client.response(77)
-    second = client.response(77)
-    assert {"result"} <= set(first) and {"result"} <= set(second)
-
-
-def test_wrong_param_types_for_lsp_methods(raw_client: WireClient) -> None:
-    reply = raw_client.response(raw_client.request("initialize", {"processId": "not-a-pid"}))
-    assert reply["error"]["code"] in (-32602, -32603)
-    raw_client.initialize()
-    still_serving(raw_client)
 
 
 def test_message_size_cap(workspace: Path) -> None:
