@@ -1,4 +1,10 @@
-"""LSP lifecycle over real stdio: initialize, workspace choice, shutdown/exit, client death."""
+"""LSP lifecycle over real stdio: exit codes, end of input, the client process dying, the
+daemon's working folder, debug logs on stderr, stdin that is a file.
+
+Spawned because each is a fact about the ``toold serve`` process; initialize's answer, the
+workspace a session binds and a prompt answered during the shutdown grace are tested in
+process (tests/interaction/test_lifecycle.py).
+"""
 
 from __future__ import annotations
 
@@ -13,51 +19,6 @@ from tests.e2e.wire import WireClient
 
 def wait_for_exit(proc: subprocess.Popen[bytes], timeout: float = 20) -> int:
     return proc.wait(timeout=timeout)
-
-
-def test_initialize_reports_server_info_and_methods(raw_client: WireClient) -> None:
-    result = raw_client.initialize()
-    assert result["serverInfo"]["name"] == "toold"
-    assert result["serverInfo"]["version"]
-    toold_caps = result["capabilities"]["experimental"]["toold"]
-    assert {"tools/list", "tools/call"} <= set(toold_caps["methods"])
-    assert toold_caps["protocolVersion"] == "1"
-
-
-def test_request_before_initialize_is_refused(raw_client: WireClient) -> None:
-    reply = raw_client.response(raw_client.request("tools/list", {}))
-    assert reply["error"]["code"] == -32002
-    raw_client.initialize()
-    assert raw_client.call("tools/list", {})["tools"]
-
-
-def test_workspace_from_workspace_folders(tmp_path: Path) -> None:
-    ws = tmp_path / "from-folders"
-    ws.mkdir()
-    c = WireClient(None)
-    try:
-        c.initialize(workspaceFolders=[{"uri": ws.as_uri(), "name": "w"}], rootUri=None)
-        assert c.tool("bash", command="pwd")["content"] == str(ws)
-    finally:
-        c.close()
-
-
-def test_workspace_from_root_path_and_flag_wins(tmp_path: Path) -> None:
-    flagged, other = tmp_path / "flag", tmp_path / "other"
-    flagged.mkdir()
-    other.mkdir()
-    c = WireClient(None)
-    try:
-        c.initialize(rootPath=str(other))
-        assert c.tool("bash", command="pwd")["content"] == str(other)
-    finally:
-        c.close()
-    c = WireClient(flagged)
-    try:
-        c.initialize(rootUri=other.as_uri())
-        assert c.tool("bash", command="pwd")["content"] == str(flagged)
-    finally:
-        c.close()
 
 
 def test_workspace_falls_back_to_cwd(tmp_path: Path) -> None:
@@ -143,31 +104,3 @@ def test_stdin_that_is_not_a_pipe_is_read_to_its_end(tmp_path: Path) -> None:
         done = subprocess.run(serve, stdin=stdin, capture_output=True, timeout=30)
     assert done.returncode == 0, done.stderr
     assert done.stdout.endswith(b'{"jsonrpc": "2.0", "id": 2, "result": null}'), done.stdout
-
-
-def test_a_prompt_answered_during_the_shutdown_grace_lets_its_call_finish(
-    workspace: Path,
-) -> None:
-    """shutdown waits for the calls received before it; the answer to one's permission
-    prompt, arriving after shutdown, must reach that call (it was dropped: denied)."""
-    client = WireClient(workspace)
-    try:
-        client.initialize(rootUri=workspace.as_uri(), capabilities={"window": {"showMessage": {}}})
-        arguments = {"file_path": "late.txt", "content": "allowed\n"}
-        call = client.request(
-            "tools/call", {"name": "write_file", "arguments": arguments, "origin": "agent"}
-        )
-        prompt = client.next_message(lambda m: m.get("method") == "window/showMessageRequest")
-        shutdown = client.request("shutdown")
-        client.send({"jsonrpc": "2.0", "id": prompt["id"], "result": {"title": "Allow"}})
-        assert client.response(call)["result"] == {
-            "content": "Wrote 8 characters to late.txt",
-            "isError": False,
-            "decision": "allowed",
-        }
-        assert client.response(shutdown)["result"] is None
-        assert (workspace / "late.txt").read_text() == "allowed\n"
-        client.notify("exit")
-        assert wait_for_exit(client.proc) == 0
-    finally:
-        client.close()

@@ -52,6 +52,15 @@ class InProcessDaemon(InProcessClient):
         params.setdefault("processId", None)
         return super().initialize(**params)
 
+    def wait_exit(self, timeout: float = 20.0) -> int:
+        """``serve_stdio``'s status once the daemon ends by itself (``exit``, end of input)."""
+        status = self.exit_status.get(timeout=timeout)
+        self.exit_status.put(status)  # close() reads it again
+        self._server.join(timeout)
+        if isinstance(status, BaseException):
+            raise status
+        return status
+
     def close(self) -> int:
         """shutdown + exit (when still serving); ``serve_stdio``'s status, once known."""
         if self._status is None:
