@@ -1,3 +1,8 @@
+"""tests/e2e spawns ``toold serve`` (and the CLI) for what only a process shows: exit codes,
+signals, stdin that is a file or a pipe, the client process dying, logs, command-line
+flags, the relay to the workspace's shared engine. Handler behaviour is tested in process
+through tests/interaction's ``lsp`` and ``connect`` fixtures."""
+
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -9,30 +14,8 @@ from tests.e2e.wire import WireClient
 
 
 @pytest.fixture
-def client(workspace: Path) -> Iterator[WireClient]:
-    c = WireClient(workspace)
-    c.initialize(rootUri=workspace.as_uri())
-    yield c
-    c.close()
-
-
-@pytest.fixture
-def local_client(workspace: Path) -> Iterator[WireClient]:
-    """A daemon on the local runner, for tests that read the host pids of what a command
-    starts ($$, $!): inside the default bwrap sandbox's PID namespace they are not the
-    host's (tests/sandbox check the cancel and the sweep inside bwrap)."""
-    c = WireClient(workspace)
-    c.initialize(
-        rootUri=workspace.as_uri(),
-        initializationOptions={"config": {"execution": {"tool_runner": "local"}}},
-    )
-    yield c
-    c.close()
-
-
-@pytest.fixture
 def raw_client(workspace: Path) -> Iterator[WireClient]:
-    """A daemon that has not been initialized yet."""
+    """A spawned daemon that has not been initialized yet."""
     c = WireClient(workspace)
     yield c
     c.close()

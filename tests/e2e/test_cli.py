@@ -1,4 +1,9 @@
-"""The command line, as people and CI scripts use it."""
+"""The command line, as people and CI scripts use it.
+
+Spawned because what is checked is the process: ``toold tools``/``toold call``'s exit
+status, what goes to stdout and stderr, arguments read from stdin, a reader that closes
+the pipe early (SIGPIPE). What a tool call does is tested in process (tests/interaction).
+"""
 
 from __future__ import annotations
 

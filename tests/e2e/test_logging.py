@@ -1,4 +1,7 @@
-"""What the daemon writes to its log at the editors' default level (info)."""
+"""What the daemon writes to its log at the editors' default level (info).
+
+Spawned because the log is the process's stderr, with the environment it was started in.
+"""
 
 from __future__ import annotations
 

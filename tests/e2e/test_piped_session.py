@@ -2,6 +2,9 @@
 
 The session is daemon/docs/ci.md's producer, tests/ci/examples/session.py: initialize, a
 one-second bash call, a read_file, shutdown, exit, all written at once.
+
+Spawned because it is about the process: stdin that is a file or a pipe, end of input,
+the exit status, the shutdown grace's report in the log, a dying client process.
 """
 
 from __future__ import annotations

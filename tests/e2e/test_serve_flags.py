@@ -1,4 +1,8 @@
-"""``toold serve`` under an LSP client's launch convention: --stdio and --clientProcessId."""
+"""``toold serve`` under an LSP client's launch convention: --stdio and --clientProcessId.
+
+Spawned because these are command-line flags, the exit status, and a watched editor
+process that dies.
+"""
 
 from __future__ import annotations
 

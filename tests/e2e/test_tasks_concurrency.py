@@ -1,4 +1,7 @@
-""".tasks.json under concurrent daemons and a daemon killed mid-burst."""
+""".tasks.json under concurrent daemons and a daemon killed mid-burst.
+
+Spawned because it is about processes: two daemons writing one file, and SIGKILL.
+"""
 
 from __future__ import annotations
 
