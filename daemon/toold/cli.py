@@ -151,6 +151,13 @@ def _parser() -> argparse.ArgumentParser:
     acp = sub.add_parser("acp", help="serve an AI coding agent over the Agent Client Protocol")
     acp.add_argument("--workspace", type=Path, help="bind this folder, not each session's cwd")
     acp.add_argument("--log-level", default="warning", help="debug, info, warning, error")
+    acp.add_argument(
+        "--protocol",
+        type=int,
+        choices=(1, 2),
+        default=1,
+        help="the highest ACP version offered: 2 serves the v2 preview to a client that asks",
+    )
     _no_daemon_flag(acp)
     return parser
 
@@ -486,7 +493,12 @@ def _dispatch(argv: list[str] | None) -> int:
         from toold.acp.agent import serve_acp  # the ACP SDK loads only for this command
 
         workspace = args.workspace.resolve() if args.workspace else None
-        return serve_acp(workspace, private=_private(args), from_tool=inside is not None)
+        return serve_acp(
+            workspace,
+            private=_private(args),
+            from_tool=inside is not None,
+            protocol=args.protocol,
+        )
     if args.command == "daemon":
         return _daemon(args)
     if args.command == "jobs":

@@ -8,7 +8,8 @@ prints can corrupt the protocol stream.
 By default ``toold acp`` serves each session on the engine of its workspace
 (toold.acp.front relays, the engine runs this agent on its shared workspace:
 toold.acp.attached). With ``--no-daemon`` (TOOLD_NO_DAEMON=1) this process runs the
-agent itself and each session opens its workspace (toold.opening).
+agent itself and each session opens its workspace (toold.opening). Either way a
+connection speaks ACP v1 on the SDK, or v2 (``--protocol 2``, toold.acp.v2_server).
 """
 
 from __future__ import annotations
@@ -21,11 +22,11 @@ import signal
 import sys
 import uuid
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
-from acp import RequestError, run_agent
+from acp import RequestError
 from acp.connection import StreamDirection, StreamEvent
-from acp.interfaces import Agent, Client
+from acp.interfaces import Client
 from acp.schema import (
     ClientCapabilities,
     CloseSessionResponse,
@@ -47,6 +48,7 @@ from toold.acp.answers import (
     workspace_folder,
 )
 from toold.acp.session import AcpSession, modes
+from toold.acp.v2_server import serve_connection
 from toold.acp.wire import READ_LIMIT, LineTransport
 from toold.opening import open_workspace
 from toold_protocol import errors as codes
@@ -58,9 +60,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 WATCH_TIMEOUT_S = 10.0
-UNSTABLE = True
-"""The SDK (0.12) routes session/resume and session/close, stable in ACP v1 since, only
-with its ``use_unstable_protocol``; toold implements no other method it gates so."""
 
 
 class TooldAgent:
@@ -326,9 +325,12 @@ async def open_streams(
     return reader, writer
 
 
-async def serve(workspace: Path | None, *, private: bool = False, from_tool: bool = False) -> None:
+async def serve(
+    workspace: Path | None, *, private: bool = False, from_tool: bool = False, protocol: int = 1
+) -> None:
     """Serve ACP on the process's stdin/stdout until the client hangs up: through the
-    engines, or (``private``) with the agent in this process."""
+    engines, or (``private``) with the agent in this process; ``protocol`` 2 lets a client
+    negotiate ACP v2."""
     main = asyncio.current_task()
     if main is not None:
         with contextlib.suppress(NotImplementedError, RuntimeError):
@@ -339,7 +341,7 @@ async def serve(workspace: Path | None, *, private: bool = False, from_tool: boo
     if not private:
         from toold.acp.front import Front
 
-        front = Front(client, workspace)
+        front = Front(client, workspace, allow_v2=protocol >= 2)
         try:
             await front.run()
         finally:
@@ -347,23 +349,24 @@ async def serve(workspace: Path | None, *, private: bool = False, from_tool: boo
         return
     agent = TooldAgent(workspace, from_tool=from_tool)
     try:
-        # The SDK routes the methods an agent defines; the others answer method-not-found.
-        await run_agent(
-            cast(Agent, agent), client, use_unstable_protocol=UNSTABLE, observers=[agent.observe]
-        )
+        # v1: the SDK routes the methods an agent defines; v2: toold.acp.v2_server.
+        await serve_connection(agent, client, allow_v2=protocol >= 2)
     finally:
         await asyncio.shield(agent.aclose())
 
 
-def serve_acp(workspace: Path | None, *, private: bool = False, from_tool: bool = False) -> int:
+def serve_acp(
+    workspace: Path | None, *, private: bool = False, from_tool: bool = False, protocol: int = 1
+) -> int:
     """Entry point of ``toold acp``: 0 when the client closed the connection, 2 for a
     ``--workspace`` that is not a folder. ``private``: no engine, the agent runs here;
-    ``from_tool``: this process runs inside a tool call (nobody is asked)."""
+    ``from_tool``: this process runs inside a tool call (nobody is asked); ``protocol``:
+    the highest ACP version offered (2: the v2 preview, to a client that asks for it)."""
     if workspace is not None and not workspace.is_dir():
         print(f"toold: --workspace {workspace} is not a folder", file=sys.stderr)
         return 2
     try:
-        asyncio.run(serve(workspace, private=private, from_tool=from_tool))
+        asyncio.run(serve(workspace, private=private, from_tool=from_tool, protocol=protocol))
     except (KeyboardInterrupt, asyncio.CancelledError):
         log.info("stopped")
     return 0

@@ -1,6 +1,7 @@
 """The answers every ``toold acp`` gives alike, through the engines or not: its
-``initialize``, the errors for an auth method and an unknown session, and a session's
-``cwd`` as a folder (toold.acp.agent and toold.acp.front use them)."""
+``initialize`` (v1, or v2 where negotiated), the errors for an auth method and an
+unknown session, and a session's ``cwd`` as a folder (toold.acp.agent, toold.acp.front
+and toold.acp.v2_server use them)."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from acp.schema import (
 )
 
 from toold import __version__
+from toold.acp import v2
 from toold_protocol import errors as codes
 
 
@@ -54,6 +56,40 @@ def initialize_response() -> InitializeResponse:
         ),
         auth_methods=[],
         agent_info=Implementation(name="toold", title="toold", version=__version__),
+    )
+
+
+def initialize_v2(version: str = __version__) -> v2.InitializeResponse:
+    """ACP v2's answer: version 2, ``info``, and the session baseline with prompts that
+    embed context and stdio and HTTP MCP servers (support markers are objects)."""
+    return v2.InitializeResponse(
+        protocol_version=v2.PROTOCOL_VERSION,
+        info=v2.Implementation(name="toold", title="toold", version=version),
+        capabilities=v2.AgentCapabilities(
+            session=v2.SessionCapabilities(
+                prompt=v2.PromptCapabilities(embedded_context=v2.Supported()),
+                mcp=v2.McpCapabilities(stdio=v2.Supported(), http=v2.Supported()),
+            )
+        ),
+        auth_methods=[],
+    )
+
+
+def negotiated(params: dict[str, object], allow_v2: bool) -> int:
+    """The version a client's initialize gets: 2 when it asks for 2 or more and v2 is
+    allowed (``toold acp --protocol 2``), else 1 (the client then decides to go on)."""
+    asked = params.get("protocolVersion")
+    if allow_v2 and isinstance(asked, int) and not isinstance(asked, bool) and asked >= 2:
+        return v2.PROTOCOL_VERSION
+    return PROTOCOL_VERSION
+
+
+def initialize_answer(version: int) -> dict[str, object]:
+    """The initialize result of a negotiated version, as JSON."""
+    if version == v2.PROTOCOL_VERSION:
+        return v2.dump(initialize_v2())
+    return initialize_response().model_dump(
+        mode="json", by_alias=True, exclude_none=True, exclude_unset=True
     )
 
 

@@ -12,20 +12,19 @@ the slash commands), and a permission prompt reaches the ACP session whose turn 
 the call (``asking``), through ``session/request_permission``. A connection from inside
 one of the engine's tool calls (an agent's command) is the agent's: the engine asks it
 nothing (such calls are denied), and it may neither change the mode nor start MCP
-servers (TooldAgent's ``from_tool``).
+servers (TooldAgent's ``from_tool``). The connection speaks the ACP version ``toold acp``
+negotiated with its client (toold.acp.v2_server).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
-from acp import run_agent
-from acp.interfaces import Agent
-
-from toold.acp.agent import UNSTABLE, TooldAgent
+from toold.acp.agent import TooldAgent
 from toold.acp.session import asking
+from toold.acp.v2_server import serve_connection
 from toold.acp.wire import LineTransport
 from toold.engine.attached import AttachedConnection
 
@@ -69,14 +68,9 @@ class AcpConnection(AttachedConnection):
         """Run the agent on the connection's lines until it closes or the engine stops."""
         transport = LineTransport(reader, writer)
         try:
-            await self.serve_until_stopped(
-                run_agent(
-                    cast(Agent, self.agent),
-                    transport,
-                    use_unstable_protocol=UNSTABLE,
-                    observers=[self.agent.observe],
-                )
-            )
+            # The version is the one `toold acp` negotiated with the client (toold.acp.front
+            # forwards an initialize of version 2 only under its --protocol 2).
+            await self.serve_until_stopped(serve_connection(self.agent, transport, allow_v2=True))
         finally:
             await asyncio.shield(self.agent.aclose())
         return self.exit_code

@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import stat
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +28,7 @@ from acp.schema import FileEditToolCallContent, ToolCallLocation, ToolCallUpdate
 from toold.acp.outbox import Outbox
 from toold.acp.updates import (
     SHOWN_CHARS,
+    CommandEvent,
     locations,
     output_text,
     path_argument,
@@ -59,6 +60,8 @@ class OpenCall:
     (so it is shown as cut), never all of it (a command may print gigabytes)."""
     nested: bool = False
     """Made by a subagent: its loop reports no outcome, the turn's end settles it."""
+    command: str | None = None
+    """A shell call's command line (its output goes to a display terminal in ACP v2)."""
 
 
 def read_shown(root: Path, path: str | None) -> str | None:
@@ -161,6 +164,9 @@ class TurnEvents(LoopEvents):
         )
         if annotations.writes_path:
             call.before = read_shown(self.root, path_argument(args))
+        command = args.get("command") if isinstance(args, dict) else None
+        if annotations.shell and isinstance(command, str):
+            call.command = command
         self.open[call_id] = call
         self.outbox.put(
             start_tool_call(
@@ -227,9 +233,14 @@ class TurnEvents(LoopEvents):
             return
         call.output += text if text.endswith("\n") else text + "\n"
         call.output = call.output[-(SHOWN_CHARS + 1) :]
-        self.outbox.put(
-            update_tool_call(call_id, status="in_progress", content=[text_content(call.output)])
+        update = update_tool_call(
+            call_id, status="in_progress", content=[text_content(call.output)]
         )
+        if call.command is None:
+            self.outbox.put(update)
+            return
+        printed = text if text.endswith("\n") else text + "\n"
+        self.outbox.put(CommandEvent(call_id, call.command, str(self.root), update, printed))
 
     def tool_finished(self, call_id: str, name: str, args: Any, outcome: ToolOutcome) -> None:
         """The outcome: text, or the file's diff for a tool that wrote one."""
@@ -249,14 +260,17 @@ class TurnEvents(LoopEvents):
             )
         if text:
             content.append(text_content(text))
-        self.outbox.put(
-            update_tool_call(
-                call_id,
-                status="failed" if failed(outcome) else "completed",
-                content=content,
-                raw_output=raw_output(outcome),
-            )
+        update = update_tool_call(
+            call_id,
+            status="failed" if failed(outcome) else "completed",
+            content=content,
+            raw_output=raw_output(outcome),
         )
+        if call.command is None or not outcome.ran:
+            self.outbox.put(update)
+            return
+        end = CommandEvent(call_id, call.command, str(self.root), update, exited=True)
+        self.outbox.put(replace(end, exit_code=outcome.exit_code, output=text))
 
     def cancel_open(self, why: str = "Cancelled by the user.") -> None:
         """The turn was cancelled (or a subagent failed): every call still open failed."""

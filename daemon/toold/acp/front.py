@@ -7,10 +7,12 @@ process attaches to that workspace's engine (``attach``, kind ``acp``, starting 
 none runs) over one connection per workspace, and the engine runs toold's agent there on
 its shared workspace (toold.acp.attached). Here messages only move:
 
-- ``initialize`` is answered here, once, and replayed to each engine as it is attached
-  (so each knows the client's capabilities); ``authenticate`` is refused here as the
-  agent refuses it; ``session/list`` reads the sessions kept in the folder asked about,
-  or in every attached workspace when none is named.
+- ``initialize`` is answered here, once, in the version negotiated (2 only under
+  ``--protocol 2``), and replayed to each engine as it is attached with that version
+  (so each knows the client's capabilities and speaks the same version);
+  ``authenticate`` is refused here as the agent refuses it; ``session/list`` reads the
+  sessions kept in the folder asked about, or in every attached workspace when none is
+  named.
 - ``session/new``, ``session/load`` and ``session/resume`` go to the engine of their
   workspace; a later request or notification naming a ``sessionId`` goes to the engine
   holding it (until ``session/close`` answers). Each
@@ -37,7 +39,8 @@ from acp import RequestError
 
 from toold.acp import history
 from toold.acp.answers import (
-    initialize_response,
+    initialize_answer,
+    negotiated,
     no_auth_methods,
     unknown_session,
     workspace_folder,
@@ -79,8 +82,12 @@ class Upstream:
 class Front:
     """The router between the ACP client and the engines of its sessions' workspaces."""
 
-    def __init__(self, client: LineTransport, workspace: Path | None) -> None:
+    def __init__(
+        self, client: LineTransport, workspace: Path | None, *, allow_v2: bool = False
+    ) -> None:
         self.client = client
+        self.allow_v2 = allow_v2
+        """``--protocol 2``: a client asking for ACP v2 gets it."""
         self.workspace = workspace
         """``--workspace``: every session on this folder's engine, whatever its cwd."""
         self.initialize: Message = {"protocolVersion": 1}
@@ -125,10 +132,9 @@ class Front:
 
     async def _request(self, method: str, params: Message, number: Any) -> None:
         if method == "initialize":
-            self.initialize = params
-            result = initialize_response().model_dump(
-                mode="json", by_alias=True, exclude_none=True, exclude_unset=True
-            )
+            version = negotiated(params, self.allow_v2)
+            self.initialize = {**params, "protocolVersion": version}
+            result = initialize_answer(version)
             await self.client.send({"jsonrpc": "2.0", "id": number, "result": result})
             return
         if method == "authenticate":

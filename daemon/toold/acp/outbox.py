@@ -8,6 +8,10 @@ know the tool call it names) and before a prompt's answer (updates precede the s
 A subagent's child session sends through its parent's outbox (``Outbox(..., parent=)``):
 one queue, so the ``subagent_update`` announcing the child precedes the child's updates.
 An update the SDK (0.12) has no model for yet is queued as a dict and sent as it is.
+
+This module is where the protocol version is picked: sessions report the same events
+(the SDK's v1 update models, ``CommandEvent``s), and ``deliver`` and ``ask`` send them to
+a v1 client as they are, or to a v2 connection's ``V2Client``, which renders them.
 """
 
 from __future__ import annotations
@@ -19,6 +23,10 @@ from typing import Any
 
 from acp.connection import Connection
 from acp.interfaces import Client
+from acp.schema import RequestPermissionResponse, ToolCallUpdate
+
+from toold.acp.updates import PERMISSION_OPTIONS, CommandEvent
+from toold.acp.v2_client import V2Client
 
 log = logging.getLogger(__name__)
 
@@ -64,12 +72,33 @@ class Outbox:
                 continue
             session_id, update = item
             try:
-                if isinstance(update, dict):
-                    await self._raw(session_id, update)
-                else:
-                    await self._conn.session_update(session_id=session_id, update=update)
+                await self.deliver(session_id, update)
             except Exception as exc:  # the client hung up: nothing left to tell it
                 log.debug("session/update dropped: %s", exc)
+
+    async def deliver(self, session_id: str, update: Any) -> None:
+        """Send one event: rendered for v2, or as v1 (a command's event as its update)."""
+        if isinstance(self._conn, V2Client):
+            await self._conn.session_update(session_id, update)
+        elif isinstance(update, dict):
+            await self._raw(session_id, update)
+        elif isinstance(update, CommandEvent):
+            await self._conn.session_update(session_id=session_id, update=update.update)
+        else:
+            await self._conn.session_update(session_id=session_id, update=update)
+
+    async def ask(
+        self, session_id: str, subject: ToolCallUpdate, reason: str, timeout: float
+    ) -> RequestPermissionResponse:
+        """session/request_permission about ``subject`` (sent after every update queued so
+        far); TimeoutError after ``timeout``, ConnectionError once the client is gone."""
+        await self.flush()
+        if isinstance(self._conn, V2Client):
+            return await self._conn.ask(session_id, subject, reason, timeout)
+        asked = self._conn.request_permission(
+            session_id=session_id, tool_call=subject, options=PERMISSION_OPTIONS
+        )
+        return await asyncio.wait_for(asked, timeout)
 
     async def _raw(self, session_id: str, update: dict[str, Any]) -> None:
         """An update as JSON, through the SDK's connection (its typed session_update

@@ -28,7 +28,7 @@ from toold.acp.client_fs import EditorFiles, editor_tools
 from toold.acp.outbox import Outbox
 from toold.acp.updates import (
     ANSWERS,
-    PERMISSION_OPTIONS,
+    MODE_DESCRIPTIONS,
     commands,
     plan_entries,
     prompt_text,
@@ -55,12 +55,6 @@ from toold_protocol import names
 
 log = logging.getLogger(__name__)
 
-MODE_DESCRIPTIONS = {
-    "default": "Ask before edits and before commands that are not read-only",
-    "auto": "Run shell commands that are not dangerous without asking; ask before edits",
-    "plan": "Read-only: every call that could change something is refused",
-    "bypass": "Run every call without asking",
-}
 CANCELLED = "Cancelled by the user."
 asking: contextvars.ContextVar[AcpSession | None] = contextvars.ContextVar(
     "toold_acp_session", default=None
@@ -191,15 +185,9 @@ class AcpSession:
             self._asks += 1
             call_id = f"toold-ask-{self._asks}"
         subject = events.permission_subject(call_id, tool, args, reason)
-        await self.outbox.flush()
         wait = self.require_state().config.permissions.ask_timeout
         try:
-            response = await asyncio.wait_for(
-                self.conn.request_permission(
-                    session_id=events.session_id, tool_call=subject, options=PERMISSION_OPTIONS
-                ),
-                wait,
-            )
+            response = await self.outbox.ask(events.session_id, subject, reason, wait)
         except (TimeoutError, ConnectionError) as exc:
             # Never answered (permissions.ask_timeout), or the client is gone: denied.
             log.info("no answer to the permission request for %s: %r", tool, exc)
@@ -254,16 +242,26 @@ class AcpSession:
 
     async def prompt(self, blocks: list[Any]) -> StopReason:
         """session/prompt: run the agent loop on the conversation; the turn's stop reason."""
+        return await self.complete(self.begin(blocks))
+
+    def check_ready(self) -> None:
+        """RequestError when a prompt cannot start: one is running, or no model key."""
         state = self.require_state()
         if self.turn is not None and not self.turn.done():
             raise RequestError(
                 codes.INVALID_REQUEST,
                 "a prompt is already running in this session: wait or session/cancel it",
             )
-        agents = state.agents
-        if agents is None:
+        if state.agents is None:
             error = wire_error(AgentUnavailable(state.config.agent.api_key_env))
             raise RequestError(error.code, error.message, error.data)
+
+    def begin(self, blocks: list[Any]) -> asyncio.Task[str]:
+        """Start a turn on the conversation (RequestError: it cannot start); its task."""
+        self.check_ready()
+        state = self.require_state()
+        agents = state.agents
+        assert agents is not None, "check_ready refuses a workspace without a model"
         add_user_content(self.messages, self.expand_command(prompt_text(blocks)))
         ctx = AgentContext(
             provider=agents.provider,
@@ -279,8 +277,13 @@ class AcpSession:
             self.turn = asyncio.ensure_future(agent_loop(ctx, self.messages))
         finally:
             asking.reset(running)
+        return self.turn
+
+    async def complete(self, turn: asyncio.Task[str]) -> StopReason:
+        """Wait for a turn begun; its stop reason once its updates are sent (RequestError:
+        the model could not answer)."""
         try:
-            stop = await self._finish(self.turn)
+            stop = await self._finish(turn)
         finally:
             self.turn = None
             self.require_events().settle()

@@ -8,6 +8,7 @@ and, where they say nothing more precise, from its name's words (``delete``, ``m
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,7 @@ from acp.schema import (
     TextContentBlock,
     TextResourceContents,
     ToolCallLocation,
+    ToolCallProgress,
     ToolKind,
     UnstructuredCommandInput,
 )
@@ -47,6 +49,34 @@ ANSWERS: dict[str, Answer] = {
     "reject_always": "never",
 }
 """An option the user picked → the guard's answer (the guard remembers always and never)."""
+
+
+@dataclass(frozen=True)
+class CommandEvent:
+    """A shell call's new output or its end, as the session reports it: v1 clients are
+    shown ``update`` (the call's content: the output's tail); a v2 client gets the
+    command's own display terminal (toold.acp.v2_client)."""
+
+    call_id: str
+    command: str
+    cwd: str
+    """The folder the command runs in (the workspace: absolute)."""
+    update: ToolCallProgress
+    printed: str = ""
+    """What the command printed since the last event."""
+    exited: bool = False
+    exit_code: int | None = None
+    output: str = ""
+    """At the end: the call's whole output as the model got it."""
+
+
+MODE_DESCRIPTIONS = {
+    "default": "Ask before edits and before commands that are not read-only",
+    "auto": "Run shell commands that are not dangerous without asking; ask before edits",
+    "plan": "Read-only: every call that could change something is refused",
+    "bypass": "Run every call without asking",
+}
+"""toold's permission modes, as a client shows them (v1 session modes, v2 config options)."""
 
 _PRIORITIES = {"high": "high", "urgent": "high", "low": "low"}
 _STATUSES = {"done": "completed", "in_progress": "in_progress"}

@@ -123,3 +123,25 @@ class LineTransport:
         log.warning("refusing a message: %s", message)
         error = {"code": code, "message": message}
         await self.send({"jsonrpc": "2.0", "id": msg_id, "error": error})
+
+
+class Replayed:
+    """A transport whose first message was already read (to negotiate the version):
+    it is received again first, then the rest."""
+
+    def __init__(self, transport: LineTransport, first: dict[str, Any]) -> None:
+        self._transport = transport
+        self._first: dict[str, Any] | None = first
+
+    async def receive(self) -> dict[str, Any] | None:
+        """The first message again, then the transport's."""
+        first, self._first = self._first, None
+        return first if first is not None else await self._transport.receive()
+
+    async def send(self, message: dict[str, Any]) -> None:
+        """Write one message (as LineTransport.send)."""
+        await self._transport.send(message)
+
+    async def close(self) -> None:
+        """Close the output."""
+        await self._transport.close()
