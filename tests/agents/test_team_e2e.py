@@ -1,10 +1,11 @@
-"""A team round trip across two daemon processes sharing one workspace (``--no-daemon``:
-on the default path both editors would share the workspace's one engine, where a
-teammate outlives the session that spawned it).
+"""A team round trip between two editors of one workspace, on the default path: both
+attach to the workspace's one engine.
 
-Daemon B runs the teammate; daemon A registers it, sees it running, sends it a request
-and gets the reply, which also reaches A's editor as team/message. The teammate's model
-is the scripted Messages API server on 127.0.0.1, reached through the real SDK.
+Editor B spawns the teammate; editor A registers it, sees it running, sends it a request
+and gets the reply, which also reaches A's editor as team/message. When B's session ends
+its teammate stops with it (tests/engine/test_team_sessions.py: mid-turn, and its
+background subagents). The teammate's model is the scripted Messages API server on
+127.0.0.1, reached through the real SDK.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import pytest
 
 from tests.agents.conftest import API_KEY, ModelServer, tool_results
 from tests.e2e.wire import WireClient
+from tests.waiting import wait_until
 
 
 @pytest.fixture
@@ -25,10 +27,7 @@ def daemons(tmp_path: Path, model: ModelServer) -> Iterator[tuple[WireClient, Wi
     workspace.mkdir()
     env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
     env |= {"ANTHROPIC_API_KEY": API_KEY, "ANTHROPIC_BASE_URL": model.url}
-    pair = (
-        WireClient(workspace, "--no-daemon", env=env),
-        WireClient(workspace, "--no-daemon", env=env),
-    )
+    pair = (WireClient(workspace, env=env), WireClient(workspace, env=env))
     for client in pair:
         client.initialize(rootUri=workspace.as_uri())
     yield pair
@@ -36,7 +35,7 @@ def daemons(tmp_path: Path, model: ModelServer) -> Iterator[tuple[WireClient, Wi
         client.close()
 
 
-def test_team_round_trip_across_two_daemons(
+def test_team_round_trip_between_two_editors(
     daemons: tuple[WireClient, WireClient], model: ModelServer
 ) -> None:
     a, b = daemons
@@ -70,9 +69,8 @@ def test_team_round_trip_across_two_daemons(
     assert note["type"] == "response" and note["content"] == "LGTM from alice"
     assert len(note["id"]) == 12 and note["inReplyTo"]
 
-    assert b.close() == 0  # the teammate stops with its daemon and releases its lock
-    listed = a.tool("team_list")["content"]
-    assert [(t["name"], t["running"]) for t in listed] == [("alice", False)]
+    assert b.close() == 0  # the teammate stops with B's session and releases its lock
+    wait_until(lambda: not a.tool("team_list")["content"][0]["running"], "alice to stop", 20)
     assert a.tool("team_send", to_agent="alice", content="x")["content"] == (
         "Teammate alice is not running. Start it with team_spawn first."
     )

@@ -229,3 +229,35 @@ def test_running_is_seen_across_processes(tmp_path: Path) -> None:
         holder.wait(timeout=10)
         holder.stdout.close()
     assert not team.is_running("alice")
+
+
+def test_a_sessions_teammates_end_with_it_and_answer_what_they_had_not(tmp_path: Path) -> None:
+    """end_session stops the teammates that session spawned, no other; a request one had
+    not answered gets a ``stopped`` reply (its asker waits no longer); mailboxes stay."""
+    team = TeamManager(tmp_path, tmp_path / ".toold", agents=object(), reply_timeout=5)
+    for name in ("alice", "bob"):
+        team.register(name, "dev")
+    spawning = [1]
+    team.session_of = lambda: spawning[0]
+    request = new_message("main", "alice", "review please")
+
+    async def scenario() -> tuple[str, ...]:
+        await team.spawn("alice")
+        spawning[0] = 2
+        await team.spawn("bob")
+        await asyncio.sleep(0.05)  # both wait on their mailboxes
+        team.mail.append(request)  # ... and alice has not read it when her session ends
+        stopped = await team.end_session(1)
+        assert (team.is_running("alice"), team.is_running("bob")) == (False, True)
+        assert await team.end_session(1) == ()
+        await team.close()
+        return stopped
+
+    assert asyncio.run(scenario()) == ("alice",)
+    [reply] = team.mail.read_from("main", 0)[0]
+    assert (reply["from"], reply["type"], reply["inReplyTo"]) == ("alice", "stopped", request["id"])
+    assert reply["content"] == (
+        "Teammate alice stopped before answering: the session that started it ended."
+    )
+    assert team.mail.read_from("alice", 0)[0] == [request]
+    assert not team.is_running("bob")

@@ -49,7 +49,7 @@ from toold.engine.peers import (
     peer_credentials,
     read_hello,
 )
-from toold.engine.sessions import MCP
+from toold.engine.sessions import MCP, Session
 from toold.fairness import FairExecutor
 
 if TYPE_CHECKING:
@@ -71,6 +71,7 @@ class Engine:
         None when the user did: an agent's command below it is the agent here too."""
         self.usage = Usage()
         self.sessions = TrackedSessions(self.usage)
+        self.sessions.on_end = self._session_ended
         self.state: WorkspaceState | None = None
         self.bound: asyncio.Future[None] | None = None
         self.stacks: dict[str, asyncio.Future[None]] = {}
@@ -168,8 +169,31 @@ class Engine:
             confirm=sessions.confirm,
         )
         self.state = await self._opened.enter_async_context(opening)
+        if self.state.team is not None:  # a teammate ends with the session that spawned it
+            self.state.team.session_of = sessions.current_id
         log.info("toold %s engine serving %s", __version__, self.paths.workspace)
         self._make_room()  # for this engine: idle ones beyond the cap exit
+
+    def _session_ended(self, session: Session) -> None:
+        """End what a session started that spends on its behalf: its teammates and its
+        background subagents (its calls are cancelled already; command jobs go on)."""
+        if self.state is not None and not self.stopping.is_set():  # else aclose ends all
+            self._spawn(self._end_started_by(session))
+
+    async def _end_started_by(self, session: Session) -> None:
+        assert self.state is not None
+        team = self.state.team
+        teammates = await team.end_session(session.id) if team is not None else ()
+        subagents = self.state.jobs.work_of(session.id)  # a stopped teammate's among them
+        for job_id in subagents:
+            await self.state.jobs.cancel(job_id)
+        if teammates or subagents:
+            log.info(
+                "session %d ended: stopped its teammates %s and background subagents %s",
+                session.id,
+                ", ".join(teammates) or "(none)",
+                ", ".join(subagents) or "(none)",
+            )
 
     def stack_for(self, kind: str) -> asyncio.Future[None]:
         """The loading of what ``kind``'s sessions need (STACKS), begun on a thread at the

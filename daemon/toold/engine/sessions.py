@@ -15,6 +15,7 @@ import contextvars
 import itertools
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -122,6 +123,8 @@ class Sessions:
     def __init__(self) -> None:
         self._live: dict[int, Session] = {}
         self._ids = itertools.count(1)
+        self.on_end: Callable[[Session], None] | None = None
+        """Called once as each session ends (the engine ends what it started)."""
 
     def open(self, kind: str, server: FrontEnd, peer_pid: int, client: str) -> Session:
         """Register a new session (the caller sets ``current`` in its task)."""
@@ -130,8 +133,14 @@ class Sessions:
         return session
 
     def close(self, session: Session) -> None:
-        """Forget a session that ended."""
-        self._live.pop(session.id, None)
+        """Forget a session that ended (``on_end`` hears of it, once)."""
+        if self._live.pop(session.id, None) is not None and self.on_end is not None:
+            self.on_end(session)
+
+    def current_id(self) -> int | None:
+        """The id of the session whose request runs in this context, None outside any."""
+        session = current.get()
+        return None if session is None else session.id
 
     def __len__(self) -> int:
         return len(self._live)

@@ -170,6 +170,8 @@ class BackgroundManager:
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self._sessions: dict[str, int | None] = {}
         """The session that started each running job (None: no engine session)."""
+        self._work: set[str] = set()
+        """Running jobs that are coroutines of this process (``start_work``: subagents)."""
         self._output: dict[str, CappedText] = {}
         self._finished: dict[str, None] = {}
         """Finished job ids, oldest first (an ordered set)."""
@@ -359,7 +361,13 @@ class BackgroundManager:
             owner=self.identity,
         )
         self._start(record, run)
+        self._work.add(record.job_id)
         return record.job_id
+
+    def work_of(self, session: int) -> list[str]:
+        """The running ``start_work`` jobs (background subagents) engine session
+        ``session`` started: they end with it, unlike commands (toold.engine)."""
+        return [job for job in self._work if self._sessions.get(job) == session]
 
     async def _run(self, record: JobRecord, work: Work) -> None:
         sink = self._output[record.job_id]
@@ -400,6 +408,7 @@ class BackgroundManager:
             log_file.close()
             self._tasks.pop(record.job_id, None)
             self._sessions.pop(record.job_id, None)
+            self._work.discard(record.job_id)
 
     def _finish(
         self,
@@ -494,6 +503,7 @@ class BackgroundManager:
             if record.status == "running":  # cancelled before its first step: _run never ran
                 self._tasks.pop(job_id, None)
                 self._sessions.pop(job_id, None)
+                self._work.discard(job_id)
                 self._finish(record, "cancelled", None, error="Cancelled.")
         return record.public()
 

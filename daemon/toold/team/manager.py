@@ -5,6 +5,12 @@ flock on ``.toold/team/<name>.lock`` so every daemon sharing the workspace knows
 it runs. Teammates and main's inbox wake on file events: a watch of the mailbox folder on
 the workspace's one watcher (toold.watching: inotify, so an idle team costs no wake-ups,
 or polling where inotify cannot be had).
+
+A teammate lives as long as what started it: its daemon, and in an engine shared by
+several clients the session whose call spawned it (``session_of``; the engine calls
+``end_session`` when that session ends), so a closed editor's teammates stop spending
+tokens. A teammate that stops answers each request it had not answered with a
+``stopped`` message, so its askers are not left waiting; mailboxes stay on disk.
 """
 
 from __future__ import annotations
@@ -14,7 +20,7 @@ import contextlib
 import fcntl
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
@@ -31,6 +37,10 @@ log = logging.getLogger(__name__)
 
 REPLY_TIMEOUT = 60.0
 TEAM_SEND_RULE = Rule.parse("team_send")
+STOPPED = "stopped"
+"""The type of the message a stopping teammate answers an unanswered request with."""
+DAEMON_STOPPED = "its daemon stopped"
+SESSION_ENDED = "the session that started it ended"
 
 current_sender: ContextVar[str] = ContextVar("toold_team_sender", default=MAIN)
 """Who is calling team_send: main, or the teammate whose turn is running."""
@@ -100,6 +110,12 @@ class TeamManager:
         self._subscribers: list[asyncio.Event] = []
         self._waker: _Waker | None = None
         self._inbox: asyncio.Task[None] | None = None
+        self.session_of: Callable[[], int | None] = lambda: None
+        """The session whose call runs now, set by a front end that serves several (the
+        engine); None in a daemon of one client, whose teammates live as long as it."""
+        self._owners: dict[str, int] = {}
+        """The session that spawned each running teammate, where there is one."""
+        self._why_stopped: dict[str, str] = {}
 
     # -- background machinery -------------------------------------------------------
     def start(self) -> None:
@@ -130,7 +146,7 @@ class TeamManager:
     async def close(self) -> None:
         """Stop teammates and watchers; release the run locks."""
         for name in list(self._running):
-            await self._stop(name)
+            await self._stop(name, DAEMON_STOPPED)
         for task in (self._inbox,):
             if task is not None:
                 task.cancel()
@@ -198,16 +214,31 @@ class TeamManager:
         offset = self.mail.size(name)
         task = asyncio.create_task(self._teammate(teammate, offset), name=f"teammate-{name}")
         self._running[name] = task
-        task.add_done_callback(lambda _: self._forget(name))
+        owner = self.session_of()
+        if owner is not None:
+            self._owners[name] = owner
+        task.add_done_callback(lambda done: self._forget(name, done))
         return f"Spawned teammate {name} ({teammate['role']})"
 
-    def _forget(self, name: str) -> None:
+    def _forget(self, name: str, task: asyncio.Future[None] | None) -> None:
+        if self._running.get(name) is not task:
+            return  # forgotten already (stopping), and maybe spawned again since
         self._running.pop(name, None)
+        self._owners.pop(name, None)
+        self._why_stopped.pop(name, None)
         self._release_lock(name)
 
-    async def _stop(self, name: str) -> None:
+    async def end_session(self, session: int) -> tuple[str, ...]:
+        """Stop the teammates that ``session`` spawned (it ended); their names."""
+        names = tuple(name for name, owner in self._owners.items() if owner == session)
+        for name in names:
+            await self._stop(name, SESSION_ENDED)
+        return names
+
+    async def _stop(self, name: str, why: str) -> None:
         task = self._running.get(name)
         if task is not None:
+            self._why_stopped[name] = why
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
@@ -235,6 +266,8 @@ class TeamManager:
             reply = await self._reply_to_teammate(sender, message)
         if reply is None:
             return failed(f"No reply from {to_agent} within {self.reply_timeout:g} s.")
+        if reply.get("type") == STOPPED:
+            return failed(str(reply.get("content", "")))
         return f"Reply from {to_agent}: {reply.get('content', '')}"
 
     async def _reply_to_main(self, message: dict[str, Any]) -> dict[str, Any] | None:
@@ -277,9 +310,11 @@ class TeamManager:
         name = teammate["name"]
         woken = asyncio.Event()
         self._subscribers.append(woken)
+        unanswered: list[dict[str, Any]] = []
         try:
             while True:
                 messages, offset = self.mail.read_from(name, offset)
+                unanswered = [m for m in messages if m.get("type") == "request"]
                 for message in messages:
                     kind = message.get("type")
                     if kind == "shutdown":
@@ -287,11 +322,29 @@ class TeamManager:
                         return
                     if kind == "request":
                         await self._answer(teammate, message)
+                        unanswered.remove(message)
                 if not messages:
                     await woken.wait()
                     woken.clear()
+        except asyncio.CancelledError:
+            later, _ = self.mail.read_from(name, offset)
+            unanswered += [m for m in later if m.get("type") == "request"]
+            why = self._why_stopped.get(name, DAEMON_STOPPED)
+            # Not running from here: whoever hears of it below sees so.
+            self._forget(name, asyncio.current_task())
+            self._answer_stopped(name, why, unanswered)
+            raise
         finally:
             self._subscribers.remove(woken)
+
+    def _answer_stopped(self, name: str, why: str, requests: Iterable[dict[str, Any]]) -> None:
+        """Tell the askers of ``requests`` that ``name`` stopped (``why``) without
+        answering them."""
+        log.info("teammate %s stopped: %s", name, why)
+        for request in requests:
+            text = f"Teammate {name} stopped before answering: {why}."
+            with contextlib.suppress(OSError, ValueError):  # its mailbox may be gone
+                self.mail.append(new_message(name, request["from"], text, STOPPED, request["id"]))
 
     async def _answer(self, teammate: dict[str, Any], message: dict[str, Any]) -> None:
         agents = self.agents
