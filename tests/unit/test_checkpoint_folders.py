@@ -85,8 +85,10 @@ def test_records_follow_the_store_folder_as_it_is_now(tmp_path: Path) -> None:
     moved = workspace / "moved"
     folder.rename(moved)
     before = sorted(p.name for p in (moved / "objects").iterdir())
+    index = (moved / "index.jsonl").read_bytes()  # held open for appending: not any more
     write(store, workspace, "a.txt", "two")
     assert sorted(p.name for p in (moved / "objects").iterdir()) == before
+    assert (moved / "index.jsonl").read_bytes() == index
     assert len(store.entries()) == 1  # a new index, in a new folder
     outside = tmp_path / "outside"
     outside.mkdir()

@@ -48,21 +48,23 @@ class HeldFolder:
             return os.dup(fd)
 
     @contextlib.contextmanager
-    def lock(self, name: str, *, wait: bool = True) -> Iterator[None]:
+    def lock(self, name: str, *, wait: bool = True, folder: int | None = None) -> Iterator[None]:
         """An exclusive lock on the file ``name`` in this folder, shared with other
         processes: toold.storage.file_lock's flock, the file opened in the folder held
-        instead of by walking its path. With ``wait`` False, BlockingIOError at once
-        when another thread or process holds it (each use opens the file anew, and
-        flock excludes every other open of it, this process's too)."""
-        folder = self.open()
+        instead of by walking its path (``folder``: a descriptor ``open`` gave the
+        caller, used as it is). With ``wait`` False, BlockingIOError at once when
+        another thread or process holds it (each use opens the file anew, and flock
+        excludes every other open of it, this process's too)."""
+        held = self.open() if folder is None else folder
         try:
             fd = refuse_link(
-                folder, name, str(self.path / name), os.O_RDWR | os.O_CREAT, PRIVATE_FILE
+                held, name, str(self.path / name), os.O_RDWR | os.O_CREAT, PRIVATE_FILE
             )
         except PermissionError:
             fd = None  # a link: file_lock refuses it in its own words
         finally:
-            os.close(folder)
+            if folder is None:
+                os.close(held)
         if fd is None:
             with file_lock(self.path / name, wait=wait):
                 yield

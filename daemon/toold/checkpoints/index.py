@@ -9,7 +9,9 @@ bounded number of times, so a call costs the same after 10,000 checkpoints as af
 
 The parsed index stays in memory with the file's identity (device, inode, size, mtime in
 ns). Every operation runs under the store's file lock (shared with other processes) and
-first compares that identity: the file is read again only when someone else changed it.
+first compares that identity, looked up in the store's checked folder: the file is read
+again only when someone else changed it, and the file kept open for appending is used
+again only while it is still the one there.
 Read, the file is untrusted input (the agent or a cloned repository may have written it):
 at most MAX_INDEX_BYTES, every line an entry of plain workspace paths, SHA-256 digests
 and short labels without control characters (a damaged line is a CheckpointStoreError
@@ -27,6 +29,7 @@ import json
 import os
 import posixpath
 import stat
+import threading
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
@@ -203,18 +206,18 @@ class CheckpointIndex:
     named (``size_of`` measures one), so the store's bound is kept without a scan.
     """
 
-    def __init__(
-        self,
-        folder: Path,
-        size_of: Callable[[str], int],
-        open_folder: Callable[[], int] | None = None,
-    ) -> None:
+    def __init__(self, folder: Path, size_of: Callable[[str], int]) -> None:
         self.folder = folder
         self.path = folder / INDEX
         self._size_of = size_of
-        self._open_folder = open_folder
-        """A new descriptor of ``folder`` (the store's, held open), so an append opens the
-        file in it instead of walking its path; None: walk it."""
+        self.folder_fd: int | None = None
+        """A descriptor of ``folder`` (the store's, held open and checked) while the store
+        holds the lock (ObjectStore._locked): the file is looked at and opened in it
+        instead of by walking its path; None: walk it."""
+        self._appending: int | None = None
+        """The file, open for appending since an append, used again while it is the file
+        in ``folder`` as ``refresh`` last saw it (same identity)."""
+        self._appending_lock = threading.Lock()
         self._entries: OrderedDict[str, Checkpoint] = OrderedDict()
         self._lines: dict[str, int] = {}
         self._identity: Identity | None = None
@@ -254,7 +257,10 @@ class CheckpointIndex:
         """Read the file again if anyone but this object changed it since; ``migrate``
         replaces an earlier toold's ``index.json`` by ``index.jsonl`` (a write)."""
         try:
-            info = os.lstat(self.path)
+            if self.folder_fd is None:
+                info = os.lstat(self.path)
+            else:
+                info = os.stat(INDEX, dir_fd=self.folder_fd, follow_symlinks=False)
         except FileNotFoundError:
             info = None
         if info is not None and self._identity == _identity(info):
@@ -357,37 +363,56 @@ class CheckpointIndex:
         return freed
 
     def _append(self, data: bytes) -> None:
-        fd = self._open_appending()
-        try:
-            info = os.fstat(fd)
-            if not stat.S_ISREG(info.st_mode):
-                raise CheckpointStoreError(f"{self.path} is not a regular file; {_FIX}")
-            if info.st_nlink > 1:  # as open_state's single_link: another name may lie anywhere
-                raise PermissionError(
-                    f"Refusing toold state file {self.path}: it has {info.st_nlink} hard "
-                    "links (another name of it may lie outside the workspace)"
-                )
-            if self._identity is not None and _identity(info) != self._identity:
-                raise CheckpointStoreError(
-                    f"{self.path} was changed by another program while toold held its lock; "
-                    "nothing was recorded"
-                )
-            write_all(fd, data)
-            self._identity = _identity(os.fstat(fd))
-        finally:
-            os.close(fd)
+        with self._appending_lock:
+            fd = self._appending
+            self._appending = None
+            if fd is not None:
+                info = os.fstat(fd)
+                if self.folder_fd is None or _identity(info) != self._identity:
+                    os.close(fd)  # not the file refresh saw in the folder: open it again
+                    fd = None
+            if fd is None:
+                fd = self._open_appending()
+                info = os.fstat(fd)
+            try:
+                if not stat.S_ISREG(info.st_mode):
+                    raise CheckpointStoreError(f"{self.path} is not a regular file; {_FIX}")
+                if info.st_nlink > 1:  # as open_state's single_link: another name may lie anywhere
+                    raise PermissionError(
+                        f"Refusing toold state file {self.path}: it has {info.st_nlink} hard "
+                        "links (another name of it may lie outside the workspace)"
+                    )
+                if self._identity is not None and _identity(info) != self._identity:
+                    raise CheckpointStoreError(
+                        f"{self.path} was changed by another program while toold held its "
+                        "lock; nothing was recorded"
+                    )
+                write_all(fd, data)
+                self._identity = _identity(os.fstat(fd))
+            except BaseException:
+                os.close(fd)
+                raise
+            self._appending = fd  # kept for the next append (an open and a close less)
+
+    def close(self) -> None:
+        """Let go of the file held open for appending."""
+        with self._appending_lock:
+            if self._appending is not None:
+                fd, self._appending = self._appending, None
+                os.close(fd)
+
+    def __del__(self) -> None:
+        if getattr(self, "_appending", None) is not None:
+            os.close(self._appending)  # type: ignore[arg-type]
 
     def _open_appending(self) -> int:
         """The index opened for appending, never through a symlink."""
         flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT
-        if self._open_folder is not None:
-            folder = self._open_folder()
+        if self.folder_fd is not None:
             try:
-                return refuse_link(folder, INDEX, str(self.path), flags, 0o600)
+                return refuse_link(self.folder_fd, INDEX, str(self.path), flags, 0o600)
             except PermissionError:
                 pass  # a link: open_state refuses it in its own words
-            finally:
-                os.close(folder)
         return open_state(self.path, flags, 0o600, create_dirs=True, single_link=True)
 
     def _identity_size(self) -> int:
@@ -396,6 +421,7 @@ class CheckpointIndex:
     def compact(self) -> None:
         """Rewrite the file with the live entries only (atomically)."""
         data = b"".join(encode(entry) for entry in self._entries.values())
+        self.close()  # the file held open is replaced
         atomic_write_bytes(self.path, data, create_dirs=True)
         fd = open_state(self.path, READ_FLAGS)
         try:

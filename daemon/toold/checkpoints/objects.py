@@ -24,13 +24,26 @@ from toold.checkpoints.folders import HeldFolder
 from toold.checkpoints.index import INDEX, READ_FLAGS, Checkpoint, CheckpointIndex
 from toold.errors import CheckpointStoreError
 from toold.sandbox.paths import open_in_workspace, refuse_link
-from toold.storage import atomic_write_at, open_state, remove_state, state_names
+from toold.storage import (
+    PRIVATE_FILE,
+    atomic_write_at,
+    open_state,
+    remove_state,
+    state_names,
+    write_all,
+)
 
 _READ = READ_FLAGS
 KEY_NAME = "checkpoints.key"
 """The user's key signing index entries, in the user's state folder (toold.user_state)."""
 UNKNOWN_MODE = 0o600
 """An object's mode when its file's mode is not known."""
+_CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL
+
+ObjectIdentity = tuple[int, int, int, int, int]
+"""An object file as fstat saw it: device, inode, size, mtime and ctime (ns). Any write
+to it, a chmod or another file put in its place changes one of them (ctime cannot be
+set back), so an object seen so again still holds what was checked."""
 
 
 class IndexBusy(Exception):
@@ -59,10 +72,13 @@ class ObjectStore:
         self._sizes: dict[str, int] = {}
         """Bytes of each object by digest, as stored or first measured (objects never
         change): the bound is kept as the index changes, never by measuring them all."""
+        self._checked: dict[str, ObjectIdentity] = {}
+        """Objects this process wrote or read back whole, by digest, as fstat saw them
+        then: one seen the same way again is not read again (``_store``)."""
         self._root_folder = HeldFolder(folder)
         self._subfolders = {"objects": HeldFolder(folder / "objects")}
         """Made here, not on first use: calls on threads would race to make them."""
-        self._index = CheckpointIndex(folder, self._size_of, self._root_folder.open)
+        self._index = CheckpointIndex(folder, self._size_of)
         self._held: Counter[str] = Counter()
         """Objects stored for calls not recorded yet: never removed under them."""
         self._held_lock = threading.Lock()
@@ -86,7 +102,7 @@ class ObjectStore:
         fields = {k: v for k, v in checkpoint.fields().items() if k != "mac"}
         body = json.dumps(fields, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
         message = b"toold checkpoint 1\0" + os.fsencode(self.workspace) + b"\0" + body.encode()
-        return hmac.new(key, message, hashlib.sha256).hexdigest()
+        return hmac.digest(key, message, "sha256").hex()  # hmac.new's, in one call
 
     def _sign(self, checkpoint: Checkpoint) -> Checkpoint:
         checkpoint.mac = self._mac(checkpoint)
@@ -141,9 +157,33 @@ class ObjectStore:
             self._parent_private = True  # checked once a process: made 0700 by toold
         return fd
 
-    def _put(self, held: list[str], data: bytes | None, mode: int | None = None) -> str | None:
+    @contextlib.contextmanager
+    def _storing(self) -> Iterator[Callable[[list[str], bytes | None, int | None], str | None]]:
+        """``_put`` for the objects of one snapshot or record: the objects folder opened
+        and checked (toold.checkpoints.folders) once, at the first object, not per object."""
+        opened: list[int] = []
+
+        def put(held: list[str], data: bytes | None, mode: int | None) -> str | None:
+            if data is not None and not opened:
+                opened.append(self._dir("objects"))
+            return self._put(held, data, mode, opened[0] if opened else None)
+
+        try:
+            yield put
+        finally:
+            for fd in opened:
+                os.close(fd)
+
+    def _put(
+        self,
+        held: list[str],
+        data: bytes | None,
+        mode: int | None = None,
+        objects: int | None = None,
+    ) -> str | None:
         """Store ``data`` as an object no wider than ``mode`` (the file's; 0600 if unknown),
-        held from removal (its digest added to ``held``) until ``_release``."""
+        held from removal (its digest added to ``held``) until ``_release``; ``objects``:
+        the objects folder when the caller opened it (``_storing``)."""
         if data is None:
             return None
         digest = hashlib.sha256(data).hexdigest()
@@ -152,30 +192,67 @@ class ObjectStore:
         held.append(digest)
         self._sizes[digest] = len(data)
         wanted = UNKNOWN_MODE if mode is None else mode & 0o777
-        objects = self._dir("objects")
+        if objects is not None:
+            self._store(objects, digest, data, wanted)
+            return digest
+        folder = self._dir("objects")
         try:
-            try:
-                fd = refuse_link(objects, digest, f"{self.folder}/objects/{digest}", _READ)
-            except FileNotFoundError:
-                fd = None
-            if fd is not None:
-                try:
-                    info = os.fstat(fd)
-                    size = len(data) + 1
-                    same = stat.S_ISREG(info.st_mode) and _read_up_to(fd, size, size) == data
-                    narrowest = stat.S_IMODE(info.st_mode) & wanted
-                    if same and narrowest != stat.S_IMODE(info.st_mode):
-                        os.fchmod(fd, narrowest)
-                finally:
-                    os.close(fd)
-                if same:
-                    return digest
-            atomic_write_at(
-                objects, digest, data, durable=False, mode=wanted
-            )  # or planted: replaced
+            self._store(folder, digest, data, wanted)
         finally:
-            os.close(objects)
+            os.close(folder)
         return digest
+
+    def _store(self, objects: int, digest: str, data: bytes, wanted: int) -> None:
+        """Make ``objects/<digest>`` hold ``data``, of mode ``wanted`` at the widest.
+
+        A new object is created under its own name (O_EXCL, no temp file and rename): no
+        index entry names it until this returns, and a torn one (a crash mid-write) is
+        found by the next store of that content, which reads an existing object back and
+        replaces it unless it holds ``data`` (as it replaces one planted there), and by a
+        restore, which checks every object against its digest. An object this process
+        wrote or read back is not read again while fstat sees it unchanged.
+        """
+        where = f"{self.folder}/objects/{digest}"
+        if self._still_checked(objects, digest, wanted):
+            return
+        try:
+            fd = refuse_link(objects, digest, where, _CREATE, PRIVATE_FILE)
+        except FileExistsError:  # stored before, planted or being written: read back
+            fd = refuse_link(objects, digest, where, _READ)
+            try:
+                info = os.fstat(fd)
+                size = len(data) + 1
+                same = stat.S_ISREG(info.st_mode) and _read_up_to(fd, size, size) == data
+                narrowest = stat.S_IMODE(info.st_mode) & wanted
+                if same and narrowest != stat.S_IMODE(info.st_mode):
+                    os.fchmod(fd, narrowest)
+                    info = os.fstat(fd)
+                if same:
+                    self._checked[digest] = _object_identity(info)
+                    return
+            finally:
+                os.close(fd)
+            atomic_write_at(objects, digest, data, durable=False, mode=wanted)  # replaced
+            return  # not remembered: what is there now was not read back
+        try:
+            os.fchmod(fd, wanted)  # created 0600 at the widest, as atomic_write_at does
+            write_all(fd, data)
+            self._checked[digest] = _object_identity(os.fstat(fd))
+        finally:
+            os.close(fd)
+
+    def _still_checked(self, objects: int, digest: str, wanted: int) -> bool:
+        """Whether ``digest`` is an object this process wrote or read back, unchanged
+        since (one stat), and no wider than ``wanted``."""
+        checked = self._checked.get(digest)
+        if checked is None:
+            return False
+        try:
+            info = os.stat(digest, dir_fd=objects, follow_symlinks=False)
+        except FileNotFoundError:
+            return False
+        mode = stat.S_IMODE(info.st_mode)
+        return _object_identity(info) == checked and mode & wanted == mode
 
     def _blob(self, path: str, digest: str | None) -> tuple[bytes, int] | None:
         """The stored content ``digest`` of ``path`` and its object's mode, checked
@@ -217,8 +294,7 @@ class ObjectStore:
                 return
             for digest in {*held, *freed}:
                 if not self._held[digest] and not index.uses[digest]:
-                    self._sizes.pop(digest, None)
-                    remove_state(self.folder / "objects" / digest)
+                    self._forget_object(digest)
 
     def _size_of(self, digest: str) -> int:
         size = self._sizes.get(digest)
@@ -236,19 +312,24 @@ class ObjectStore:
         """The index, up to date, under the store's lock (shared with other processes);
         objects nothing names are swept after the index file was rewritten. With ``wait``
         False, IndexBusy when another thread or process holds the lock."""
+        folder = self._root_folder.open()  # checked once for the lock and the index
         with contextlib.ExitStack() as stack:
+            stack.callback(os.close, folder)
             try:  # in the store's folder, made 0700 if need be
-                stack.enter_context(self._root_folder.lock("index.lock", wait=wait))
+                stack.enter_context(self._root_folder.lock("index.lock", wait=wait, folder=folder))
             except BlockingIOError:
                 raise IndexBusy(f"{self.folder / 'index.lock'} is held") from None
             index = self._index
             rewrites = index.rewrites
+            index.folder_fd = folder
             try:
                 index.refresh(migrate=True)
                 yield index
             except BaseException:
                 index.invalidate()  # the cache may be ahead of the file
                 raise
+            finally:
+                index.folder_fd = None
             if index.rewrites != rewrites:
                 self._sweep(index)
 
@@ -267,8 +348,13 @@ class ObjectStore:
         with self._held_lock:
             for name in state_names(self.folder / "objects"):
                 if not index.uses[name] and not self._held[name]:
-                    self._sizes.pop(name, None)
-                    remove_state(self.folder / "objects" / name)
+                    self._forget_object(name)
+
+    def _forget_object(self, digest: str) -> None:
+        """Remove the object ``digest`` and what this process knew of it."""
+        self._sizes.pop(digest, None)
+        self._checked.pop(digest, None)
+        remove_state(self.folder / "objects" / digest)
 
 
 def _read_up_to(fd: int, limit: int, expected: int) -> bytes:
@@ -283,6 +369,10 @@ def _read_up_to(fd: int, limit: int, expected: int) -> bytes:
         chunks.append(chunk)
         left -= len(chunk)
     return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+
+def _object_identity(info: os.stat_result) -> ObjectIdentity:
+    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
 
 
 def _size(path: Path) -> int:

@@ -66,12 +66,13 @@ class CheckpointStore(Restoring):
     def snapshot(self, paths: Iterable[str]) -> Pending:
         """Store the current content of ``paths`` (files too large or unreadable are skipped)."""
         pending = Pending()
-        for path in paths:
-            try:
-                rel = workspace_relative(self.workspace, path)
-                pending.before[rel] = self._put(pending.held, *self._found(rel))
-            except (OSError, ValueError, CheckpointStoreError):
-                continue  # not recorded: the call itself reports what is wrong
+        with self._storing() as put:
+            for path in paths:
+                try:
+                    rel = workspace_relative(self.workspace, path)
+                    pending.before[rel] = put(pending.held, *self._found(rel))
+                except (OSError, ValueError, CheckpointStoreError):
+                    continue  # not recorded: the call itself reports what is wrong
         return pending
 
     def record(
@@ -106,13 +107,14 @@ class CheckpointStore(Restoring):
         held = pending.held
         pending.held = []
         try:
-            for path, before in pending.before.items():
-                try:
-                    after = self._put(held, *self._found(path))
-                except (OSError, CheckpointStoreError):
-                    continue
-                if after != before:
-                    changes.append(FileChange(path, before, after))
+            with self._storing() as put:
+                for path, before in pending.before.items():
+                    try:
+                        after = put(held, *self._found(path))
+                    except (OSError, CheckpointStoreError):
+                        continue
+                    if after != before:
+                        changes.append(FileChange(path, before, after))
             if not changes:  # what the snapshot stored may be named by nothing
                 with contextlib.suppress(OSError, CheckpointStoreError), locked() as index:
                     self._release(held, (), index)
@@ -134,6 +136,7 @@ class CheckpointStore(Restoring):
         inotify instance."""
         for held in (self._root_folder, *self._subfolders.values()):
             held.close()
+        self._index.close()
         if self.baseline is not None:
             self.baseline.close()
 
