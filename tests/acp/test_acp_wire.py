@@ -103,7 +103,7 @@ def test_only_protocol_lines_on_stdout_even_when_tools_print(
         assert wire.answer(4)["result"] == {"stopReason": "end_turn"}
         wire.request(5, "session/prompt", {"sessionId": "nope", "prompt": prompt})
         error = wire.answer(5)["error"]
-        assert error["code"] == -32602
+        assert error["code"] == -32002  # ACP's resource not found
         assert "create one with session/new" in error["message"]
     finally:
         assert wire.close() == 0

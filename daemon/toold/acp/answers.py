@@ -22,6 +22,7 @@ from acp.schema import (
 
 from toold import __version__
 from toold.acp import v2
+from toold.acp.history import RESOURCE_NOT_FOUND
 from toold_protocol import errors as codes
 
 
@@ -101,7 +102,8 @@ def no_auth_methods(method_id: str) -> RequestError:
 
 
 def unknown_session(session_id: str) -> RequestError:
-    """The error for a sessionId this connection does not hold."""
+    """The error for a sessionId this connection does not hold: ACP's resource not found
+    (-32002), which the TypeScript SDK takes as success for an idempotent session/close."""
     return RequestError(
-        codes.INVALID_PARAMS, f"sessionId {session_id!r} is unknown: create one with session/new"
+        RESOURCE_NOT_FOUND, f"sessionId {session_id!r} is unknown: create one with session/new"
     )

@@ -45,6 +45,7 @@ from toold.acp.answers import (
     unknown_session,
     workspace_folder,
 )
+from toold.acp.history import RESOURCE_NOT_FOUND
 from toold.acp.wire import READ_LIMIT, LineTransport
 from toold.engine.attach import EngineError, attach
 from toold_protocol import errors as codes
@@ -174,7 +175,7 @@ class Front:
         lost = self.lost.get(session_id)
         if lost is not None:
             raise RequestError(
-                codes.INVALID_PARAMS,
+                RESOURCE_NOT_FOUND,
                 f"sessionId {session_id!r}: the toold engine of {lost} ended it; "
                 "session/load it to go on",
             )
