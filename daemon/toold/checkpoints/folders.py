@@ -58,7 +58,7 @@ class HeldFolder:
         held = self.open() if folder is None else folder
         try:
             fd = refuse_link(
-                held, name, str(self.path / name), os.O_RDWR | os.O_CREAT, PRIVATE_FILE
+                held, name, f"{self._expected}/{name}", os.O_RDWR | os.O_CREAT, PRIVATE_FILE
             )
         except PermissionError:
             fd = None  # a link: file_lock refuses it in its own words

@@ -78,6 +78,7 @@ class ObjectStore:
         self._root_folder = HeldFolder(folder)
         self._subfolders = {"objects": HeldFolder(folder / "objects")}
         """Made here, not on first use: calls on threads would race to make them."""
+        self._objects_path = str(folder / "objects")
         self._index = CheckpointIndex(folder, self._size_of)
         self._held: Counter[str] = Counter()
         """Objects stored for calls not recorded yet: never removed under them."""
@@ -212,7 +213,7 @@ class ObjectStore:
         restore, which checks every object against its digest. An object this process
         wrote or read back is not read again while fstat sees it unchanged.
         """
-        where = f"{self.folder}/objects/{digest}"
+        where = f"{self._objects_path}/{digest}"
         if self._still_checked(objects, digest, wanted):
             return
         try:
