@@ -147,7 +147,7 @@ def _parser() -> argparse.ArgumentParser:
         metavar="NAME",
         help="with --http: a name clients reach a non-loopback host by (Host, Origin)",
     )
-    _no_daemon_flag(mcp)  # stdio only: --http serves in its own process anyway
+    _no_daemon_flag(mcp)
     acp = sub.add_parser("acp", help="serve an AI coding agent over the Agent Client Protocol")
     acp.add_argument("--workspace", type=Path, help="bind this folder, not each session's cwd")
     acp.add_argument("--log-level", default="warning", help="debug, info, warning, error")
@@ -363,35 +363,22 @@ def _mcp(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return EXIT_USAGE
-    in_process = args.http or _private(args)
-    if in_process and not args.http and not args.no_daemon and "mcp" in sys.argv[1:]:
+    in_process = _private(args)
+    if in_process and not args.no_daemon and "mcp" in sys.argv[1:]:
         # Said on the command line, where an engine judging its peers reads whether this
         # process runs tools (toold.engine.hardening.runs_tools): ours then do.
         os.execv(sys.executable, [sys.executable, "-m", "toold", *sys.argv[1:], "--no-daemon"])
     _configure_logging(args.log_level, args.log_file)
-    # Through the engine, tools run there: this process only hands its stdio over.
+    # Through the engine, tools run there: this process only hands its stdio (or socket) over.
     inside = harden(runs_tools=in_process)
     workspace = args.workspace.resolve()
     if not workspace.is_dir():
         print(f"toold: workspace {workspace} is not a folder", file=sys.stderr)
         return EXIT_USAGE
-    if not in_process:
-        from toold.engine.relay import hand_over
-
-        # The engine judges the client by its ancestry; one that knows it runs inside a
-        # tool call (TOOLD_TOOL_CALL, a sandbox's pid namespace) says so too.
-        return hand_over(workspace, "mcp", {"client": "toold mcp", "fromTool": inside is not None})
-    try:
-        from toold.bridge.mcp_server import serve_mcp
-    except ImportError as exc:
-        print(
-            f"toold: the MCP bridge needs the mcp package ({exc}): pip install mcp", file=sys.stderr
-        )
-        return EXIT_USAGE
     if args.http:
-        from toold.bridge.mcp_http import HttpUsageError, http_options, serve_mcp_http
+        from toold.bridge.http_listener import HttpUsageError, http_options
 
-        try:
+        try:  # before anything starts: the token leaves the environment engines inherit
             options = http_options(
                 args.host or "127.0.0.1",
                 args.port or 0,
@@ -402,6 +389,26 @@ def _mcp(args: argparse.Namespace) -> int:
         except HttpUsageError as exc:
             print(f"toold: {exc}", file=sys.stderr)
             return EXIT_USAGE
+    if not in_process:
+        # The engine judges the client by its ancestry; one that knows it runs inside a
+        # tool call (TOOLD_TOOL_CALL, a sandbox's pid namespace) says so too.
+        if args.http:
+            from toold.bridge.http_listener import serve_mcp_http_in_engine
+
+            return serve_mcp_http_in_engine(workspace, options, from_tool=inside is not None)
+        from toold.engine.relay import hand_over
+
+        return hand_over(workspace, "mcp", {"client": "toold mcp", "fromTool": inside is not None})
+    try:
+        from toold.bridge.mcp_server import serve_mcp
+    except ImportError as exc:
+        print(
+            f"toold: the MCP bridge needs the mcp package ({exc}): pip install mcp", file=sys.stderr
+        )
+        return EXIT_USAGE
+    if args.http:
+        from toold.bridge.mcp_http import serve_mcp_http
+
         return serve_mcp_http(workspace, options, from_tool=inside is not None)
     return serve_mcp(workspace, from_tool=inside is not None)
 

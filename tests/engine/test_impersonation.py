@@ -208,7 +208,8 @@ def test_an_engine_a_tool_call_starts_elsewhere_knows_the_agent(
         (["python", "-m", "toold", "serve", "--no-daemon"], True),
         (["/home/u/.local/bin/toold", "serve", "--stdio", "--no-daemon"], True),
         (["/usr/bin/toold", "mcp", "--workspace", "/w", "--no-daemon"], True),
-        (["/usr/bin/toold", "mcp", "--http", "--port", "8000"], True),
+        (["/usr/bin/toold", "mcp", "--http", "--port", "8000", "--no-daemon"], True),
+        (["/usr/bin/toold", "mcp", "--http", "--port", "8000"], False),  # the engine serves
         (["/usr/bin/toold", "mcp", "--workspace", "/w"], False),  # relays to the engine
         (["python3", "/venv/bin/toold", "acp", "--no-daemon"], True),
         (["/usr/bin/toold", "acp"], False),  # relays to the engines, which run the tools

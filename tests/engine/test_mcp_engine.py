@@ -1,14 +1,18 @@
 """``toold mcp`` attaches to the workspace's engine like every other client (issue 28).
 
 Real processes: ``toold mcp`` driven by the mcp SDK's own client (``mcp.client.stdio``,
-with an elicitation callback standing in for the user), an editor through ``toold
-serve``, and the engine they share under the test's runtime folder.
+with an elicitation callback standing in for the user), ``toold mcp --http`` driven by
+its streamable HTTP client, an editor through ``toold serve``, and the engine they share
+under the test's runtime folder.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import signal
+import socket
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -20,9 +24,11 @@ from mcp.client.client import Client
 from mcp.client.context import ClientRequestContext
 
 from tests.engine.support import Engines, live_engines
+from tests.mcp.http_process import HttpServer, sdk_client, toold_http
 from tests.mcp.reading import text
 from tests.mcp.stdio import toold_mcp
 from tests.processes import wait_gone
+from tests.waiting import wait_until
 from toold.bridge.attached import Lines
 
 
@@ -173,3 +179,99 @@ def test_the_clients_stdin_comes_as_lines_and_one_past_the_cap_ends_them() -> No
     assert split == (['{"a": 1}\n', '{"b": "\u00e9"}\n', '{"c": 3}'], False)
     capped = asyncio.run(read([b'{"a": 1}\n' + b"x" * 2000 + b"\n"], 1024))
     assert capped == (['{"a": 1}\n'], True)
+
+
+TOKEN = "engine-token-0123456789abcdef"
+ENV_CHECK = f"""\
+import os
+found = [k for k, v in os.environ.items() if k == "TOOLD_MCP_TOKEN" or "{TOKEN}" in v]
+print(found or "no token")
+"""
+"""What a tool's command sees of the token: nothing."""
+
+
+def _refused(server: HttpServer) -> bool:
+    """Whether nothing listens on the server's port any more."""
+    host, port = server.host_port.split(":")
+    try:
+        socket.create_connection((host, int(port)), timeout=5).close()
+    except ConnectionRefusedError:
+        return True
+    return False
+
+
+def test_an_http_client_and_a_stdio_client_share_one_engine(
+    engines: Engines, workspace: Path
+) -> None:
+    """``toold mcp --http`` hands its socket to the workspace's engine: a TODO made over
+    HTTP is the stdio client's to read, an "Always allow" given over HTTP holds for the
+    stdio client (which cannot be asked), each HTTP session is one of the engine's; the
+    token reaches neither a tool's environment nor the engine's log. Killing the
+    ``toold mcp --http`` process closes the port and ends its sessions; the engine stays
+    for the stdio client."""
+    (workspace / "toold.toml").write_text(
+        '[permissions]\nallow = ["bash(prefix:python3 env.py)"]\n'
+    )
+    (workspace / "env.py").write_text(ENV_CHECK)
+    user = User("always")
+
+    async def scenario(server: HttpServer) -> dict[str, Any]:
+        got: dict[str, Any] = {}
+        two = {"file_path": "two.txt", "content": "2"}
+        async with mcp_client(engines, workspace) as local, contextlib.AsyncExitStack() as held:
+            web = await held.enter_async_context(sdk_client(server, "legacy", TOKEN, user))
+            await web.call_tool("todo_write", {"action": "add", "task": "made over http"})
+            got["one"] = await web.call_tool("write_file", {"file_path": "one.txt", "content": "1"})
+            got["todos"] = await local.call_tool("todo_read", {})
+            got["two"] = await local.call_tool("write_file", two)
+            got["env"] = await local.call_tool("bash", {"command": "python3 env.py"})
+            got["status"] = engines.status(workspace)
+            server.proc.kill()  # no signal to catch: the engine sees its connection close
+            wait_until(lambda: _refused(server), "the port closed")
+            got["after"] = wait_until(
+                lambda: len((s := engines.status(workspace))["sessions"]) == 1 and s,
+                "the HTTP sessions ended",
+            )
+            got["three"] = await local.call_tool("read_file", {"file_path": "two.txt"})
+            with contextlib.suppress(Exception):  # its server is gone: no DELETE answered
+                await held.aclose()
+        return got
+
+    with toold_http(workspace, token=TOKEN, env=engines.env) as server:
+        got = asyncio.run(asyncio.wait_for(scenario(server), 120))
+    assert not got["one"].is_error and user.asked == 1, (got["one"], user.asked)
+    assert "made over http" in text(got["todos"]), got["todos"]
+    assert not got["two"].is_error and (workspace / "two.txt").read_text() == "2", got["two"]
+    assert text(got["env"]).strip() == "no token", got["env"]
+    sessions = got["status"]["sessions"]
+    assert [s["kind"] for s in sessions] == ["mcp", "mcp", "mcp"], sessions
+    # The listener and its HTTP session are toold mcp --http's; the third, the stdio one.
+    served = [s for s in sessions if s["peerPid"] == server.proc.pid]
+    assert [s["client"] for s in served][:1] == [f"toold mcp --http {server.url}"], sessions
+    assert len(served) == 2 and served[1]["client"] not in ("", "toold mcp --http"), sessions
+    assert live_engines(engines.runtime) == [got["status"]["pid"]]
+    assert got["after"]["pid"] == got["status"]["pid"]
+    assert [s["id"] for s in got["after"]["sessions"]] == [
+        s["id"] for s in sessions if s not in served
+    ]
+    assert not got["three"].is_error and "2" in text(got["three"]), got["three"]
+    for log in engines.runtime.glob("*.log*"):
+        assert TOKEN not in log.read_text(errors="replace"), log
+
+
+def test_http_with_no_daemon_serves_in_its_own_process(engines: Engines, workspace: Path) -> None:
+    """``TOOLD_NO_DAEMON=1 toold mcp --http``: the process opens the workspace itself (no
+    engine starts), asks over HTTP as before, and a signal stops it cleanly."""
+    user = User("allow")
+
+    async def scenario(server: HttpServer) -> types.CallToolResult:
+        async with sdk_client(server, "legacy", TOKEN, user) as client:
+            return await client.call_tool("write_file", {"file_path": "x.txt", "content": "x"})
+
+    env = {**engines.env, "TOOLD_NO_DAEMON": "1"}
+    with toold_http(workspace, token=TOKEN, env=env) as server:
+        result = asyncio.run(asyncio.wait_for(scenario(server), 60))
+        assert server.stop(signal.SIGINT) == 0
+    assert not result.is_error and text(result) == "Wrote 1 characters to x.txt", result
+    assert user.asked == 1
+    assert live_engines(engines.runtime) == []

@@ -13,10 +13,15 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import httpx2
+from mcp.client.client import Client
+from mcp.client.session import ElicitationFnT
+from mcp.client.streamable_http import streamable_http_client
 
 START_S = 60.0
 """Binding a workspace loads every tool: seconds on a loaded 2-core machine."""
@@ -48,10 +53,13 @@ def _drain(stream: object, into: list[str]) -> None:
 
 
 @contextmanager
-def toold_http(workspace: Path, *args: str, token: str | None = None) -> Iterator[HttpServer]:
+def toold_http(
+    workspace: Path, *args: str, token: str | None = None, env: dict[str, str] | None = None
+) -> Iterator[HttpServer]:
     """``toold mcp --http --port 0 ARGS`` for ``workspace`` (token from the environment when
-    given), stopped at the end whatever the test did."""
-    env = {k: v for k, v in os.environ.items() if k != "TOOLD_MCP_TOKEN"}
+    given; ``env``: the process's environment, default this one's), stopped at the end
+    whatever the test did."""
+    env = {k: v for k, v in (os.environ if env is None else env).items() if k != "TOOLD_MCP_TOKEN"}
     if token is not None:
         env["TOOLD_MCP_TOKEN"] = token
     ws = str(workspace)
@@ -86,3 +94,20 @@ def toold_http(workspace: Path, *args: str, token: str | None = None) -> Iterato
             thread.join(5)
         proc.stdout.close()
         proc.stderr.close()
+
+
+@asynccontextmanager
+async def sdk_client(
+    server: HttpServer, mode: str, token: str, user: ElicitationFnT | None = None
+) -> AsyncIterator[Client]:
+    """The SDK's high-level client over its streamable HTTP transport, with the token and
+    ``user`` as its elicitation callback."""
+    async with (
+        httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}) as http,
+        Client(
+            streamable_http_client(server.url, http_client=http),
+            mode=mode,
+            elicitation_callback=user,
+        ) as client,
+    ):
+        yield client

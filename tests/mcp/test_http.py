@@ -10,17 +10,16 @@ import signal
 import socket
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager
+from collections.abc import Iterator
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 
-import httpx2
 import mcp.types as types
 import pytest
 from mcp.client.client import Client
 from mcp.client.context import ClientRequestContext
-from mcp.client.streamable_http import streamable_http_client
 
+from tests.mcp import http_process
 from tests.mcp.http_process import HttpServer, toold_http
 from tests.mcp.reading import audit, text
 from tests.waiting import wait_until
@@ -83,19 +82,11 @@ def initialize(server: HttpServer, headers: dict[str, str] | None = None) -> int
     return request(server, body=json.dumps(INIT).encode(), headers=headers).status
 
 
-@asynccontextmanager
-async def sdk_client(
+def sdk_client(
     server: HttpServer, mode: str, user: User | None = None, token: str = TOKEN
-) -> AsyncIterator[Client]:
+) -> AbstractAsyncContextManager[Client]:
     """The SDK's high-level client over its streamable HTTP transport, with the token."""
-    transport = streamable_http_client
-    async with (
-        httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}) as http,
-        Client(
-            transport(server.url, http_client=http), mode=mode, elicitation_callback=user
-        ) as client,
-    ):
-        yield client
+    return http_process.sdk_client(server, mode, token, user)
 
 
 class User:

@@ -8,13 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from toold.bridge.mcp_http import (
-    TOKEN_ENV,
-    HttpUsageError,
-    http_options,
-    is_loopback,
-    security_settings,
-)
+from toold.bridge.http_listener import TOKEN_ENV, HttpUsageError, http_options, is_loopback
+from toold.bridge.mcp_http import security_settings
 
 
 @pytest.mark.parametrize(

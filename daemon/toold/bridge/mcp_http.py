@@ -1,8 +1,9 @@
 """``toold mcp --http``: the server ``toold mcp`` serves, over Streamable HTTP.
 
 The SDK's own transport (``Server.streamable_http_app``: sessions, SSE, both protocol
-revisions, its body cap and its Host/Origin checks) run by uvicorn on one socket this
-module binds, loopback by default. In front of it, in this order, every request meets:
+revisions, its body cap and its Host/Origin checks) run by uvicorn on the socket that
+``toold mcp --http`` binds (toold.bridge.http_listener), loopback by default. In front
+of it, in this order, every request meets:
 
 1. the SDK's Host/Origin check (DNS rebinding): a browser page on another site that
    resolves its name to 127.0.0.1 gets 421 (Host) or 403 (Origin), token or not;
@@ -12,37 +13,44 @@ module binds, loopback by default. In front of it, in this order, every request 
    POST more gets 503 with ``Retry-After`` (HTTP cannot stop reading one client only).
 
 Then the SDK's app refuses a body over ``[limits] max_message_bytes`` (413), an unknown
-session (404), a wrong ``Accept`` (406) or method (405). Every session of the process
-serves the one workspace the process opened (``mcp_server.mcp_workspace``, as
-``--no-daemon`` does on stdio): unlike stdio, HTTP does not attach to the workspace's
-engine, since the process is a long-running server itself.
+session (404), a wrong ``Accept`` (406) or method (405). The workspace's engine serves
+this app on the socket the process hands it (toold.bridge.attached_http, on its shared
+workspace); with ``--no-daemon`` the process opens the workspace and serves it itself
+(``serve_mcp_http``, ``mcp_server.mcp_workspace``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import hmac
-import ipaddress
 import json
 import logging
-import os
-import secrets
 import signal
 import socket
 import sys
 from collections.abc import Generator
-from dataclasses import dataclass, field
+from contextlib import AbstractContextManager
 from pathlib import Path
+from typing import Any, Protocol
 
 import uvicorn
+from mcp.server.lowlevel import Server
 from mcp.server.streamable_http import MCP_SESSION_ID_HEADER
 from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from toold.bridge.http_listener import (
+    LOOPBACK_NAMES,
+    MCP_PATH,
+    HttpOptions,
+    bind_socket,
+    endpoint_url,
+    is_loopback,
+    token_digest,
+)
 from toold.bridge.inflight import MAX_IN_FLIGHT
 from toold.bridge.mcp_events import SessionStores
 from toold.bridge.mcp_server import mcp_workspace
@@ -50,78 +58,15 @@ from toold_protocol import errors as codes
 
 log = logging.getLogger(__name__)
 
-TOKEN_ENV = "TOOLD_MCP_TOKEN"
-"""The environment variable a token may come from (removed once read)."""
-MCP_PATH = "/mcp"
-"""The endpoint, as in the SDK's examples and most clients' defaults."""
 MAX_SESSIONS = 256
 """Sessions open at once; one more is refused (503) until one ends or idles out."""
 CONNECTIONS = 4 * MAX_SESSIONS
 """Open connections at most (a session's GET stream holds one while it lasts)."""
 SHUTDOWN_GRACE = 5
-"""Seconds a signal waits for calls under way before they are cancelled."""
-LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
-
-
-class HttpUsageError(ValueError):
-    """A command line ``toold mcp --http`` refuses to start with; the message names the fix."""
-
-
-@dataclass(frozen=True)
-class HttpOptions:
-    """Where and how ``toold mcp --http`` listens."""
-
-    host: str = "127.0.0.1"
-    port: int = 0
-    token: str | None = None
-    """None: no token (loopback only)."""
-    token_printed: bool = False
-    """The token was made here: print it, since nobody else knows it."""
-    allowed_hosts: list[str] = field(default_factory=list)
-    """Names clients may reach a non-loopback host by (Host and Origin)."""
-
-
-def is_loopback(host: str) -> bool:
-    """Whether ``host`` (a name or an address) is this machine only."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
-
-
-def http_options(
-    host: str,
-    port: int,
-    token_file: Path | None,
-    no_token: bool,
-    allowed_hosts: list[str],
-) -> HttpOptions:
-    """The options of a command line, the token from ``--token-file``, ``$TOOLD_MCP_TOKEN``
-    or made here; raises HttpUsageError for what must not start."""
-    env_token = os.environ.pop(TOKEN_ENV, None)  # tools' processes never see it
-    if no_token:
-        if token_file is not None or env_token:
-            raise HttpUsageError("--no-token contradicts --token-file / $TOOLD_MCP_TOKEN")
-        if not is_loopback(host):
-            raise HttpUsageError(
-                f"--host {host} is reachable from other machines, so toold requires a bearer "
-                f"token there: drop --no-token (a token is made and printed), pass "
-                f"--token-file FILE or set ${TOKEN_ENV}; or bind --host 127.0.0.1"
-            )
-        return HttpOptions(host, port, None, False, allowed_hosts)
-    if token_file is not None:
-        try:
-            token = token_file.read_text(encoding="utf-8").strip()
-        except OSError as exc:
-            raise HttpUsageError(f"cannot read the token file {token_file}: {exc}") from None
-        if not token:
-            raise HttpUsageError(f"the token file {token_file} is empty")
-        return HttpOptions(host, port, token, False, allowed_hosts)
-    if env_token is not None and env_token.strip():
-        return HttpOptions(host, port, env_token.strip(), False, allowed_hosts)
-    return HttpOptions(host, port, secrets.token_urlsafe(32), True, allowed_hosts)
+"""Seconds a stop waits for calls under way before they are cancelled."""
+SESSION_IDLE = 30 * 60
+"""Seconds a session lives with no request (the SDK's default): then the SDK ends it."""
+DISCONNECT: Message = {"type": "http.disconnect"}
 
 
 def security_settings(options: HttpOptions) -> TransportSecuritySettings:
@@ -153,9 +98,12 @@ def _json_error(status: int, message: str, headers: dict[str, str] | None = None
     return Response(json.dumps(body), status, headers, media_type="application/json")
 
 
-def _digest(token: str) -> bytes:
-    """Digests of equal length, so that comparing them tells nothing of the token's."""
-    return hashlib.sha256(token.encode("utf-8", "surrogateescape")).digest()
+class RequestScopes(Protocol):
+    """What serves each request in a scope of its own (toold.bridge.attached_http's
+    bookings: the engine's session a request belongs to)."""
+
+    def scoped(self, request: Request, send: Send) -> AbstractContextManager[Send]:
+        """Serve one request within the block; the ``send`` to answer it with."""
 
 
 def _is_json(request: Request) -> bool:
@@ -170,17 +118,29 @@ class Guard:
         self,
         app: ASGIApp,
         settings: TransportSecuritySettings,
-        token: str | None,
+        token: bytes | None,
         cap: int = MAX_IN_FLIGHT,
         events: SessionStores | None = None,
+        scopes: RequestScopes | None = None,
     ) -> None:
         self.app = app
         self.events = events
         """The event store the SDK's app was built with: told each request's session."""
+        self.scopes = scopes
+        """Told each request that passed (in the engine: its session's bookkeeping)."""
         self.origin_check = TransportSecurityMiddleware(settings)
-        self.token = _digest(token) if token is not None else None
+        self.token = token
+        """The token's digest (http_listener.token_digest); None: no token."""
         self.cap = cap
         self.in_flight = 0
+        self._stopped = asyncio.get_running_loop().create_future()
+        """Done once ``stop`` was called: the requests under way end."""
+
+    def stop(self) -> None:
+        """End every request under way as if its client had hung up (an open SSE stream
+        would hold a graceful stop for SHUTDOWN_GRACE), and refuse any that comes."""
+        if not self._stopped.done():
+            self._stopped.set_result(None)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Refuse what fails a check; pass the rest to the SDK's app."""
@@ -202,26 +162,49 @@ class Guard:
             refused = _json_error(
                 503, f"toold is serving {self.cap} requests already", {"Retry-After": "1"}
             )
+        if refused is None and self._stopped.done():
+            refused = _json_error(503, "toold is stopping this server")
         if refused is not None:
             await refused(scope, receive, send)
             return
         self.in_flight += posted
         try:
-            if self.events is None:
-                await self.app(scope, receive, send)
-            else:
-                named = request.headers.get(MCP_SESSION_ID_HEADER)
-                with self.events.scoped(named, send) as sending:
-                    await self.app(scope, receive, sending)
+            with contextlib.ExitStack() as scoped:
+                sending = send
+                if self.events is not None:
+                    named = request.headers.get(MCP_SESSION_ID_HEADER)
+                    sending = scoped.enter_context(self.events.scoped(named, sending))
+                if self.scopes is not None:
+                    sending = scoped.enter_context(self.scopes.scoped(request, sending))
+                await self.app(scope, self._until_stopped(receive), sending)
         finally:
             self.in_flight -= posted
+
+    def _until_stopped(self, receive: Receive) -> Receive:
+        """``receive``, answering ``http.disconnect`` once ``stop`` was called."""
+        stopped = self._stopped
+
+        async def receiving() -> Message:
+            if stopped.done():
+                return DISCONNECT
+            getting = asyncio.ensure_future(receive())
+            try:
+                await asyncio.wait({getting, stopped}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                if not getting.done():
+                    getting.cancel()
+            if getting.cancelled():
+                return DISCONNECT
+            return getting.result()
+
+        return receiving
 
     def _check_token(self, request: Request) -> Response | None:
         if self.token is None:
             return None
         scheme, _, presented = request.headers.get("authorization", "").partition(" ")
         if scheme.lower() == "bearer" and hmac.compare_digest(
-            _digest(presented.strip()), self.token
+            token_digest(presented.strip()), self.token
         ):
             return None
         # RFC 6750 §3: no error code when the request carried no credentials.
@@ -232,35 +215,50 @@ class Guard:
 
 
 class _Uvicorn(uvicorn.Server):
-    """uvicorn without its signal handlers: it re-raises SIGTERM after a graceful stop,
-    which would kill the process before the workspace is released."""
+    """uvicorn without its signal handlers: they are the process's (serve_http's, or the
+    engine's), and uvicorn re-raises SIGTERM after a graceful stop, which would kill the
+    process before the workspace is released."""
 
     @contextlib.contextmanager
     def capture_signals(self) -> Generator[None, None, None]:
-        """Signals are this module's (serve_http); uvicorn only watches should_exit."""
+        """Signals are this process's; uvicorn only watches should_exit."""
         yield
 
 
-def bind_socket(host: str, port: int) -> socket.socket:
-    """A listening TCP socket on ``host``:``port`` (0: a free port)."""
-    family = socket.AF_INET6 if ":" in host.strip("[]") else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((host.strip("[]"), port))
-        sock.listen(128)
-        sock.set_inheritable(False)
-    except OSError:
-        sock.close()
-        raise
-    return sock
-
-
-def endpoint_url(sock: socket.socket) -> str:
-    """``http://HOST:PORT/mcp`` of a bound socket."""
-    address, port = sock.getsockname()[:2]
-    host = f"[{address}]" if ":" in address else address
-    return f"http://{host}:{port}{MCP_PATH}"
+def http_server(
+    server: Server[Any],
+    options: HttpOptions,
+    token: bytes | None,
+    max_body: int,
+    scopes: RequestScopes | None = None,
+) -> tuple[uvicorn.Server, Guard]:
+    """The uvicorn server (not started) of the SDK's Streamable HTTP app of ``server``,
+    behind the Guard; ``token`` is the bearer token's digest (None: no token), ``max_body``
+    the workspace's ``[limits] max_message_bytes``, ``scopes`` the Guard's RequestScopes."""
+    settings = security_settings(options)
+    events = SessionStores()  # stream resumption, each session's own (mcp_events)
+    app = server.streamable_http_app(
+        streamable_http_path=MCP_PATH,
+        event_store=events,
+        transport_security=settings,
+        host=options.host,
+        max_request_body_size=max_body,
+        max_sessions=MAX_SESSIONS,
+        session_idle_timeout=SESSION_IDLE,
+    )
+    guard = Guard(app, settings, token, events=events, scopes=scopes)
+    config = uvicorn.Config(
+        guard,
+        log_config=None,  # uvicorn's records go where toold's logging sends them
+        log_level="warning",
+        lifespan="on",
+        ws="none",
+        # Connections and requests at once; past that uvicorn answers 503 itself.
+        limit_concurrency=CONNECTIONS,
+        timeout_graceful_shutdown=SHUTDOWN_GRACE,
+        server_header=False,
+    )
+    return _Uvicorn(config), guard
 
 
 class _Stop:
@@ -281,36 +279,17 @@ class _Stop:
 async def serve_http(
     workspace: Path, options: HttpOptions, sock: socket.socket, from_tool: bool = False
 ) -> None:
-    """Open ``workspace`` (mcp_workspace, as ``--no-daemon`` does: the guard asks the
-    client) and serve MCP over HTTP on ``sock`` until SIGINT or SIGTERM."""
+    """Open ``workspace`` (mcp_workspace, as ``--no-daemon`` does on stdio: the guard asks
+    the client) and serve MCP over HTTP on ``sock`` until SIGINT or SIGTERM."""
     loop = asyncio.get_running_loop()
     stop = _Stop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop, sig)
     try:
         async with mcp_workspace(workspace, from_tool=from_tool) as (state, server):
-            settings = security_settings(options)
-            events = SessionStores()  # stream resumption, each session's own (mcp_events)
-            app = server.streamable_http_app(
-                streamable_http_path=MCP_PATH,
-                event_store=events,
-                transport_security=settings,
-                host=options.host,
-                max_request_body_size=state.config.limits.max_message_bytes,
-                max_sessions=MAX_SESSIONS,
-            )
-            config = uvicorn.Config(
-                Guard(app, settings, options.token, events=events),
-                log_config=None,  # uvicorn's records go where toold's logging sends them
-                log_level="warning",
-                lifespan="on",
-                ws="none",
-                # Connections and requests at once; past that uvicorn answers 503 itself.
-                limit_concurrency=CONNECTIONS,
-                timeout_graceful_shutdown=SHUTDOWN_GRACE,
-                server_header=False,
-            )
-            stop.runner = _Uvicorn(config)
+            token = None if options.token is None else token_digest(options.token)
+            max_body = state.config.limits.max_message_bytes
+            stop.runner, _ = http_server(server, options, token, max_body)
             if stop.requested:  # a signal while the workspace loaded
                 return
             if options.token_printed:
@@ -325,9 +304,9 @@ async def serve_http(
 
 
 def serve_mcp_http(workspace: Path, options: HttpOptions, from_tool: bool = False) -> int:
-    """Entry point of ``toold mcp --http`` (its own process, with its own workspace: it
-    is a long-running server itself): 0 after a signal stopped it cleanly, 2 when the
-    address cannot be bound. ``from_tool``: started inside a tool call, nobody is asked."""
+    """Entry point of ``toold mcp --http --no-daemon`` (the process opens the workspace and
+    serves it): 0 after a signal stopped it cleanly, 2 when the address cannot be bound.
+    ``from_tool``: started inside a tool call, nobody is asked."""
     try:
         sock = bind_socket(options.host, options.port)
     except OSError as exc:

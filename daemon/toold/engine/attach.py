@@ -34,6 +34,11 @@ HANDED_STDIO = ("stdio", "mcp")
 ``toold mcp``'s MCP lines): the engine serves those descriptors and ends the session
 with a line naming its exit status. (``mcp`` came within protocol 3: an engine older
 than it refuses the kind, and ``toold daemon stop`` replaces it.)"""
+MCP_HTTP = "mcp-http"
+"""The kind whose hello carries a listening TCP socket (``toold mcp --http``): the engine
+serves MCP over HTTP on it until the connection closes, and ends with a line naming its
+exit status. (It came within protocol 3, as ``mcp`` did: an engine older than it refuses
+the kind, and ``toold daemon stop`` replaces it.)"""
 START_TIMEOUT = 60.0
 """Seconds a started engine has to listen (it imports its stack and binds first)."""
 ENGINE_ARGV = ["-P", "-m", "toold.engine"]
@@ -173,7 +178,7 @@ def _hello(
             )
         raise EngineGone(error) if reply.get("error") == STOPPING else EngineError(error)
     sock.settimeout(None)
-    if kind in ("session", "stdio", "acp", "mcp") and reply.get("version") != __version__:
+    if kind in ("session", "stdio", "acp", "mcp", MCP_HTTP) and reply.get("version") != __version__:
         print(
             f"toold: the running engine is toold {reply.get('version')}, this is toold "
             f"{__version__}: `toold daemon stop --workspace {paths.workspace}` restarts it "

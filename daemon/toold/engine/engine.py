@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from toold import __version__
-from toold.engine.attach import HANDED_STDIO, STOPPING
+from toold.engine.attach import HANDED_STDIO, MCP_HTTP, STOPPING
 from toold.engine.idle import (
     FRESH,
     TrackedSessions,
@@ -199,7 +199,7 @@ class Engine:
         """The loading of what ``kind``'s sessions need (STACKS), begun on a thread at the
         first call (once the workspace's modules are in: the threads then share none of
         pydantic's own imports)."""
-        family = MCP if kind == MCP else STACK_LSP
+        family = kind if kind in (MCP, MCP_HTTP) else STACK_LSP
         if family not in self.stacks:
             loading = asyncio.to_thread(load_modules, STACKS[family])
             self.stacks[family] = asyncio.ensure_future(loading)
@@ -377,7 +377,9 @@ class Engine:
         from toold.engine.serving import serve_session
 
         stdio = (fds.pop(0), fds.pop(0)) if kind in HANDED_STDIO else None
-        await serve_session(self, conn, stdio, pid, hello, self.inside_tool_call(pid))
+        listener = fds.pop(0) if kind == MCP_HTTP else None  # toold mcp --http's socket
+        inside = self.inside_tool_call(pid)
+        await serve_session(self, conn, stdio, pid, hello, inside, listener)
 
     def _evict(self, hello: dict[str, Any], pid: int) -> bool:
         """Stop if idle at this instant and unused since the status the asker judged by
@@ -414,12 +416,13 @@ STACKS = {
         "toold.handlers.table",
     ),
     MCP: ("toold.engine.serving", "toold.bridge.mcp_server"),
+    MCP_HTTP: ("toold.engine.serving", "toold.bridge.mcp_server", "toold.bridge.attached_http"),
 }
 """What a session needs before its first answers: an LSP one (``toold serve``, the
 command line, ``toold acp``) the server, the contract's models (``initialize``) and the
 method table (``tools/list``); an ``mcp`` one the MCP SDK's server (~400 ms of CPU, so
-only an engine an MCP client came to loads it). The first session's loads while the
-workspace binds."""
+only an engine an MCP client came to loads it), and an ``mcp-http`` one that server
+with uvicorn. The first session's loads while the workspace binds."""
 
 
 def load_modules(names: tuple[str, ...]) -> None:

@@ -84,9 +84,9 @@ def hide_secrets() -> list[str]:
 
 def runs_tools(argv: list[str]) -> bool:
     """Whether a command line is one of toold's processes that run tools: the engine,
-    ``toold serve --no-daemon``, ``toold mcp --no-daemon``, ``toold mcp --http`` or
-    ``toold acp --no-daemon`` (not the relays: ``toold serve``, ``toold mcp`` and
-    ``toold acp``, whose tools run in the engine)."""
+    ``toold serve --no-daemon``, ``toold mcp --no-daemon`` (``--http`` or not) or
+    ``toold acp --no-daemon`` (not the relays: ``toold serve``, ``toold mcp``, ``toold
+    mcp --http`` and ``toold acp``, whose tools run in the engine)."""
     program = os.path.basename(argv[0]) if argv else ""
     rest = argv[1:]
     if program.startswith("python"):
@@ -103,8 +103,6 @@ def runs_tools(argv: list[str]) -> bool:
     elif program != "toold":
         return False
     command = rest[0] if rest else ""
-    if command == "mcp" and "--http" in rest:
-        return True  # Streamable HTTP serves in its own process
     return command in ("serve", "acp", "mcp") and "--no-daemon" in rest
 
 

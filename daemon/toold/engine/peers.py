@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import ipaddress
 import json
 import logging
 import os
@@ -26,7 +27,7 @@ import stat
 import struct
 from typing import Any
 
-from toold.engine.attach import HANDED_STDIO, PROTOCOL
+from toold.engine.attach import HANDED_STDIO, MCP_HTTP, PROTOCOL
 
 log = logging.getLogger(__name__)
 
@@ -39,10 +40,11 @@ UNGREETED_LIMIT = 64
 PREFACE_LIMIT = 64 * 1024 * 1024 + 64 * 1024
 """Most bytes a ``stdio`` hello may announce (``prefaceBytes``): the largest first
 message the relay reads whole, with its header."""
-KINDS = ("session", "stdio", "acp", "mcp", "status", "stop")
+KINDS = ("session", "stdio", "acp", "mcp", MCP_HTTP, "status", "stop")
 """What a hello may open: an LSP session framed on the socket (the command line), an
 editor's stdio (``toold serve``), an ACP connection (``toold acp``), an MCP client's
-stdio (``toold mcp``), or a control ask."""
+stdio (``toold mcp``), an MCP server's listening socket (``toold mcp --http``), or a
+control ask."""
 
 
 class PeerRefused(Exception):
@@ -169,8 +171,10 @@ def parse_hello(data: bytes, fds: list[int]) -> dict[str, Any]:
             _check_stdio(fds)
             hello["preface"] = _preface(hello.get("preface"))
             hello["prefaceBytes"] = _preface_bytes(hello.get("prefaceBytes"))
+        elif hello["kind"] == MCP_HTTP:
+            _check_listener(hello, fds)
         elif fds:
-            raise ValueError("only a stdio or mcp session sends descriptors")
+            raise ValueError("only a stdio, mcp or mcp-http session sends descriptors")
     except ValueError as exc:
         raise PeerRefused(f"bad hello: {exc}") from None
     return hello
@@ -260,3 +264,31 @@ def _check_stdio(fds: list[int]) -> None:
             stat.S_ISREG(mode)  # toold serve < requests > answers
         ):
             raise ValueError(f"its {name} must be a pipe, socket, terminal or file")
+
+
+def _check_listener(hello: dict[str, Any], fds: list[int]) -> None:
+    """An ``mcp-http`` hello: one listening TCP socket, the host it was bound for, the
+    names clients may use, and the bearer token's SHA-256 (hex), which a socket
+    reachable from other machines must have."""
+    if len(fds) != 1 or not stat.S_ISSOCK(os.fstat(fds[0]).st_mode):
+        raise ValueError("an mcp-http session sends one descriptor: its listening socket")
+    probe = socket.socket(fileno=fds[0])
+    try:
+        tcp = probe.family in (socket.AF_INET, socket.AF_INET6)
+        listening = tcp and probe.type == socket.SOCK_STREAM
+        listening = listening and probe.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN) == 1
+        address = probe.getsockname()[0] if tcp else ""
+    finally:
+        probe.detach()  # the descriptor stays the hello's
+    if not listening:
+        raise ValueError("an mcp-http session's descriptor must be a listening TCP socket")
+    host, names, digest = hello.get("host"), hello.get("allowedHosts", []), hello.get("tokenDigest")
+    if not isinstance(host, str) or not 0 < len(host) <= 255:
+        raise ValueError("host must be the name or address the socket was bound for")
+    if not isinstance(names, list) or not all(isinstance(n, str) and n for n in names):
+        raise ValueError("allowedHosts must be a list of names")
+    if digest is None:
+        if not ipaddress.ip_address(address).is_loopback:
+            raise ValueError("a socket reachable from other machines needs a bearer token")
+    elif not isinstance(digest, str) or len(digest) != 64 or digest.strip("0123456789abcdef"):
+        raise ValueError("tokenDigest must be the SHA-256 of the bearer token, in hex")

@@ -7,7 +7,9 @@ serve``) reads and writes the stdin and stdout descriptors the relay handed over
 ends with a line on the socket naming the exit status; an ``acp`` one (``toold acp``)
 carries ACP's JSON lines both ways on the socket, served by toold's ACP agent on the
 same workspace (toold.acp.attached); an ``mcp`` one (``toold mcp``) hands its stdio
-over as a ``stdio`` one does, served by the MCP SDK's server (toold.bridge.attached).
+over as a ``stdio`` one does, served by the MCP SDK's server (toold.bridge.attached); an
+``mcp-http`` one (``toold mcp --http``) hands over its listening socket, on which the
+engine serves MCP over HTTP until the connection closes (toold.bridge.attached_http).
 When the session ends its running calls are cancelled; the engine and its jobs go on.
 """
 
@@ -25,13 +27,14 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from toold import __version__
-from toold.engine.attach import HANDED_STDIO
+from toold.engine.attach import HANDED_STDIO, MCP_HTTP
 from toold.engine.sessions import ACP, MCP, FrontEnd, current
 from toold.fairness import caller
 
 if TYPE_CHECKING:
     from toold.acp.attached import AcpConnection
     from toold.bridge.attached import McpConnection
+    from toold.bridge.attached_http import McpHttpListener
     from toold.engine.engine import Engine
     from toold.server import LspSession
     from toold.transport import FrameWriter
@@ -117,9 +120,11 @@ async def serve_session(
     peer_pid: int,
     hello: dict[str, Any],
     from_tool: bool = False,
+    listener: int | None = None,
 ) -> None:
-    """Serve one session until it ends; ``stdio`` is the relay's (stdin, stdout);
-    ``from_tool``: the peer runs inside one of the engine's tool calls."""
+    """Serve one session until it ends; ``stdio`` is the relay's (stdin, stdout),
+    ``listener`` an ``mcp-http`` session's socket; ``from_tool``: the peer runs inside one
+    of the engine's tool calls."""
     from toold.transport import HEADER_LIMIT, FrameWriter
 
     assert engine.state is not None
@@ -129,12 +134,20 @@ async def serve_session(
     if stdio is not None:
         streams = [os.fdopen(stdio[0], "rb", buffering=0), os.fdopen(stdio[1], "wb", buffering=0)]
     acp: AcpConnection | None = None
+    http: McpHttpListener | None = None
     lsp: LspSession | McpConnection
-    if kind == ACP:
+    if kind == MCP_HTTP:
+        from toold.bridge.attached_http import McpHttpListener  # with uvicorn
+
+        assert listener is not None  # owned by the listener from here (closed as it ends)
+        from_tool = from_tool or hello.get("fromTool") is True
+        http = McpHttpListener(engine.state, from_tool, hello, listener, engine.sessions, peer_pid)
+        server: FrontEnd = http
+    elif kind == ACP:
         from toold.acp.attached import AcpConnection  # the ACP SDK loads with the first
 
         acp = AcpConnection(engine.state, from_tool)
-        server: FrontEnd = acp
+        server = acp
     elif kind == MCP:
         from toold.bridge.attached import McpConnection  # the MCP SDK loads as it serves
 
@@ -144,7 +157,9 @@ async def serve_session(
     else:
         lsp = session_server(engine.state, hello, from_tool)
         server = lsp
-    session = engine.sessions.open(kind, server, peer_pid, str(hello.get("client", "")))
+    # The listener is an MCP client's session, as a stdio one is (idle rules, questions).
+    booked = MCP if kind == MCP_HTTP else kind
+    session = engine.sessions.open(booked, server, peer_pid, str(hello.get("client", "")))
     current.set(session)  # this task's context: every request of the session inherits it
     caller.set(session.id)  # its share of the blocking pool and of running jobs (fairness)
     log.info("session %d (%s, pid %d) attached", session.id, kind, peer_pid)
@@ -165,6 +180,10 @@ async def serve_session(
             writer = await _output(streams[1])
             # The relay's connection carries nothing more: its end means the relay died.
             watch: asyncio.Future[Any] = asyncio.ensure_future(_until_closed(control))
+        elif http is not None:
+            # Nothing more comes on it: its end (Ctrl-C, SIGTERM, the process's death) is
+            # toold mcp --http's, and stops the listener.
+            watch = asyncio.ensure_future(_until_closed(control))
         else:
             reader = control
             if kind != ACP:
@@ -175,12 +194,16 @@ async def serve_session(
         close_input()
         for stream in streams:
             stream.close()
+        if http is not None:
+            http.close()
         raise
     code = 1
     try:
         stop = asyncio.ensure_future(engine.stopping.wait())
         if acp is not None:  # ACP: its lines on the socket both ways
             serving = asyncio.ensure_future(acp.serve(reader, socket_writer))
+        elif http is not None:  # MCP over HTTP on its listening socket
+            serving = asyncio.ensure_future(http.serve())
         else:
             assert writer is not None
             serving = asyncio.ensure_future(lsp.serve(reader, writer))
@@ -198,7 +221,7 @@ async def serve_session(
             writer.close()
         close_input()
         log.info("session %d ended (status %d)", session.id, code)
-    if kind in HANDED_STDIO:
+    if kind in HANDED_STDIO or kind == MCP_HTTP:
         with contextlib.suppress(OSError):
             socket_writer.write(json.dumps({"exit": code}).encode() + b"\n")
             await socket_writer.drain()
