@@ -135,3 +135,20 @@ def test_closing_stdin_cancels_a_later_call_of_a_shared_worker(workspace: Path) 
         assert proc.wait(timeout=30) == 0
         assert proc.stdout.read() == b"", "a cancelled call is not answered"
     wait_gone(child, "the cancelled call's child")
+
+
+def test_a_request_larger_than_the_pipe_is_read_whole(workspace: Path) -> None:
+    # Four times the pipe's 64 KiB: the worker's loop reads it in pieces before it runs.
+    extensions = [".txt"] + [f".x{i:06d}" for i in range(30_000)]
+    with start_worker() as proc:
+        config = {"files": {"allowed_extensions": extensions}}
+        assert exchange(proc, _read(workspace, "notes.txt", config=config))["next"] is True
+        bash = {"tool": "bash", "args": {"command": "echo done"}, "workspace": str(workspace)}
+        answer = exchange(proc, bash)
+        while "progress" in answer:
+            assert proc.stdout is not None
+            answer = json.loads(proc.stdout.readline())
+        assert answer["result"] == "done"  # a call that awaits runs on, not cancelled
+        assert proc.stdin is not None
+        proc.stdin.close()
+        assert proc.wait(timeout=30) == 0

@@ -82,16 +82,6 @@ class _Channel:
                 view = view[os.write(self.fd, view) :]
 
 
-def _read_line(fd: int) -> bytes:
-    """The request line; the daemon writes nothing else before closing, so no over-read."""
-    chunks = []
-    while chunk := os.read(fd, 65536):
-        chunks.append(chunk)
-        if chunk.endswith(b"\n"):
-            break
-    return b"".join(chunks)
-
-
 def _wait_for_eof(fd: int) -> None:
     with contextlib.suppress(OSError):
         while os.read(fd, 65536):
@@ -231,21 +221,50 @@ class _Runtimes:
 
 class _Stdin:
     """Watches the worker's stdin for the whole life of its loop (registered once, not
-    per call): the daemon writes nothing while a call runs, so stdin turning readable
-    then means it was closed, the daemon's way to cancel the call. Between calls the
-    loop does not run and the next request is read outside it."""
+    per call). Between calls, stdin turning readable brings the next request (or the
+    end), read here as it arrives, so the loop never sees it readable again once a call
+    runs: one loop serves every call (see _serve), which costs less than a
+    run_until_complete per call. While a call runs the daemon writes nothing, so stdin
+    turning readable then means it was closed, the daemon's way to cancel the call."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop, fd: int) -> None:
         self.loop = loop
         self.fd = fd
         self.call: asyncio.Task[Any] | None = None
         """The call running now; None between calls."""
+        self._pending = bytearray()
+        """The next request, as much of it as came."""
+        self._ended = False
+        self._waiter: asyncio.Future[None] | None = None
+        """Between calls: woken once the next request came whole (or the end)."""
         loop.add_reader(fd, self._readable)
 
     def _readable(self) -> None:
-        if self.call is not None:  # else the next request came as the last call ended
+        if self.call is not None:
             self.loop.remove_reader(self.fd)
             self.call.cancel()
+            return
+        chunk = os.read(self.fd, 65536)  # readable, so this does not block
+        self._pending += chunk
+        if chunk and not chunk.endswith(b"\n"):
+            return  # the rest of the line is coming
+        if not chunk:
+            self._ended = True
+            self.loop.remove_reader(self.fd)  # the end stays readable
+        if (waiter := self._waiter) is not None and not waiter.done():
+            waiter.set_result(None)
+
+    async def next_line(self) -> bytes:
+        """The next request line; b"" once stdin ended."""
+        if not self._ended and not self._pending.endswith(b"\n"):
+            self._waiter = self.loop.create_future()
+            try:
+                await self._waiter
+            finally:
+                self._waiter = None
+        line = bytes(self._pending)
+        self._pending.clear()
+        return line
 
 
 async def _run(
@@ -293,13 +312,20 @@ def serve_one(in_fd: int, out_fd: int, warm_up: bool | None = None) -> None:
         warm_up = not select.select([in_fd], [], [], 0)[0]
     if warm_up:
         loop.run_until_complete(_warm_up())
-    channel = _Channel(out_fd)
-    runtimes = _Runtimes()
     stdin = _Stdin(loop, in_fd)
+    if not loop.run_until_complete(_serve(stdin, _Channel(out_fd))):
+        return  # the pool was closed before we got a (further) call
+    _wait_for_eof(in_fd)  # the daemon has the answer (or gave up on it)
+    sweep_descendants()
+
+
+async def _serve(stdin: _Stdin, channel: _Channel) -> bool:
+    """Serve calls until one is the last; False if stdin ended before a request."""
+    runtimes = _Runtimes()
     for served in range(1, MAX_CALLS + 1):
-        line = _read_line(in_fd)
+        line = await stdin.next_line()
         if not line.strip():
-            return  # the pool was closed before we got a (further) call
+            return False
         try:
             request = json.loads(line)
             tool = runtimes.build_tool(request)
@@ -307,11 +333,10 @@ def serve_one(in_fd: int, out_fd: int, warm_up: bool | None = None) -> None:
         except Exception as exc:
             channel.send({"error": error_payload(exc)})
             break
-        if not loop.run_until_complete(_run(tool, request, stdin, channel, served == MAX_CALLS)):
+        if not await _run(tool, request, stdin, channel, served == MAX_CALLS):
             break
         sweep_descendants()  # nothing a call left behind sees the next one
-    _wait_for_eof(in_fd)  # the daemon has the answer (or gave up on it)
-    sweep_descendants()
+    return True
 
 
 def _private_stdio() -> tuple[int, int]:
