@@ -205,8 +205,8 @@ def test_an_http_client_and_a_stdio_client_share_one_engine(
 ) -> None:
     """``toold mcp --http`` hands its socket to the workspace's engine: a TODO made over
     HTTP is the stdio client's to read, an "Always allow" given over HTTP holds for the
-    stdio client (which cannot be asked), each HTTP session is one of the engine's; the
-    token reaches neither a tool's environment nor the engine's log. Killing the
+    stdio client (which cannot be asked), each HTTP session is one of the engine's until
+    its DELETE; the token reaches neither a tool's environment nor the engine's log. Killing the
     ``toold mcp --http`` process closes the port and ends its sessions; the engine stays
     for the stdio client."""
     (workspace / "toold.toml").write_text(
@@ -226,6 +226,12 @@ def test_an_http_client_and_a_stdio_client_share_one_engine(
             got["two"] = await local.call_tool("write_file", two)
             got["env"] = await local.call_tool("bash", {"command": "python3 env.py"})
             got["status"] = engines.status(workspace)
+            async with sdk_client(server, "legacy", TOKEN) as brief:  # its end: a DELETE
+                got["brief"] = len(engines.status(workspace)["sessions"])
+                await brief.list_tools()
+            wait_until(
+                lambda: len(engines.status(workspace)["sessions"]) == 3, "the DELETE's session end"
+            )
             server.proc.kill()  # no signal to catch: the engine sees its connection close
             wait_until(lambda: _refused(server), "the port closed")
             got["after"] = wait_until(
@@ -250,6 +256,7 @@ def test_an_http_client_and_a_stdio_client_share_one_engine(
     assert [s["client"] for s in served][:1] == [f"toold mcp --http {server.url}"], sessions
     assert len(served) == 2 and served[1]["client"] not in ("", "toold mcp --http"), sessions
     assert live_engines(engines.runtime) == [got["status"]["pid"]]
+    assert got["brief"] == 4  # one more session while the brief client was there
     assert got["after"]["pid"] == got["status"]["pid"]
     assert [s["id"] for s in got["after"]["sessions"]] == [
         s["id"] for s in sessions if s not in served
