@@ -2,9 +2,9 @@
 
 Every test of this folder runs with a runtime folder of its own (``TOOLD_RUNTIME_DIR``)
 and without ``TOOLD_NO_DAEMON`` (dropped should the caller's environment set it), so
-each stdio ``toold mcp`` hands its stdio to the workspace's engine; the engines are
-stopped at the test's end. A test of the private server passes ``--no-daemon``. ``toold mcp
---http`` serves in its own process either way.
+each stdio ``toold mcp`` hands its stdio to the workspace's engine, and each ``toold mcp
+--http`` its listening socket; the engines are stopped at the test's end. A test of the
+private server passes ``--no-daemon``.
 """
 
 from __future__ import annotations
