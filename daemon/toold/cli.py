@@ -1,7 +1,7 @@
 """Command line: ``toold serve``, ``tools``, ``call``, ``run``, ``mcp``, ``acp``, ``daemon``,
 ``jobs``, ``checkpoints``, ``undo``.
 
-``serve``, ``tools``, ``call``, ``run``, ``jobs``, ``acp`` and ``mcp`` (on stdio) attach
+``serve``, ``tools``, ``call``, ``run``, ``jobs``, ``acp`` and ``mcp`` (stdio or HTTP) attach
 to the workspace's engine (toold.engine), starting one when none runs; ``--no-daemon``
 (or ``TOOLD_NO_DAEMON=1``) keeps a private, short-lived daemon instead.
 """

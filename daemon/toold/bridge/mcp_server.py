@@ -2,7 +2,7 @@
 
 The same catalogue, runner and guard as ``toold serve``: ``toold mcp`` hands its stdio
 to the workspace's engine, which serves this module's server on its shared workspace
-(toold.bridge.attached); with ``--no-daemon`` (and for ``--http``) the workspace is
+(toold.bridge.attached); with ``--no-daemon`` (on stdio or ``--http``) the workspace is
 opened here by ``toold.opening.open_workspace``. Every call goes through its gateway
 (toold.gateway), whose outcome carries the verdict this bridge renders. MCP clients
 (Claude Desktop, Cursor, Claude Code) call tools because a model decided to, so
