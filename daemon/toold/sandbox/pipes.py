@@ -47,7 +47,10 @@ def _unwatch_and_close(loop: asyncio.AbstractEventLoop, fd: int, fds: list[int])
 def _release(fds: list[int], out_fd: int, watch: list[asyncio.AbstractEventLoop]) -> None:
     """Close the pipes (from any thread): through the loop that watches them, if one
     does and runs on another thread; at once otherwise."""
-    loop = watch.pop() if watch else None
+    try:
+        loop: asyncio.AbstractEventLoop | None = watch.pop()
+    except IndexError:  # none, or the loop's own _unwatch took it, having unwatched
+        loop = None
     if loop is None or loop.is_closed():
         _close_fds(fds)
     elif loop.is_running() and _running_loop() is not loop:
@@ -59,7 +62,9 @@ def _release(fds: list[int], out_fd: int, watch: list[asyncio.AbstractEventLoop]
         _unwatch_and_close(loop, out_fd, fds)
 
 
-def _readable(ref: weakref.ref[PipeWorker]) -> None:
+def _on_readable(ref: weakref.ref[PipeWorker]) -> None:
+    # A weak reference: a watched worker dropped without discard() is still collected,
+    # and its finalizer ends the watch and closes the pipes.
     worker = ref()
     if worker is not None:
         worker._readable()
@@ -146,17 +151,22 @@ class PipeWorker(WorkerHandle):
         elif (waiter := self._waiter) is not None and not waiter.done():
             waiter.set_result(None)
 
-    def _watched(self) -> asyncio.AbstractEventLoop:
-        loop = asyncio.get_running_loop()
+    def _watched(self) -> None:
         if not self._watch:
-            loop.add_reader(self.out_fd, _readable, weakref.ref(self))
+            loop = asyncio.get_running_loop()
+            loop.add_reader(self.out_fd, _on_readable, weakref.ref(self))
             self._watch.append(loop)
-        return loop
 
     def _unwatch(self) -> None:
-        if self._watch:
-            loop = self._watch.pop()
-            loop.remove_reader(self.out_fd)
+        # Unwatched before the loop leaves _watch: a discard on another thread that finds
+        # _watch empty closes the pipes at once.
+        try:
+            loop = self._watch[0]
+        except IndexError:
+            return
+        loop.remove_reader(self.out_fd)
+        with contextlib.suppress(IndexError):
+            self._watch.pop()
 
     async def call(self, request: bytes, shared: bool = False) -> Any:
         """One exchange over the pipes."""
