@@ -199,6 +199,9 @@ def test_sessions_are_listed_closed_and_resumed_with_or_without_a_replay(
             again = [{"type": "text", "text": "which colour?"}]
             await later.request("session/prompt", {"sessionId": session, "prompt": again})
             await later.until(later.ended, "the resumed turn's end")
+            # Nothing scripted: the model fails after the prompt was accepted.
+            await later.request("session/prompt", {"sessionId": session, "prompt": again})
+            await later.until(lambda: len(later.states()) == 5, "the failed turn's end")
         return first, later, session, gone, listed
 
     first, later, session, gone, listed = run(scenario)
@@ -215,6 +218,13 @@ def test_sessions_are_listed_closed_and_resumed_with_or_without_a_replay(
     assert first.updates("state_update")[-1] == {"sessionUpdate": "state_update", "state": "idle"}
     # Without replayFrom: no replay, the state, and the next prompt goes on from it.
     assert later.updates("user_message_chunk") == []
-    assert later.states()[0] == ("idle", None)
-    assert later.states()[-1] == ("idle", "end_turn")
+    assert later.states() == [
+        ("idle", None),
+        ("running", None),
+        ("idle", "end_turn"),
+        ("running", None),
+        ("idle", "end_turn"),
+    ]
+    (failed,) = later.updates("agent_message")  # why the last turn ended without an answer
+    assert failed["content"][0]["text"].startswith("toold: the model could not answer")
     assert "remember blue" in str(model.wait_requests(2)[1]["messages"])

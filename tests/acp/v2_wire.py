@@ -11,22 +11,20 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import contextlib
 import itertools
 import json
 import sys
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import jsonschema
 from pydantic import BaseModel
 
+from tests.acp.conftest import WAIT, Recorder
 from toold.acp import v2
 
-WAIT = 20.0
-T = TypeVar("T")
 SCHEMA = json.loads((Path(__file__).parent / "data" / "acp-v2-schema.json").read_text())
 RESULTS: dict[str, tuple[type[BaseModel], str]] = {
     "initialize": (v2.InitializeResponse, "InitializeResponse"),
@@ -79,19 +77,18 @@ def decoded(data: str) -> bytes:
     return base64.b64decode(data, validate=True)
 
 
-class RawClient:
-    """One ACP connection to a ``toold acp`` process, speaking JSON lines."""
+class RawClient(Recorder):
+    """One ACP connection to a ``toold acp`` process, speaking JSON lines (what it
+    received, ``until`` and ``requests`` as tests/acp's Recorder keeps them)."""
 
     def __init__(self, process: asyncio.subprocess.Process) -> None:
+        super().__init__()
         self.process = process
-        self.received: list[dict[str, Any]] = []
         self.invalid: list[str] = []
-        self.answers: list[str] = []
         self.version = 2
         """The version initialize negotiated: only a v2 connection's messages are checked."""
         self._ids = itertools.count(1)
         self._waiting: dict[int, tuple[str, asyncio.Future[dict[str, Any]]]] = {}
-        self._changed = asyncio.Event()
         self._reader = asyncio.ensure_future(self._read())
 
     async def send(self, message: dict[str, Any]) -> None:
@@ -119,22 +116,10 @@ class RawClient:
         """Send a notification."""
         await self.send({"jsonrpc": "2.0", "method": method, "params": params})
 
-    async def until(self, check: Callable[[], T], what: str, timeout: float = WAIT) -> T:
-        """Wait for the received messages to satisfy ``check`` (its truthy value)."""
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
-        while True:
-            self._changed.clear()
-            if value := check():
-                return value
-            remaining = deadline - loop.time()
-            if remaining <= 0:
-                raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._changed.wait(), remaining)
-
     # -- what toold sent ---------------------------------------------------------------
-    def updates(self, kind: str | None = None, session: str | None = None) -> list[dict[str, Any]]:
+    def updates(  # a session may be named too
+        self, kind: str | None = None, session: str | None = None
+    ) -> list[dict[str, Any]]:
         """session/update ``update`` objects, optionally of one kind or session."""
         found = [
             m["params"]
@@ -151,10 +136,6 @@ class RawClient:
     def ended(self) -> bool:
         """Whether a turn ended (an idle state_update with a stop reason)."""
         return any(stop is not None for state, stop in self.states() if state == "idle")
-
-    def requests(self, method: str) -> list[dict[str, Any]]:
-        """Requests toold sent, raw params."""
-        return [m["params"] for m in self.received if m.get("method") == method and "id" in m]
 
     # -- reading -----------------------------------------------------------------------
     async def _read(self) -> None:

@@ -212,9 +212,11 @@ class V2Server:
         request = v2.PromptRequest.model_validate(params)
         blocks = PROMPT.validate_python(request.prompt)
         session = self.agent.require_session(request.session_id)
-        session.check_ready()
         client = self.require_client()
-        await session.outbox.flush()
+        await session.outbox.flush()  # what was queued before precedes the prompt
+        # Checked and started at once (no second prompt slips in); the turn's first
+        # update waits for the model, long after these two.
+        begun = session.begin(blocks)
         message = v2.WholeMessage(
             session_update="user_message",
             message_id=client.new_message(session.id, "user_message"),
@@ -222,7 +224,7 @@ class V2Server:
         )
         await client.send(session.id, message)
         await client.state(session.id, "running")
-        turn = asyncio.ensure_future(self._turn(session, session.begin(blocks)))
+        turn = asyncio.ensure_future(self._turn(session, begun))
         self.turns.add(turn)
         turn.add_done_callback(self.turns.discard)
         return v2.Empty()
@@ -242,7 +244,8 @@ class V2Server:
             )
             await client.send(session.id, failure)
             stop = "end_turn"
-        await client.state(session.id, "idle", stop)
+        with contextlib.suppress(ConnectionError):  # the client may be gone by now
+            await client.state(session.id, "idle", stop)
 
     async def cancel(self, params: dict[str, Any]) -> None:
         """session/cancel (a notification): the turn ends with stop reason cancelled."""
