@@ -16,6 +16,9 @@ from tests.acp.test_acp_usage import MeteredModel, update
 from tests.acp.test_acp_usage import metered as metered  # the fixture
 from tests.agents.conftest import ModelServer
 
+SESSION_NOT_FOUND = -32002
+"""ACP's "Resource not found", which the SDK's own session/close takes as closed."""
+
 
 def test_a_typescript_client_closes_a_session_and_resumes_it_from_another_process(
     node_client: Path, metered: MeteredModel, workspace: Path
@@ -36,6 +39,8 @@ def test_a_typescript_client_closes_a_session_and_resumes_it_from_another_proces
         steps=[
             {"prompt": "remember blue"},
             {"close": True},
+            {"close": True},
+            {"prompt": "again"},
             {"reconnect": True},
             {"resume": True},
             {"prompt": "which colour?"},
@@ -56,8 +61,12 @@ def test_a_typescript_client_closes_a_session_and_resumes_it_from_another_proces
     # sums start again (its earlier turns are not counted twice).
     assert of_kind(record, "usage_update") == [update(first, first), update(second, second)]
     assert {n["sessionId"] for n in record["notifications"]} == {record["session"]["sessionId"]}
-    assert record["closed"] == [{}]
-    assert record["errors"] == []
+    # A closed session is ACP's "Resource not found": the SDK takes a second session/close
+    # as done, and a prompt to it fails with that code.
+    assert record["closed"] == [{}, {}]
+    [closed] = record["errors"]
+    assert closed["code"] == SESSION_NOT_FOUND
+    assert "create one with session/new" in closed["message"]
 
 
 def test_a_typescript_client_that_declares_subagents_sees_a_child_session(
