@@ -24,14 +24,7 @@ from toold.checkpoints.folders import HeldFolder
 from toold.checkpoints.index import INDEX, READ_FLAGS, Checkpoint, CheckpointIndex
 from toold.errors import CheckpointStoreError
 from toold.sandbox.paths import open_in_workspace, refuse_link
-from toold.storage import (
-    PRIVATE_FILE,
-    atomic_write_at,
-    open_state,
-    remove_state,
-    state_names,
-    write_all,
-)
+from toold.storage import atomic_write_at, open_state, remove_state, state_names, write_all
 
 _READ = READ_FLAGS
 KEY_NAME = "checkpoints.key"
@@ -217,7 +210,7 @@ class ObjectStore:
         if self._still_checked(objects, digest, wanted):
             return
         try:
-            fd = refuse_link(objects, digest, where, _CREATE, PRIVATE_FILE)
+            fd = refuse_link(objects, digest, where, _CREATE, wanted)
         except FileExistsError:  # stored before, planted or being written: read back
             fd = refuse_link(objects, digest, where, _READ)
             try:
@@ -236,9 +229,12 @@ class ObjectStore:
             atomic_write_at(objects, digest, data, durable=False, mode=wanted)  # replaced
             return  # not remembered: what is there now was not read back
         try:
-            os.fchmod(fd, wanted)  # created 0600 at the widest, as atomic_write_at does
             write_all(fd, data)
-            self._checked[digest] = _object_identity(os.fstat(fd))
+            info = os.fstat(fd)
+            if stat.S_IMODE(info.st_mode) != wanted:  # narrowed by the umask: as the file's
+                os.fchmod(fd, wanted)
+                info = os.fstat(fd)
+            self._checked[digest] = _object_identity(info)
         finally:
             os.close(fd)
 
