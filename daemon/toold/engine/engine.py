@@ -376,10 +376,14 @@ class Engine:
             await asyncio.shield(loading)
         from toold.engine.serving import serve_session
 
-        stdio = (fds.pop(0), fds.pop(0)) if kind in HANDED_STDIO else None
-        listener = fds.pop(0) if kind == MCP_HTTP else None  # toold mcp --http's socket
+        stdio = (fds[0], fds[1]) if kind in HANDED_STDIO else None
+        listener = fds[0] if kind == MCP_HTTP else None  # toold mcp --http's socket
         inside = self.inside_tool_call(pid)
-        await serve_session(self, conn, stdio, pid, hello, inside, listener)
+        # Binding the arguments may fail (the descriptors stay ours to close); from the
+        # coroutine's first line they are the session's, closed by it whatever happens.
+        serving = serve_session(self, conn, stdio, pid, hello, inside, listener)
+        fds.clear()
+        await serving
 
     def _evict(self, hello: dict[str, Any], pid: int) -> bool:
         """Stop if idle at this instant and unused since the status the asker judged by

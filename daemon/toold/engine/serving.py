@@ -113,29 +113,18 @@ async def _until_closed(reader: asyncio.StreamReader) -> None:
         pass
 
 
-async def serve_session(
-    engine: Engine,
-    conn: socket.socket,
-    stdio: tuple[int, int] | None,
-    peer_pid: int,
-    hello: dict[str, Any],
-    from_tool: bool = False,
-    listener: int | None = None,
-) -> None:
-    """Serve one session until it ends; ``stdio`` is the relay's (stdin, stdout),
-    ``listener`` an ``mcp-http`` session's socket; ``from_tool``: the peer runs inside one
-    of the engine's tool calls."""
-    from toold.transport import HEADER_LIMIT, FrameWriter
-
+def _front_end(
+    engine: Engine, hello: dict[str, Any], from_tool: bool, listener: int | None, peer_pid: int
+) -> tuple[
+    FrontEnd, AcpConnection | None, McpHttpListener | None, LspSession | McpConnection | None
+]:
+    """The server of a session of ``hello``'s kind, and it again as what it is (an ACP
+    connection, an HTTP MCP listener, or ``lsp``: the LSP or the stdio MCP one)."""
     assert engine.state is not None
     kind = hello["kind"]
-    # Owned from here: closed if the session fails before it serves (else by its streams).
-    streams: list[BinaryIO] = []
-    if stdio is not None:
-        streams = [os.fdopen(stdio[0], "rb", buffering=0), os.fdopen(stdio[1], "wb", buffering=0)]
     acp: AcpConnection | None = None
     http: McpHttpListener | None = None
-    lsp: LspSession | McpConnection
+    lsp: LspSession | McpConnection | None = None
     if kind == MCP_HTTP:
         from toold.bridge.attached_http import McpHttpListener  # with uvicorn
 
@@ -157,6 +146,36 @@ async def serve_session(
     else:
         lsp = session_server(engine.state, hello, from_tool)
         server = lsp
+    return server, acp, http, lsp
+
+
+async def serve_session(
+    engine: Engine,
+    conn: socket.socket,
+    stdio: tuple[int, int] | None,
+    peer_pid: int,
+    hello: dict[str, Any],
+    from_tool: bool = False,
+    listener: int | None = None,
+) -> None:
+    """Serve one session until it ends; ``stdio`` is the relay's (stdin, stdout),
+    ``listener`` an ``mcp-http`` session's socket; ``from_tool``: the peer runs inside one
+    of the engine's tool calls."""
+    # Owned from the first line: closed, whatever fails before the session serves them
+    # (else by its streams). An editor whose pipes stayed open here would wait forever
+    # for the end of the server's output, though its toold serve exited.
+    streams: list[BinaryIO] = []
+    if stdio is not None:
+        streams = [os.fdopen(stdio[0], "rb", buffering=0), os.fdopen(stdio[1], "wb", buffering=0)]
+    try:
+        from toold.transport import HEADER_LIMIT, FrameWriter
+
+        server, acp, http, lsp = _front_end(engine, hello, from_tool, listener, peer_pid)
+    except BaseException:
+        for stream in streams:
+            stream.close()
+        raise
+    kind = hello["kind"]
     # The listener is an MCP client's session, as a stdio one is (idle rules, questions).
     booked = MCP if kind == MCP_HTTP else kind
     session = engine.sessions.open(booked, server, peer_pid, str(hello.get("client", "")))
@@ -205,7 +224,7 @@ async def serve_session(
         elif http is not None:  # MCP over HTTP on its listening socket
             serving = asyncio.ensure_future(http.serve())
         else:
-            assert writer is not None
+            assert writer is not None and lsp is not None
             serving = asyncio.ensure_future(lsp.serve(reader, writer))
         await asyncio.wait({stop, serving, watch}, return_when=asyncio.FIRST_COMPLETED)
         if not serving.done():
