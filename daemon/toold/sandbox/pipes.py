@@ -134,17 +134,8 @@ class PipeWorker(WorkerHandle):
         """The loop saw its stdout readable: take what came (reading it here, so the loop
         does not see it readable again before the call does) and wake the call; idle,
         stop watching, as nothing may come then."""
-        try:
-            chunk = os.read(self.out_fd, 65536)
-        except BlockingIOError:
+        if not self._take():
             return
-        except OSError:
-            chunk = b""
-        if chunk:
-            self._buffer += chunk
-        else:
-            self._eof = True
-            self._unwatch()  # the end stays readable: it would wake the loop forever
         if not self._busy:
             self._stirred = True
             self._unwatch()
@@ -209,9 +200,26 @@ class PipeWorker(WorkerHandle):
             except BrokenPipeError:
                 return  # the worker is gone: reading its stdout says so
 
+    def _take(self) -> bool:
+        """Read what its stdout holds into the buffer, or note its end; False if nothing."""
+        try:
+            chunk = os.read(self.out_fd, 65536)
+        except BlockingIOError:
+            return False
+        except OSError:
+            chunk = b""
+        if chunk:
+            self._buffer += chunk
+        else:
+            self._eof = True
+            self._unwatch()  # the end stays readable: it would wake the loop forever
+        return True
+
     async def _read_some(self) -> None:
-        """Wait until more of its output came (read by _readable), or its end."""
-        if self._eof:
+        """More of its output (or its end): what is there already (a worker that ran on
+        this CPU as soon as its request came has answered), else what _readable reads
+        once the loop sees it come."""
+        if self._eof or self._take():
             return
         waiter = self._waiter = asyncio.get_running_loop().create_future()
         await waiter
