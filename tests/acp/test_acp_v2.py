@@ -167,7 +167,8 @@ def test_cancel_ends_the_turn_with_stop_reason_cancelled_without_a_daemon(
     assert changed[-1]["configOptions"][0]["currentValue"] == "bypass"
     assert client.states()[-1] == ("idle", "cancelled")
     (call_id,) = {u["toolCallId"] for u in client.updates("tool_call_update")}
-    assert [u["status"] for u in call_updates(client, call_id) if "status" in u][-1] == "failed"
+    statuses = [u["status"] for u in call_updates(client, call_id) if "status" in u]
+    assert statuses == ["pending", "cancelled"]  # bypass: it ran unasked; v1 says failed
     terminal = [u for u in client.updates("terminal_update") if "exitStatus" in u]
     assert len(terminal) == 1  # the terminal is told its command ended
     assert client.requests("session/request_permission") == []  # bypass: nothing asked

@@ -27,7 +27,9 @@ from acp.schema import FileEditToolCallContent, ToolCallLocation, ToolCallUpdate
 
 from toold.acp.outbox import Outbox
 from toold.acp.updates import (
+    CANCELLED,
     SHOWN_CHARS,
+    Cancelled,
     CommandEvent,
     locations,
     output_text,
@@ -272,11 +274,14 @@ class TurnEvents(LoopEvents):
         end = CommandEvent(call_id, call.command, str(self.root), update, exited=True)
         self.outbox.put(replace(end, exit_code=outcome.exit_code, output=text))
 
-    def cancel_open(self, why: str = "Cancelled by the user.") -> None:
-        """The turn was cancelled (or a subagent failed): every call still open failed."""
+    def cancel_open(self, why: str | None = None) -> None:
+        """The turn was cancelled (``why`` None), or a subagent failed (``why``): every call
+        still open failed (ACP v2 shows a cancelled one as ``cancelled``)."""
         for call_id in list(self.open):
             self.open.pop(call_id)
-            self.outbox.put(update_tool_call(call_id, status="failed", content=[text_content(why)]))
+            text = [text_content(why or CANCELLED)]
+            update = update_tool_call(call_id, status="failed", content=text)
+            self.outbox.put(update if why is not None else Cancelled(update))
 
     # -- subagents as child sessions -------------------------------------------------
     def subagent(self, call_id: str, agent_type: str, task: str) -> TurnEvents | None:

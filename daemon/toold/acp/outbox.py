@@ -10,8 +10,9 @@ one queue, so the ``subagent_update`` announcing the child precedes the child's 
 An update the SDK (0.12) has no model for yet is queued as a dict and sent as it is.
 
 This module is where the protocol version is picked: sessions report the same events
-(the SDK's v1 update models, ``CommandEvent``s), and ``deliver`` and ``ask`` send them to
-a v1 client as they are, or to a v2 connection's ``V2Client``, which renders them.
+(the SDK's v1 update models, ``CommandEvent`` and ``Cancelled``), and ``deliver`` and
+``ask`` send them to a v1 client as they are, or to a v2 connection's ``V2Client``,
+which renders them.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from acp.connection import Connection
 from acp.interfaces import Client
 from acp.schema import RequestPermissionResponse, ToolCallUpdate
 
-from toold.acp.updates import PERMISSION_OPTIONS, CommandEvent
+from toold.acp.updates import PERMISSION_OPTIONS, Cancelled, CommandEvent
 from toold.acp.v2_client import V2Client
 
 log = logging.getLogger(__name__)
@@ -82,7 +83,7 @@ class Outbox:
             await self._conn.session_update(session_id, update)
         elif isinstance(update, dict):
             await self._raw(session_id, update)
-        elif isinstance(update, CommandEvent):
+        elif isinstance(update, CommandEvent | Cancelled):
             await self._conn.session_update(session_id=session_id, update=update.update)
         else:
             await self._conn.session_update(session_id=session_id, update=update)

@@ -28,6 +28,7 @@ from toold.acp.client_fs import EditorFiles, editor_tools
 from toold.acp.outbox import Outbox
 from toold.acp.updates import (
     ANSWERS,
+    CANCELLED,
     MODE_DESCRIPTIONS,
     commands,
     plan_entries,
@@ -55,7 +56,6 @@ from toold_protocol import names
 
 log = logging.getLogger(__name__)
 
-CANCELLED = "Cancelled by the user."
 asking: contextvars.ContextVar[AcpSession | None] = contextvars.ContextVar(
     "toold_acp_session", default=None
 )

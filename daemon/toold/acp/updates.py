@@ -70,6 +70,17 @@ class CommandEvent:
     """At the end: the call's whole output as the model got it."""
 
 
+@dataclass(frozen=True)
+class Cancelled:
+    """A tool call ended by a cancelled turn: v1 clients are shown ``update`` (failed),
+    ACP v2's status says ``cancelled``."""
+
+    update: ToolCallProgress
+
+
+CANCELLED = "Cancelled by the user."
+"""What a call ended by a cancelled turn shows (and the model is told)."""
+
 MODE_DESCRIPTIONS = {
     "default": "Ask before edits and before commands that are not read-only",
     "auto": "Run shell commands that are not dangerous without asking; ask before edits",

@@ -8,7 +8,7 @@ here on a v2 connection (toold.acp.outbox is the one place that picks). Rendered
   text before and after a tool call are two messages;
 - ``tool_call`` and ``tool_call_update`` become ``tool_call_update`` upserts carrying only
   the fields the event set (omitted = unchanged); a text diff becomes ``changes`` plus a
-  ``git_patch``;
+  ``git_patch``; a call ended by a cancelled turn is ``cancelled`` (v1: failed);
 - a shell call gets a display terminal: a ``terminal`` reference in the call's content,
   ``terminal_update`` (command, cwd), ``terminal_output_chunk``s of what it prints, and
   ``terminal_update`` with its exit status (the whole output as a snapshot when nothing
@@ -52,7 +52,7 @@ from acp.schema import (
 from pydantic import ValidationError
 
 from toold.acp import v2
-from toold.acp.updates import MODE_DESCRIPTIONS, PERMISSION_OPTIONS, CommandEvent
+from toold.acp.updates import MODE_DESCRIPTIONS, PERMISSION_OPTIONS, Cancelled, CommandEvent
 from toold.permissions.guard import MODES
 
 log = logging.getLogger(__name__)
@@ -188,6 +188,8 @@ class V2Client:
             return self._command(update)
         if isinstance(update, ToolCallStart | ToolCallProgress):
             return self._tool_call(update)
+        if isinstance(update, Cancelled):
+            return self._tool_call(update.update.model_copy(update={"status": "cancelled"}))
         if isinstance(update, AgentPlanUpdate):
             entries = [
                 v2.PlanEntry(content=e.content, priority=e.priority, status=e.status)
