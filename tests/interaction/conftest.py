@@ -39,6 +39,10 @@ TRANSPORTS = [
     pytest.param("acp-process", marks=pytest.mark.slow),
 ]
 
+WITH_JOBS = [t for t in TRANSPORTS if "acp" not in str(getattr(t, "values", [t])[0])]
+"""The transports whose front end shows a job by id (sessions.JobReader): ACP has none;
+a test asks for them with ``@pytest.mark.parametrize("connect", WITH_JOBS, indirect=True)``."""
+
 
 @pytest.fixture(params=TRANSPORTS)
 def connect(request: pytest.FixtureRequest) -> Iterator[Connect]:

@@ -9,6 +9,7 @@ the same ``Client`` starts ``toold mcp --workspace`` on stdio.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import sys
 from collections.abc import AsyncIterator
@@ -22,7 +23,7 @@ from mcp.client.stdio import StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
 from tests.interaction.loop import Loop
-from tests.interaction.sessions import Result, as_text
+from tests.interaction.sessions import Job, Result, as_text
 from toold.bridge.mcp_server import JOB_URI, build_server
 from toold.workspace import bind
 
@@ -97,6 +98,17 @@ class McpSession:
                 return Result(text=exc.message, is_error=True)
 
         return self.loop.run(call)
+
+    def job(self, job_id: str) -> Job:
+        """resources/read of the job's toold://jobs/<id>: its JSON record."""
+
+        async def read() -> types.ReadResourceResult:
+            return await self.client.read_resource(JOB_URI.format(job_id=job_id))
+
+        [content] = self.loop.run(read).contents
+        assert isinstance(content, types.TextResourceContents), content
+        record = json.loads(content.text)
+        return Job(status=record["status"], output=record["output"])
 
     def close(self) -> None:
         """Disconnect; the in-memory workspace is closed, a spawned bridge exits."""

@@ -24,7 +24,7 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from tests.e2e.wire import WireClient
 from tests.inprocess.client import InProcessClient
@@ -44,6 +44,16 @@ class Result:
     """The background job the call started."""
 
 
+@dataclass(frozen=True)
+class Job:
+    """A background job as a front end shows it."""
+
+    status: str
+    """running, done, failed or cancelled."""
+    output: str
+    """What the job printed so far."""
+
+
 class Session(Protocol):
     """A connected client of one front end."""
 
@@ -59,6 +69,16 @@ class Session(Protocol):
 
     def close(self) -> None:
         """End the connection (and the daemon, for a private one)."""
+        ...
+
+
+@runtime_checkable
+class JobReader(Protocol):
+    """A front end that shows a background job by id: LSP's jobs/get, MCP's resources/read
+    of toold://jobs/<id>. ACP has no such method (an editor sees the tool call only)."""
+
+    def job(self, job_id: str) -> Job:
+        """The job ``job_id`` as this front end shows it."""
         ...
 
 
@@ -99,6 +119,11 @@ class LspSession:
         result = reply["result"]
         text = as_text(result["content"])
         return Result(text=text, is_error=result["isError"], job_id=result.get("jobId"))
+
+    def job(self, job_id: str) -> Job:
+        """jobs/get."""
+        detail = self.client.call("jobs/get", {"jobId": job_id})
+        return Job(status=detail["status"], output=detail["output"])
 
     def close(self) -> None:
         """shutdown + exit; the daemon must exit 0."""

@@ -5,7 +5,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from tests.interaction.conftest import Connect
+import pytest
+
+from tests.interaction.conftest import WITH_JOBS, Connect
+from tests.interaction.sessions import JobReader
 from tests.waiting import wait_until
 
 CORE = ["bash", "read_file", "write_file", "edit_file", "glob", "grep"]
@@ -65,3 +68,19 @@ def test_background_run_answers_a_job_id_and_the_job_runs(
     assert started.job_id is not None and re.fullmatch(r"[A-Za-z0-9]{8}", started.job_id)
     out = workspace / "job.txt"
     wait_until(lambda: out.is_file() and out.read_text(encoding="utf-8") == "done\n", "job.txt")
+
+
+@pytest.mark.parametrize("connect", WITH_JOBS, indirect=True)
+def test_a_background_job_is_shown_by_id(connect: Connect, workspace: Path) -> None:
+    """LSP's jobs/get and MCP's job resource show the job's status and output (ACP shows
+    only the tool call)."""
+    (workspace / "toold.toml").write_text(BYPASS, encoding="utf-8")
+    session = connect(workspace)
+    started = session.call("background_run", {"command": "echo shown"})
+    assert started.job_id is not None, started
+    assert isinstance(session, JobReader), session.transport
+    job_id = started.job_id
+    job = wait_until(
+        lambda: (j := session.job(job_id)).status != "running" and j, "the job to finish"
+    )
+    assert (job.status, job.output) == ("done", "shown\n")
