@@ -9,29 +9,13 @@ Todos, tasks, skills and jobs requests themselves are tested in process
 from __future__ import annotations
 
 import os
-import re
 import subprocess
 from pathlib import Path
-from typing import Any
 
-from tests.e2e.wire import WireClient
+from tests.e2e.wire import WireClient, job_id_of
 from tests.waiting import wait_until
 
 WAIT_S = 10.0
-
-
-def job_id_of(result: dict[str, Any]) -> str:
-    assert result["isError"] is False, result
-    match = re.fullmatch(r"Submitted background task ([A-Za-z0-9]{8})", result["content"])
-    assert match, result
-    return match.group(1)
-
-
-def finished(client: WireClient, job_id: str) -> dict[str, Any]:
-    return client.next_message(
-        lambda m: m.get("method") == "jobs/finished" and m["params"]["jobId"] == job_id,
-        timeout=WAIT_S,
-    )["params"]
 
 
 def test_a_second_daemon_leaves_a_live_daemons_jobs_running(workspace: Path) -> None:
@@ -51,7 +35,7 @@ def test_a_second_daemon_leaves_a_live_daemons_jobs_running(workspace: Path) -> 
         assert refused["code"] == -32600
         assert f"pid {first.proc.pid}" in refused["message"], refused
         (workspace / "release").touch()
-        assert finished(first, job)["status"] == "done"
+        assert first.job_finished(job)["status"] == "done"
         # The record is written right after jobs/finished goes out.
         seen = wait_until(
             lambda: (j := second.call("jobs/get", {"jobId": job}))["status"] == "done" and j,

@@ -11,6 +11,7 @@ import itertools
 import json
 import os
 import queue
+import re
 import subprocess
 import sys
 import threading
@@ -158,6 +159,14 @@ class WireClient:
         params = {"name": name, "arguments": arguments, "origin": origin}
         return self.call("tools/call", params)
 
+    def job_finished(self, job_id: str, timeout: float = DEFAULT_TIMEOUT) -> dict[str, Any]:
+        """The params of the jobs/finished notification of ``job_id``."""
+        params: dict[str, Any] = self.next_message(
+            lambda m: m.get("method") == "jobs/finished" and m["params"]["jobId"] == job_id,
+            timeout,
+        )["params"]
+        return params
+
     def stderr(self) -> str:
         return "".join(self.stderr_lines)[-4000:]
 
@@ -179,6 +188,14 @@ class WireClient:
                 if stream is not None:
                     with contextlib.suppress(OSError):
                         stream.close()
+
+
+def job_id_of(result: dict[str, Any]) -> str:
+    """The job id of a successful background_run result."""
+    assert result["isError"] is False, result
+    match = re.fullmatch(r"Submitted background task ([A-Za-z0-9]{8})", result["content"])
+    assert match, result
+    return match.group(1)
 
 
 def daemon_log(client: WireClient, workspace: Path) -> str:

@@ -7,16 +7,15 @@ own session and transport (lsp_front.py); a restart is a second daemon on the fo
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import Any
 
+from tests.e2e.wire import job_id_of
 from tests.interaction.conftest import OpenLsp
 from tests.interaction.lsp_front import InProcessDaemon
 from tests.processes import process_alive, wait_gone
 from tests.waiting import wait_until
 
-WAIT_S = 10.0
 EDIT_NOTICE_S = 2.0  # an outside edit must reach the editor within this
 
 
@@ -26,25 +25,11 @@ def wire_task(task: dict[str, Any], ready: bool) -> dict[str, Any]:
     return {**{camel.get(k, k): v for k, v in task.items()}, "ready": ready}
 
 
-def job_id_of(result: dict[str, Any]) -> str:
-    assert result["isError"] is False, result
-    match = re.fullmatch(r"Submitted background task ([A-Za-z0-9]{8})", result["content"])
-    assert match, result
-    return match.group(1)
-
-
-def finished(client: InProcessDaemon, job_id: str) -> dict[str, Any]:
-    return client.next_message(
-        lambda m: m.get("method") == "jobs/finished" and m["params"]["jobId"] == job_id,
-        timeout=WAIT_S,
-    )["params"]
-
-
 def test_restarted_daemon_keeps_todos_and_finished_jobs(lsp: OpenLsp, workspace: Path) -> None:
     first = lsp(workspace)
     first.tool("todo_write", action="add", task="Survive", priority="high")
     job = job_id_of(first.tool("background_run", command="echo persisted"))
-    assert finished(first, job)["status"] == "done"
+    assert first.job_finished(job)["status"] == "done"
     assert first.close() == 0
 
     second = lsp(workspace)
@@ -62,7 +47,7 @@ def test_restarted_daemon_keeps_todos_and_finished_jobs(lsp: OpenLsp, workspace:
 
 def test_jobs_finished_wire_shape(client: InProcessDaemon) -> None:
     ok = job_id_of(client.tool("background_run", command="echo hi"))
-    done = finished(client, ok)
+    done = client.job_finished(ok)
     common = {"jobId", "status", "command", "exitCode", "startedAt", "finishedAt"}
     assert set(done) == common | {"result"}
     assert (done["status"], done["command"], done["result"], done["exitCode"]) == (
@@ -74,7 +59,7 @@ def test_jobs_finished_wire_shape(client: InProcessDaemon) -> None:
     assert done["startedAt"] <= done["finishedAt"]
 
     bad = job_id_of(client.tool("background_run", command="echo no >&2; exit 3"))
-    failed = finished(client, bad)
+    failed = client.job_finished(bad)
     assert set(failed) == common | {"error"}
     assert (failed["status"], failed["exitCode"]) == ("failed", 3)
     assert failed["error"] == "Command failed with exit code 3\nno"
@@ -105,7 +90,7 @@ def test_jobs_get_output_so_far_and_cancel_kills_the_group(local_client: InProce
 
     cancelled = client.call("jobs/cancel", {"jobId": job})
     assert (cancelled["jobId"], cancelled["status"]) == (job, "cancelled")
-    pushed = finished(client, job)
+    pushed = client.job_finished(job)
     assert (pushed["status"], pushed["error"]) == ("cancelled", "Cancelled.")
     wait_gone(child, "the background child")
     assert client.call("jobs/cancel", {"jobId": job})["status"] == "cancelled"
@@ -215,9 +200,9 @@ def test_only_the_newest_finished_jobs_are_kept(lsp: OpenLsp, workspace: Path) -
     (workspace / "toold.toml").write_text("[limits]\nmax_finished_jobs = 1\n", encoding="utf-8")
     client = lsp(workspace)
     first = job_id_of(client.tool("background_run", command="echo first"))
-    assert finished(client, first)["result"] == "first"
+    assert client.job_finished(first)["result"] == "first"
     second = job_id_of(client.tool("background_run", command="echo second"))
-    assert finished(client, second)["result"] == "second"
+    assert client.job_finished(second)["result"] == "second"
     assert [j["jobId"] for j in client.call("jobs/list", {})["jobs"]] == [second]
     reply = client.response(client.request("jobs/get", {"jobId": first}))
     assert reply["error"] == {"code": -33002, "message": f"Unknown job: {first}"}
