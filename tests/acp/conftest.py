@@ -37,6 +37,7 @@ from acp.schema import (
     WriteTextFileResponse,
 )
 
+from tests.acp.scripts import MeteredModel
 from tests.agents.conftest import API_KEY, ModelServer
 from tests.agents.conftest import model as model  # the scripted Messages API, shared
 from tests.engine.support import live_engines, stop_engines
@@ -227,3 +228,11 @@ def engine_runtime(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
         for log in runtime.glob("*.log"):
             print(log.read_text())
     shutil.rmtree(runtime, ignore_errors=True)
+
+
+@pytest.fixture
+def metered() -> Iterator[MeteredModel]:
+    """The scripted Messages API whose replies report the usages a test queues."""
+    server = MeteredModel()
+    yield server
+    server.close()

@@ -11,9 +11,7 @@ from pathlib import Path
 
 from tests.acp.node_sdk import drive, of_kind
 from tests.acp.node_sdk import node_client as node_client  # the fixture
-from tests.acp.test_acp_subagents import TASK, script
-from tests.acp.test_acp_usage import MeteredModel, update
-from tests.acp.test_acp_usage import metered as metered  # the fixture
+from tests.acp.scripts import TASK, MeteredModel, script, update
 from tests.agents.conftest import ModelServer
 
 SESSION_NOT_FOUND = -32002

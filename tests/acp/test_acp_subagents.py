@@ -19,17 +19,8 @@ from acp.client.connection import ClientSideConnection
 from acp.schema import PromptResponse
 
 from tests.acp.conftest import Recorder, acp_agent, agent_env, run
+from tests.acp.scripts import TASK, script
 from tests.agents.conftest import ModelServer
-
-TASK = "Write the answer to out.txt\nIt is 42."
-
-
-def script(model: ModelServer) -> None:
-    """The main agent delegates; the subagent writes a file (asked) and answers."""
-    model.tool_use(("subagent", {"task": TASK, "agent_type": "general-purpose"}))
-    model.tool_use(("write_file", {"file_path": "out.txt", "content": "42\n"}), text="Writing.")
-    model.text("Wrote it.")
-    model.text("The subagent wrote out.txt.")
 
 
 async def initialize(conn: ClientSideConnection, subagents: bool) -> None:

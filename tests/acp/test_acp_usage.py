@@ -7,75 +7,14 @@ sums, but it gets no child session (test_acp_subagents has the one that does).""
 
 from __future__ import annotations
 
-import threading
-from collections import deque
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
 from acp import text_block
 from acp.schema import PromptResponse
 
 from tests.acp.conftest import Recorder, acp_agent, agent_env, run, start_session
-from tests.agents.conftest import ModelServer
-
-STREAMED_OUTPUT = 7
-"""Output tokens of a streamed reply: the scripted server's ``message_delta`` reports 7,
-and the SDK takes the delta's count over the start's."""
-
-
-class MeteredModel(ModelServer):
-    """The scripted Messages API whose replies report the queued usages, in order."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.usages: deque[dict[str, int]] = deque()
-        self._lock = threading.Lock()
-
-    def _next(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
-        status, payload = super()._next(body)
-        with self._lock:
-            if status == 200 and self.usages:
-                payload["usage"] = {"output_tokens": STREAMED_OUTPUT, **self.usages.popleft()}
-        return status, payload
-
-
-@pytest.fixture
-def metered() -> Iterator[MeteredModel]:
-    server = MeteredModel()
-    yield server
-    server.close()
-
-
-def context(usage: dict[str, int]) -> int:
-    """What a response leaves in the context: all it read, cached or not, and wrote."""
-    return sum(usage.values()) + STREAMED_OUTPUT
-
-
-def sums(*usages: dict[str, int]) -> dict[str, int]:
-    """``_meta.toold`` of a usage_update after these responses."""
-    total = {
-        k: sum(u.get(k, 0) for u in usages)
-        for k in ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
-    }
-    return {
-        "inputTokens": total["input_tokens"],
-        "outputTokens": len(usages) * STREAMED_OUTPUT,
-        "cachedReadTokens": total["cache_read_input_tokens"],
-        "cachedWriteTokens": total["cache_creation_input_tokens"],
-        "totalTokens": sum(context(u) for u in usages),
-    }
-
-
-def update(usage: dict[str, int], *so_far: dict[str, int]) -> dict[str, Any]:
-    """The usage_update after the response ``usage``, ``so_far`` the session's responses."""
-    return {
-        "sessionUpdate": "usage_update",
-        "used": context(usage),
-        "size": 200_000,
-        "_meta": {"toold": sums(*so_far)},
-    }
+from tests.acp.scripts import MeteredModel, update
 
 
 def test_each_response_of_the_session_sends_usage_update_with_the_sessions_sums(
