@@ -612,8 +612,9 @@ def test_the_problems_panel_shows_what_the_agents_edit_broke(
         screens.shot("turned-off")
     finally:
         settings.unlink()
-    # The editors stay open, as the other steps leave theirs: once, with them closed here,
-    # the next step's markdown preview (the same untitled name again) showed this answer.
+    # The editors stay open, as the other steps leave theirs. This step's start closes the
+    # last step's: each answer has an untitled name of its own ("toold answer N.md"), so
+    # its preview never shows a closed answer of the same name (CI saw that once).
 
 
 @pytest.mark.timeout(300)

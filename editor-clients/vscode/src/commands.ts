@@ -32,6 +32,9 @@ function lastLine(text: string): string {
 }
 
 export class Commands {
+  /** Answers shown so far: each gets an untitled document of a name never used before. */
+  private answers = 0;
+
   constructor(private readonly controller: TooldController) {}
 
   register(): vscode.Disposable[] {
@@ -266,11 +269,29 @@ export class Commands {
       void vscode.window.showInformationMessage("toold: the agent was cancelled.");
       return;
     }
-    const doc = await vscode.workspace.openTextDocument({
-      content: renderAgentAnswer(prompt, toolCalls, text),
-      language: "markdown",
-    });
+    const doc = await this.answerDocument(renderAgentAnswer(prompt, toolCalls, text));
     await vscode.commands.executeCommand("markdown.showPreview", doc.uri);
+  }
+
+  /**
+   * An untitled markdown document "toold answer N.md" holding `content`, N never used
+   * before. openTextDocument({content}) reuses "Untitled-1" once its editor is closed, and
+   * a preview opened on the reused name could show the closed document's text.
+   */
+  private async answerDocument(content: string): Promise<vscode.TextDocument> {
+    const open = new Set(vscode.workspace.textDocuments.map((d) => d.uri.toString()));
+    let uri: vscode.Uri;
+    do {
+      this.answers += 1;
+      uri = vscode.Uri.from({ scheme: "untitled", path: `toold answer ${this.answers}.md` });
+    } while (open.has(uri.toString()));
+    const doc = await vscode.workspace.openTextDocument(uri);
+    const edit = new vscode.WorkspaceEdit();
+    edit.insert(uri, new vscode.Position(0, 0), content);
+    if (!(await vscode.workspace.applyEdit(edit))) {
+      throw new Error(`could not write the agent's answer into ${uri.path}`);
+    }
+    return doc;
   }
 
   /** "toold: Set Permission Mode…" (permissions/setMode, for this daemon's life). */
