@@ -29,6 +29,7 @@ import logging
 import os
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -80,6 +81,47 @@ ETC_ENTRIES = (
 )  # fmt: skip
 """What of /etc a command needs; never shadow, gshadow, sudoers, ssh keys or ssl/private.
 passwd and group are written for the sandbox (see sandbox_etc)."""
+
+
+ETC_PREFIX = "toold-bwrap-etc-"
+"""The sandbox's /etc folders in the temporary folder: ``toold-bwrap-etc-<pid>-<random>``."""
+
+
+def etc_folder() -> Path:
+    """A new private folder for a sandbox's /etc files, named by this process's pid. The
+    first one a process makes removes those of this user's dead processes: a killed engine
+    cannot remove its own, and the temporary folder must not grow with every kill."""
+    _sweep_dead_etc_folders()
+    return Path(tempfile.mkdtemp(prefix=f"{ETC_PREFIX}{os.getpid()}-"))
+
+
+@functools.cache
+def _sweep_dead_etc_folders() -> None:
+    root, uid = tempfile.gettempdir(), os.getuid()
+    try:
+        entries = [e for e in os.scandir(root) if e.name.startswith(ETC_PREFIX)]
+    except OSError:
+        return
+    for entry in entries:
+        pid, sep, _ = entry.name.removeprefix(ETC_PREFIX).partition("-")
+        if not sep or not pid.isdigit() or _alive(int(pid)):
+            continue  # an older toold's unnamed folder, or a live process's: not ours to judge
+        try:  # only this user's own folder: /tmp is shared, and a link is never followed
+            info = entry.stat(follow_symlinks=False)
+        except OSError:
+            continue
+        if stat.S_ISDIR(info.st_mode) and info.st_uid == uid:
+            shutil.rmtree(entry.path, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # another user's process: alive
+    return True
 
 
 def sandbox_etc(folder: Path) -> Path:
@@ -273,7 +315,7 @@ class BwrapSandbox(ForkServerSandbox):
         self._route = ProxyRoute.for_config(config, audit)
         self._argv: list[str] = []
         self._cgroup: PidsCgroup | None = None
-        self._etc = Path(tempfile.mkdtemp(prefix="toold-bwrap-etc-"))
+        self._etc = etc_folder()
         weakref.finalize(self, shutil.rmtree, self._etc, ignore_errors=True)
         self._layout: tuple[str, ...] = ()
         self._view: tuple[str, Path] = ("bwrap", self._etc)
