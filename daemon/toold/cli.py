@@ -385,6 +385,7 @@ def _mcp(args: argparse.Namespace) -> int:
                 args.token_file,
                 args.no_token,
                 args.allow_host,
+                workspace,
             )
         except HttpUsageError as exc:
             print(f"toold: {exc}", file=sys.stderr)

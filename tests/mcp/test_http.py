@@ -237,13 +237,16 @@ def test_a_made_token_is_printed_and_sigterm_stops_cleanly(tmp_path: Path) -> No
     [
         (["--http", "--host", "0.0.0.0", "--no-token"], "--token-file"),
         (["--port", "8000"], "need --http"),
+        (["--http", "--token-file", "token"], "lies in the workspace"),  # relative: cwd is it
     ],
 )
 def test_what_must_not_start_is_refused_at_start(
     tmp_path: Path, args: list[str], says: str
 ) -> None:
+    (tmp_path / "token").write_text("a-token\n", encoding="utf-8")
     done = subprocess.run(
         [sys.executable, "-m", "toold", "mcp", *args, "--workspace", str(tmp_path)],
+        cwd=tmp_path,
         capture_output=True,
         text=True,
         timeout=60,

@@ -75,3 +75,35 @@ def test_host_and_origin_accept_the_loopback_names_and_the_named_hosts_only() ->
     assert {"box.lan:*", "0.0.0.0:*"} <= set(wide.allowed_hosts)
     assert "https://box.lan:*" in wide.allowed_origins
     assert not any("evil" in o for o in wide.allowed_origins)
+
+
+def test_a_token_file_the_workspaces_tools_can_read_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """However its path is spelled, a token file whose real place is in the workspace is
+    refused (a tool could read it, then connect as a client answering its own questions);
+    one outside is taken, a link in the workspace to it included."""
+    monkeypatch.delenv(TOKEN_ENV, raising=False)
+    workspace = tmp_path / "ws"
+    (workspace / "sub").mkdir(parents=True)
+    outside = tmp_path / "outside-token"
+    outside.write_text("secret\n", encoding="utf-8")
+    (workspace / "sub" / "token").write_text("secret\n", encoding="utf-8")
+    (tmp_path / "to-ws").symlink_to(workspace)
+    (workspace / "link-out").symlink_to(outside)
+    (tmp_path / "link-in").symlink_to(workspace / "sub" / "token")
+    monkeypatch.chdir(workspace)
+    inside = [
+        workspace / "sub" / "token",
+        Path("sub/token"),
+        Path("sub/../sub/./token"),
+        tmp_path / "to-ws" / "sub" / "token",
+        tmp_path / "link-in",
+    ]
+    for spelling in inside:
+        for root in (workspace, tmp_path / "to-ws"):
+            with pytest.raises(HttpUsageError, match="lies in the workspace"):
+                http_options("127.0.0.1", 0, spelling, False, [], root)
+    for spelling in (outside, Path("../outside-token"), workspace / "link-out"):
+        taken = http_options("127.0.0.1", 0, spelling, False, [], workspace)
+        assert taken.token == "secret"

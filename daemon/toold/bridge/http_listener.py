@@ -83,9 +83,12 @@ def http_options(
     token_file: Path | None,
     no_token: bool,
     allowed_hosts: list[str],
+    workspace: Path | None = None,
 ) -> HttpOptions:
     """The options of a command line, the token from ``--token-file``, ``$TOOLD_MCP_TOKEN``
-    or made here; raises HttpUsageError for what must not start."""
+    or made here; raises HttpUsageError for what must not start, a token file inside
+    ``workspace`` included (the agent's tools read the workspace: with the token, a
+    command could connect as a client of its own and answer its own questions)."""
     env_token = os.environ.pop(TOKEN_ENV, None)  # tools' processes (and the engine) never see it
     if no_token:
         if token_file is not None or env_token:
@@ -98,6 +101,11 @@ def http_options(
             )
         return HttpOptions(host, port, None, False, allowed_hosts)
     if token_file is not None:
+        if workspace is not None and token_file.resolve().is_relative_to(workspace.resolve()):
+            raise HttpUsageError(
+                f"the token file {token_file} lies in the workspace {workspace}, where the "
+                "agent's tools can read it: keep it outside (for example ~/.toold-mcp-token)"
+            )
         try:
             token = token_file.read_text(encoding="utf-8").strip()
         except OSError as exc:
