@@ -70,3 +70,20 @@ def script(model: ModelServer) -> None:
     model.tool_use(("write_file", {"file_path": "out.txt", "content": "42\n"}), text="Writing.")
     model.text("Wrote it.")
     model.text("The subagent wrote out.txt.")
+
+
+def child_announced(child: str) -> dict[str, Any]:
+    """The parent's ``subagent_update`` announcing ``script``'s subagent as session ``child``."""
+    return {
+        "sessionUpdate": "subagent_update",
+        "sessionId": child,
+        "title": "general-purpose: Write the answer to out.txt",
+        "description": TASK,
+        "state": {"state": "running"},
+        "_meta": {"toold": {"toolCallId": "toolu_0001"}},
+    }
+
+
+def child_idle(child: str) -> dict[str, Any]:
+    """The parent's ``subagent_update`` once the child session's work is done."""
+    return {"sessionUpdate": "subagent_update", "sessionId": child, "state": {"state": "idle"}}

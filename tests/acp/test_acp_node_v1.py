@@ -11,7 +11,7 @@ from pathlib import Path
 
 from tests.acp.node_sdk import drive, of_kind
 from tests.acp.node_sdk import node_client as node_client  # the fixture
-from tests.acp.scripts import TASK, MeteredModel, script, update
+from tests.acp.scripts import MeteredModel, child_announced, child_idle, script, update
 from tests.agents.conftest import ModelServer
 
 SESSION_NOT_FOUND = -32002
@@ -87,19 +87,8 @@ def test_a_typescript_client_that_declares_subagents_sees_a_child_session(
     running, idle = of_kind(record, "subagent_update")
     child = running["sessionId"]
     assert child != parent
-    assert running == {
-        "sessionUpdate": "subagent_update",
-        "sessionId": child,
-        "title": "general-purpose: Write the answer to out.txt",
-        "description": TASK,
-        "state": {"state": "running"},
-        "_meta": {"toold": {"toolCallId": "toolu_0001"}},
-    }
-    assert idle == {
-        "sessionUpdate": "subagent_update",
-        "sessionId": child,
-        "state": {"state": "idle"},
-    }
+    assert running == child_announced(child)
+    assert idle == child_idle(child)
     # Both announced on the parent: running before anything of the child's, idle after it.
     assert of_kind(record, "subagent_update", parent) == [running, idle]
     of_child = [i for i, (s, _) in enumerate(seen) if s == child]

@@ -19,7 +19,7 @@ from acp.client.connection import ClientSideConnection
 from acp.schema import PromptResponse
 
 from tests.acp.conftest import Recorder, acp_agent, agent_env, run
-from tests.acp.scripts import TASK, script
+from tests.acp.scripts import child_announced, child_idle, script
 from tests.agents.conftest import ModelServer
 
 
@@ -70,19 +70,7 @@ def test_a_subagent_works_in_a_child_session_announced_on_its_parent(
     assert child != parent
     call = next(u for s, u in seen if u["sessionUpdate"] == "tool_call")
     assert call["title"].startswith("Subagent") and call["toolCallId"] == "toolu_0001"
-    assert announced[0] == {
-        "sessionUpdate": "subagent_update",
-        "sessionId": child,
-        "title": "general-purpose: Write the answer to out.txt",
-        "description": TASK,
-        "state": {"state": "running"},
-        "_meta": {"toold": {"toolCallId": "toolu_0001"}},
-    }
-    assert announced[1] == {
-        "sessionUpdate": "subagent_update",
-        "sessionId": child,
-        "state": {"state": "idle"},
-    }
+    assert announced == [child_announced(child), child_idle(child)]
     # Announced before anything of the child's, idle after the last of it.
     positions = [i for i, (s, _) in enumerate(seen) if s == child]
     first = seen.index((parent, announced[0]))
