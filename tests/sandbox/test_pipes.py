@@ -162,3 +162,42 @@ def test_a_worker_kept_by_an_ended_loop_is_released_not_reused(
     asyncio.run(second())
     worker.discard()
     assert proc.wait(timeout=30) == 0
+
+
+FLOOD = """
+import os, sys, time
+proc = f"/proc/{sys.argv[1]}"
+for fd in os.listdir(f"{proc}/fd"):  # the protocol pipe it writes answers to
+    flags = open(f"{proc}/fdinfo/{fd}").read().split("flags:")[1].split()[0]
+    if os.readlink(f"{proc}/fd/{fd}").startswith("pipe:") and int(flags, 8) & 3 == 1:
+        out = os.open(f"{proc}/fd/{fd}", os.O_WRONLY)
+open("flooding", "w").close()
+end = time.monotonic() + 5
+while time.monotonic() < end and not os.path.exists("stop"):
+    os.write(out, b"{}\\n" * 16384)
+print("stopped" if os.path.exists("stop") else "timed out")
+"""
+
+
+def test_a_flood_of_lines_on_the_workers_stdout_leaves_the_loop_running(
+    workspace: Path, started: Procs
+) -> None:
+    """A command writing endless lines into its worker's stdout (``/proc/PID/fd/N``:
+    the same user in the same sandbox) must not hold the daemon's loop: other sessions go on."""
+    (workspace / "flood.py").write_text(FLOOD, encoding="utf-8")
+
+    async def run() -> None:
+        worker, proc = _worker(started)
+
+        async def other_session() -> None:  # what the rest of the engine does meanwhile
+            while not (workspace / "flooding").exists():
+                await asyncio.sleep(0.005)
+            (workspace / "stop").touch()
+
+        other = asyncio.ensure_future(other_session())
+        command = f"{sys.executable} flood.py {proc.pid}"
+        result = await worker.call(_request(workspace, "bash", command=command))
+        await other
+        assert "stopped" in str(result), "the loop ran nothing else while the worker flooded"
+
+    asyncio.run(run())

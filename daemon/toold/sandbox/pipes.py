@@ -104,6 +104,8 @@ class PipeWorker(WorkerHandle):
         """What the call awaits: woken when more output (or its end) came."""
         self._stirred = False
         """Its stdout turned readable while it was idle: it exited (or misbehaves)."""
+        self._unwaited = 0
+        """Reads in a row that found output without waiting on the loop (_read_some)."""
         self._poller: select.poll | None = None
         os.set_blocking(in_fd, False)
         os.set_blocking(out_fd, False)
@@ -165,6 +167,7 @@ class PipeWorker(WorkerHandle):
         offered = False
         self._watched()
         self._busy = True
+        self._unwaited = 0
         try:
             try:
                 await self._send(request)
@@ -219,8 +222,17 @@ class PipeWorker(WorkerHandle):
         """More of its output (or its end): what is there already (a worker that ran on
         this CPU as soon as its request came has answered), else what _readable reads
         once the loop sees it come."""
-        if self._eof or self._take():
+        if self._eof:
             return
+        if self._take():
+            # Found there at once: free the first time in a row (a reply ready as the call
+            # looks); again and again, something floods the pipe (a command writing to it
+            # through /proc/PID/fd), and the loop's other sessions must go on meanwhile.
+            self._unwaited += 1
+            if self._unwaited > 1:
+                await asyncio.sleep(0)
+            return
+        self._unwaited = 0
         waiter = self._waiter = asyncio.get_running_loop().create_future()
         await waiter
 
