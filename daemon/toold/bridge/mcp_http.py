@@ -26,6 +26,7 @@ import contextlib
 import hmac
 import json
 import logging
+import resource
 import signal
 import socket
 import sys
@@ -214,6 +215,36 @@ class Guard:
         return _json_error(401, "a valid bearer token is required", {"WWW-Authenticate": challenge})
 
 
+def connection_bound() -> int:
+    """Connections open at once past which a new one is closed as it comes: CONNECTIONS,
+    or a quarter of this process's descriptors when that is fewer (the engine's tools,
+    editors and watches need the rest)."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    return CONNECTIONS if soft == resource.RLIM_INFINITY else max(1, min(CONNECTIONS, soft // 4))
+
+
+def _bounded(bound: int) -> type[asyncio.Protocol]:
+    """uvicorn's HTTP protocol, closing a connection past ``bound`` open ones at once, and
+    one that sends nothing within uvicorn's keep-alive timeout. uvicorn accepts every
+    connection (``limit_concurrency`` answers 503 to requests, after the accept) and keeps
+    a silent one forever, and the token is checked per request: anyone on the machine
+    could take all of the process's descriptors (the workspace's engine's)."""
+    from uvicorn.protocols.http.auto import AutoHTTPProtocol
+
+    class Bounded(AutoHTTPProtocol):  # type: ignore[misc, valid-type]
+        def connection_made(self, transport: asyncio.Transport) -> None:
+            super().connection_made(transport)
+            if len(self.connections) > bound:
+                transport.close()  # uvicorn's connection_lost tidies up
+                return
+            # The timer uvicorn arms between two requests, armed before the first too.
+            self.timeout_keep_alive_task = self.loop.call_later(
+                self.timeout_keep_alive, self.timeout_keep_alive_handler
+            )
+
+    return Bounded
+
+
 class _Uvicorn(uvicorn.Server):
     """uvicorn without its signal handlers: they are the process's (serve_http's, or the
     engine's), and uvicorn re-raises SIGTERM after a graceful stop, which would kill the
@@ -255,6 +286,7 @@ def http_server(
         ws="none",
         # Connections and requests at once; past that uvicorn answers 503 itself.
         limit_concurrency=CONNECTIONS,
+        http=_bounded(connection_bound()),
         timeout_graceful_shutdown=SHUTDOWN_GRACE,
         server_header=False,
     )
