@@ -261,3 +261,42 @@ def test_a_sessions_teammates_end_with_it_and_answer_what_they_had_not(tmp_path:
     )
     assert team.mail.read_from("alice", 0)[0] == [request]
     assert not team.is_running("bob")
+
+
+def test_an_ending_session_stops_no_teammate_another_session_spawned_meanwhile(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """end_session(1) stops alice, then bob; while alice stops, bob (session 1's) ends by
+    himself and session 2 spawns him again: that bob is session 2's and keeps running."""
+    team = TeamManager(tmp_path, tmp_path / ".toold", agents=object(), reply_timeout=5)
+    for name in ("alice", "bob"):
+        team.register(name, "dev")
+    spawning = [1]
+    team.session_of = lambda: spawning[0]
+    stop = team._stop
+
+    async def stop_taking_its_time(name: str, why: str) -> None:
+        await stop(name, why)
+        if name == "alice":  # the window: bob shuts down and session 2 spawns him
+            team.mail.append(new_message("main", "bob", "", "shutdown"))
+            for _ in range(500):
+                if not team.is_running("bob"):
+                    break
+                await asyncio.sleep(0.01)
+            spawning[0] = 2
+            assert (await team.spawn("bob")).startswith("Spawned")
+
+    monkeypatch.setattr(team, "_stop", stop_taking_its_time)
+
+    async def scenario() -> tuple[tuple[str, ...], bool]:
+        await team.spawn("alice")
+        await team.spawn("bob")
+        await asyncio.sleep(0.05)  # both wait on their mailboxes
+        stopped = await team.end_session(1)
+        running = team.is_running("bob")
+        await team.close()
+        return stopped, running
+
+    stopped, running = asyncio.run(scenario())
+    assert running, "session 1's end stopped the bob session 2 spawned"
+    assert stopped == ("alice",)

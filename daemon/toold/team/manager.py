@@ -231,9 +231,14 @@ class TeamManager:
     async def end_session(self, session: int) -> tuple[str, ...]:
         """Stop the teammates that ``session`` spawned (it ended); their names."""
         names = tuple(name for name, owner in self._owners.items() if owner == session)
+        stopped = []
         for name in names:
-            await self._stop(name, SESSION_ENDED)
-        return names
+            # Asked again: while one stopped, another may have ended and been spawned
+            # again by another session, whose teammate it is now.
+            if self._owners.get(name) == session:
+                await self._stop(name, SESSION_ENDED)
+                stopped.append(name)
+        return tuple(stopped)
 
     async def _stop(self, name: str, why: str) -> None:
         task = self._running.get(name)
