@@ -146,3 +146,40 @@ def test_files_the_daemon_owns_stay_usable_inside(daemon: Daemon, workspace: Pat
     result = client.tool("bash", command="id -u; cat own.txt; echo more >> own.txt && echo ok")
     assert result["content"].splitlines() == ["1000", "mine", "ok"]
     assert own.read_text() == "mine\nmore\n"
+
+
+REACH_PIPES = r"""
+import os
+for pid in filter(str.isdigit, os.listdir("/proc")):
+    argv = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")
+    if pid == str(os.getpid()) or not os.path.basename(argv[0]).startswith(b"python"):
+        continue  # bwrap's own (pid 1) holds none of the protocol's pipes
+    if b"toold.sandbox.worker" not in argv:
+        continue
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError as exc:
+        print(f"{pid}: {exc.strerror}")
+        continue
+    print(f"{pid}: looked at {len(fds)} descriptors")
+    for fd in fds:
+        try:
+            os.close(os.open(f"/proc/{pid}/fd/{fd}", os.O_WRONLY | os.O_NONBLOCK))
+            print(f"{pid}: opened fd {fd}")
+        except OSError:
+            pass
+"""
+
+
+def test_a_command_cannot_open_the_pipes_of_toolds_processes(
+    daemon: Daemon, tmp_path: Path
+) -> None:
+    """toold's fork server and workers share the command's pid namespace; through
+    ``/proc/PID/fd`` the command could write into their protocol pipes (forged answers,
+    floods): they are not dumpable, so their descriptors are not the command's to open."""
+    client = daemon("bwrap")
+    (tmp_path / "ws" / "reach.py").write_text(REACH_PIPES, encoding="utf-8")
+    result = client.tool("bash", command="python3 reach.py")
+    looked = [line for line in result["content"].splitlines() if ": looked at" in line]
+    assert len(looked) >= 2, result["content"]  # the fork server and the command's worker
+    assert "opened" not in result["content"], result["content"]

@@ -60,6 +60,7 @@ MAX_CALLS = 100
 """Calls one worker serves at most (only shareable ones follow its first)."""
 
 _PR_SET_PDEATHSIG = 1
+_PR_SET_DUMPABLE = 4
 _PR_SET_CHILD_SUBREAPER = 36
 
 
@@ -306,6 +307,10 @@ def serve_one(in_fd: int, out_fd: int, warm_up: bool | None = None) -> None:
     no request is waiting yet.
     """
     _prctl(_PR_SET_CHILD_SUBREAPER, 1)
+    # Not dumpable: the commands it runs (same user, same pid namespace) cannot open its
+    # protocol pipes through /proc/PID/fd to forge answers or flood them. A command
+    # it starts is dumpable again (execve resets it).
+    _prctl(_PR_SET_DUMPABLE, 0)
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
     if warm_up is None:
@@ -402,6 +407,7 @@ def _forked_worker(control: socket.socket, fds: list[int], warm: bool) -> None:
 def fork_server(control: socket.socket) -> None:
     """Serve WARM, COLD and KILL requests until the daemon hangs up."""
     _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    _prctl(_PR_SET_DUMPABLE, 0)  # its pipes, as a worker's (serve_one), are no command's
     prepare()
     gc.collect()
     gc.freeze()  # keep the collector from touching (and copying) inherited objects
