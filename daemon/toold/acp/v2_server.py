@@ -46,7 +46,8 @@ log = logging.getLogger(__name__)
 UNSTABLE = True
 """The SDK (0.12) routes session/resume and session/close, stable in ACP v1 since, only
 with its ``use_unstable_protocol``; toold implements no other method it gates so."""
-PROMPT: TypeAdapter[list[Any]] = TypeAdapter(SdkPrompt.model_fields["prompt"].annotation)
+_PROMPT_BLOCKS: Any = SdkPrompt.model_fields["prompt"].annotation  # a runtime type
+PROMPT: TypeAdapter[list[Any]] = TypeAdapter(_PROMPT_BLOCKS)
 """A v2 prompt's content blocks read as the SDK's (text, links and resources keep their
 shapes from v1 to v2)."""
 
