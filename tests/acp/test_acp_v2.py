@@ -135,6 +135,40 @@ def test_a_turn_runs_bash_after_a_permission_and_ends_with_state_update(
     assert text[0]["messageId"] != user[0]["messageId"]
 
 
+def test_a_client_that_answers_a_question_with_an_error_is_denied_and_the_turn_goes_on(
+    model: ModelServer, workspace: Path
+) -> None:
+    """A JSON-RPC error for session/request_permission is no approval: the call is refused,
+    the state leaves requires_action at once, and the turn ends as usual. The client's
+    info carries no version (read leniently: toold needs only the name)."""
+    model.tool_use(("bash", {"command": "touch made.txt"}))
+    model.text("Could not.")
+
+    async def scenario() -> RawClient:
+        async with v2_agent(workspace, agent_env(model), "--protocol", "2") as client:
+            init = await client.request(
+                "initialize", {"protocolVersion": 2, "info": {"name": "bare"}, "capabilities": {}}
+            )
+            assert init["protocolVersion"] == 2
+            session = (await client.request("session/new", {"cwd": str(workspace)}))["sessionId"]
+            client.answers = ["error"]
+            prompt = [{"type": "text", "text": "make a file"}]
+            await client.request("session/prompt", {"sessionId": session, "prompt": prompt})
+            await client.until(client.ended, "the turn's idle state_update")
+        return client
+
+    client = run(scenario)
+    assert not (workspace / "made.txt").exists()
+    assert client.states() == [
+        ("running", None),
+        ("requires_action", None),
+        ("running", None),
+        ("idle", "end_turn"),
+    ]
+    statuses = [u["status"] for u in client.updates("tool_call_update") if "status" in u]
+    assert statuses[-1] == "failed"
+
+
 def test_cancel_ends_the_turn_with_stop_reason_cancelled_without_a_daemon(
     model: ModelServer, workspace: Path
 ) -> None:

@@ -177,6 +177,10 @@ class RawClient(Recorder):
 
     async def _answer(self, message: dict[str, Any]) -> None:
         answer = self.answers.pop(0) if self.answers else "cancel"
+        if answer == "error":  # a client that fails the request instead of answering it
+            error = {"code": -32603, "message": "the client could not show the question"}
+            await self.send({"jsonrpc": "2.0", "id": message["id"], "error": error})
+            return
         outcome = (
             {"outcome": "cancelled"}
             if answer == "cancel"

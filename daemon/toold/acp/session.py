@@ -188,8 +188,9 @@ class AcpSession:
         wait = self.require_state().config.permissions.ask_timeout
         try:
             response = await self.outbox.ask(events.session_id, subject, reason, wait)
-        except (TimeoutError, ConnectionError) as exc:
-            # Never answered (permissions.ask_timeout), or the client is gone: denied.
+        except (TimeoutError, ConnectionError, RequestError) as exc:
+            # Never answered (permissions.ask_timeout), an error for an answer, or the
+            # client is gone: denied.
             log.info("no answer to the permission request for %s: %r", tool, exc)
             events.refused(call_id)
             return None

@@ -77,9 +77,17 @@ class AgentCapabilities(Wire):
     session: SessionCapabilities | None = None
 
 
+class ClientInfo(Wire):
+    """A client's ``info``, read leniently: toold needs only the name."""
+
+    name: str
+    title: str | None = None
+    version: str | None = None
+
+
 class InitializeRequest(Wire):
     protocol_version: int
-    info: Implementation | None = None
+    info: ClientInfo | None = None
     """Required by v2; read leniently (toold needs only the name)."""
     capabilities: dict[str, Any] = Field(default_factory=dict)
 

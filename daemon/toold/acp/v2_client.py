@@ -293,8 +293,9 @@ class V2Client:
                 self.connection.send_request("session/request_permission", v2.dump(request)),
                 timeout,
             )
-        except TimeoutError:
-            await self.state(session_id, "running")  # denied: the turn goes on
+        except Exception:
+            # No answer (none in time, or an error for one): denied, and the turn goes on.
+            await self.state(session_id, "running")
             raise
         await self.state(session_id, "running")
         try:
