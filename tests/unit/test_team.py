@@ -291,7 +291,6 @@ def test_an_ending_session_stops_no_teammate_another_session_spawned_meanwhile(
     async def scenario() -> tuple[tuple[str, ...], bool]:
         await team.spawn("alice")
         await team.spawn("bob")
-        await asyncio.sleep(0.05)  # both wait on their mailboxes
         stopped = await team.end_session(1)
         running = team.is_running("bob")
         await team.close()
