@@ -24,9 +24,9 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import itertools
 import logging
 import os
+import secrets
 import shutil
 import signal
 import stat
@@ -63,7 +63,8 @@ INSTALL_HINT = (
     'bubblewrap) or set execution.tool_runner to another runner ("local" runs tools unsandboxed)'
 )
 PROBE_TIMEOUT = 15.0
-_cgroup_ids = itertools.count(1)
+CGROUP_PREFIX = "toold-"
+"""A root daemon's pids cgroups: ``/sys/fs/cgroup[/pids]/toold-<pid>-<random>``."""
 
 SANDBOX_UID = SANDBOX_GID = 1000
 """The sandbox user inside its user namespace: never 0, whoever runs the daemon."""
@@ -103,8 +104,7 @@ def _sweep_dead_etc_folders() -> None:
     except OSError:
         return
     for entry in entries:
-        pid, sep, _ = entry.name.removeprefix(ETC_PREFIX).partition("-")
-        if not sep or not pid.isdigit() or _alive(int(pid)):
+        if not _of_a_dead_process(entry.name, ETC_PREFIX):
             continue  # an older toold's unnamed folder, or a live process's: not ours to judge
         try:  # only this user's own folder: /tmp is shared, and a link is never followed
             info = entry.stat(follow_symlinks=False)
@@ -112,6 +112,14 @@ def _sweep_dead_etc_folders() -> None:
             continue
         if stat.S_ISDIR(info.st_mode) and info.st_uid == uid:
             shutil.rmtree(entry.path, ignore_errors=True)
+
+
+def _of_a_dead_process(name: str, prefix: str) -> bool:
+    """Whether ``name`` is ``<prefix><pid>-...`` of a process that no longer runs."""
+    if not name.startswith(prefix):
+        return False
+    pid, sep, _ = name.removeprefix(prefix).partition("-")
+    return bool(sep) and pid.isdigit() and not _alive(int(pid))
 
 
 def _alive(pid: int) -> bool:
@@ -230,12 +238,18 @@ class PidsCgroup:
             parent = base  # cgroup v2
         else:
             return None
-        path = parent / f"toold-{os.getpid()}-{next(_cgroup_ids)}"
+        _sweep_dead_cgroups(parent)
+        # Random as well as the pid: a killed daemon's cgroup keeps its name, pids are reused.
+        path = parent / f"{CGROUP_PREFIX}{os.getpid()}-{secrets.token_hex(4)}"
         try:
             path.mkdir()
             (path / "pids.max").write_text(str(limit))
         except OSError as exc:
-            log.info("no pids cgroup for the bwrap runner: %s", exc)
+            log.warning(
+                "no pids cgroup for the bwrap runner, so execution.pids_limit does not bind "
+                "this root daemon's sandbox: %s",
+                exc,
+            )
             with contextlib.suppress(OSError):
                 path.rmdir()
             return None
@@ -249,6 +263,18 @@ class PidsCgroup:
     def remove(self) -> None:
         """Kill what is left in the cgroup and delete it (blocking, bounded)."""
         self._finalizer()
+
+
+@functools.cache
+def _sweep_dead_cgroups(parent: Path) -> None:
+    """Remove the empty cgroups of dead toold processes, once per process: a killed daemon
+    cannot remove its own (its sandbox died with it), and the folder must not grow with
+    every kill. A live process's cgroup, or one with a task in it, is left alone."""
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(parent):
+            if _of_a_dead_process(entry.name, CGROUP_PREFIX):
+                with contextlib.suppress(OSError):
+                    os.rmdir(entry.path)  # EBUSY while a task is in it
 
 
 def _remove_cgroup(path: Path) -> None:
