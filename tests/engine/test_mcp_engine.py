@@ -282,3 +282,26 @@ def test_http_with_no_daemon_serves_in_its_own_process(engines: Engines, workspa
     assert not result.is_error and text(result) == "Wrote 1 characters to x.txt", result
     assert user.asked == 1
     assert live_engines(engines.runtime) == []
+
+
+def test_daemon_stop_ends_an_http_listener_and_says_so(engines: Engines, workspace: Path) -> None:
+    """``toold daemon stop`` while ``toold mcp --http`` serves through the engine: the port
+    closes, and the foreground process exits 1 naming the engine's log (a script that
+    runs it sees why its server went away), not 0 as after its own SIGTERM."""
+
+    async def scenario(server: HttpServer) -> types.ListToolsResult:
+        async with sdk_client(server, "legacy", TOKEN) as client:
+            return await client.list_tools()
+
+    with toold_http(workspace, token=TOKEN, env=engines.env) as server:
+        listed = asyncio.run(asyncio.wait_for(scenario(server), 60))
+        pid = engines.status(workspace)["pid"]
+        stopped = engines.toold("daemon", "stop", "--workspace", str(workspace), cwd=workspace)
+        assert stopped.returncode == 0, stopped.stdout + stopped.stderr
+        assert server.proc.wait(60) == 1
+        assert _refused(server)
+        wait_gone(pid)
+    assert any(tool.name == "read_file" for tool in listed.tools)
+    said = "".join(server.stderr)
+    assert f"the engine stopped serving {server.url}" in said and ".log" in said, said
+    assert live_engines(engines.runtime) == []
