@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from toold.permissions.commands import analyse
+from toold.permissions.reach import shell_reaches
 from toold.permissions.rules import (
     Rule,
     allow_rule,
@@ -15,7 +16,6 @@ from toold.permissions.rules import (
     match_value,
     parse_rules,
     path_rule,
-    shell_reaches,
 )
 
 

@@ -50,14 +50,13 @@ from toold.permissions.escalation import SELF_ESCALATION as SELF_ESCALATION
 from toold.permissions.escalation import loosens_guard, writes_git
 from toold.permissions.escalation import protected as protected
 from toold.permissions.paths import judging_in
+from toold.permissions.reach import Reach, reaching_rule
 from toold.permissions.rules import (
-    Reach,
     Rule,
     Subject,
     allow_rule,
     annotations_of,
     parse_rules,
-    reaching_rule,
     session_allows,
 )
 from toold.permissions.verdict import DENIED, Decision, Verdict, remedy
