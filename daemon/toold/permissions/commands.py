@@ -1,13 +1,8 @@
 """Classify a shell command: what runs, whether it only reads, whether it is dangerous.
 
-``analyse`` takes the parse (shell.py) and resolves each simple command into layers:
-the program and every program a wrapper runs (``sudo``, ``env``, ``command``,
-``builtin``, ``exec``, ``xargs``, ``nice``, ``ionice``, ``timeout``, ``nohup``,
-``stdbuf``, ``time``, ``chroot``, ``doas``, ``setsid``, ``coproc``, ``find -exec``).
-What cannot be resolved without running it is recorded, never guessed: a program
-name computed at run time, code handed to a shell or an interpreter (interpreters.py:
-``sh -c``, ``| sh``, here-strings, ``eval``, ``source``, ``python -c``, ``perl -e``...),
-assignments to variables that make programs run code (``BASH_ENV``, ``GIT_PAGER``...).
+``analyse`` takes the parse (shell.py) and resolves each simple command into layers
+(layers.py): the program and every program a wrapper runs, with what cannot be resolved
+without running it recorded, never guessed.
 
 The danger detector works on the same layers (danger.py, and redirections writing
 outside the workspace) and fails closed: an incomplete parse or anything unresolvable
@@ -26,28 +21,15 @@ import posixpath
 import re
 import shlex
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
 
 from toold.permissions.danger import DANGER_PROGRAMS, program_danger
-from toold.permissions.interpreters import (
-    CODE_VARIABLE,
-    INTERPRETER,
-    SHELLS,
-    code_reason,
-    git_arguments,
-    skip_options,
-)
-from toold.permissions.paths import (
-    LOOP_WORD,
-    escapes,
-    judging,
-    loop_paths,
-    names_any,
-    names_outside,
-)
+from toold.permissions.interpreters import INTERPRETER, SHELLS, code_reason
+from toold.permissions.layers import Layer, Resolved, resolve, wrapped
+from toold.permissions.paths import escapes, judging, loop_paths, names_any, names_outside
 from toold.permissions.readonly import PROGRAMS, has_option, is_read_only, operands
-from toold.permissions.shell import Script, SimpleCommand, harmless, parse
+from toold.permissions.shell import Script, harmless, parse
 
 _PLAIN_VARIABLE = re.compile(
     r"^(?:\w*[a-z]\w*|LC_\w+|LANG|LANGUAGE|TZ|NO_COLOR|FORCE_COLOR|CLICOLOR\w*|COLUMNS|LINES|TERM)$"
@@ -70,7 +52,6 @@ _WRAPPERS = frozenset(
     {"sudo", "doas", "env", "command", "builtin", "nohup", "coproc", "setsid", "exec", "nice"}
     | {"ionice", "stdbuf", "time", "timeout", "chroot", "xargs", "find"}
 )
-_GLOB = re.compile(r"[*?\[]")
 _RUNTIME_TEXT = re.compile(r"[$`{(]")
 _QUOTES = re.compile(r"[\'\"\\]")
 _SQL = re.compile(r"\bdrop\s+table\b|\bdelete\s+from\b", re.IGNORECASE)
@@ -78,45 +59,9 @@ PROTECTED = ("toold.toml", ".toold")
 MAX_COMMAND = 64 * 1024
 """Longer command lines are not parsed (the parse time grows with the text): they ask."""
 _NAME_QUOTED = re.compile(r"[\'\"\\]")
-_NOT_A_NAME = re.compile(r"[\s\'\"\\]")
 _ENVIRON = re.compile(r"/proc\b.*env", re.DOTALL)
 """/proc/self/environ, /proc/*/env*, cd /proc/1; cat environ: a process's environment."""
 _LISTS_VARIABLES = frozenset({"set", "declare", "typeset", "export", "readonly", "local"})
-
-
-@dataclass
-class Layer:
-    """One program of a simple command: the command itself or what a wrapper runs."""
-
-    program: str
-    """The basename of the program."""
-    path: str
-    args: list[str | None]
-    via: str | None = None
-    """The wrapper that runs it (None for the command itself)."""
-    stdin_args: bool = False
-    """Arguments are added at run time (xargs)."""
-    parent: int | None = None
-    """Index of the wrapper's layer in ``Resolved.layers``."""
-    texts: list[str] = field(default_factory=list)
-    """Each argument as written (for those only known at run time)."""
-
-    def normalised(self) -> str:
-        """The layer as rules see it: basename, git's global options dropped, quotes normalised."""
-        args = git_arguments(self.args) if self.program == "git" else self.args
-        return shlex.join([self.program, *("$?" if a is None else a for a in args)])
-
-
-@dataclass
-class Resolved:
-    """A simple command resolved into layers, with what could not be resolved."""
-
-    command: SimpleCommand
-    layers: list[Layer] = field(default_factory=list)
-    dynamic: str | None = None
-    """Why the program that runs cannot be known (a name computed at run time)."""
-    code: str | None = None
-    """Why it runs code the parse cannot see."""
 
 
 @dataclass
@@ -187,111 +132,7 @@ def _may_name_anything(r: Resolved, names: tuple[str, ...]) -> bool:
     return False
 
 
-_VALUED = {"nice": "n", "ionice": "cnp", "stdbuf": "ioe", "time": "fo"}
-"""Short options that take a value, per wrapper (``time -p`` takes none: rm follows)."""
 _FIND_DELETERS = frozenset({"rm", "unlink", "shred", "truncate", "rmdir"})
-
-
-def program_name(path: str) -> str:
-    """The program as the tables name it: the basename, lower case, without ``.exe``.
-
-    A case-insensitive file system (macOS) runs git for ``GIT``; WSL runs Windows
-    programs named ``git.exe``. The danger tables judge them as git; read-only needs
-    the name exactly as listed.
-    """
-    name = (posixpath.basename(path) or path).lower()
-    return name[:-4] if name.endswith(".exe") and len(name) > 4 else name
-
-
-def _inner(program: str, args: list[str | None]) -> list[list[str | None]] | None:
-    """The argument lists of the programs a wrapper runs (None: not a wrapper)."""
-    if program in ("sudo", "doas"):
-        return [args[skip_options(args, "ugCDhprtTUa", ("--user", "--group", "--chdir")) :]]
-    if program == "env":
-        i = skip_options(args, "uCPS", ("--unset", "--chdir", "--split-string"))
-        while i < len(args) and args[i] is not None and "=" in str(args[i]):
-            i += 1
-        return [args[i:]]
-    options = [a for a in args[: skip_options(args, "")] if a is not None]
-    if program == "command" and any(set(a[1:]) & set("vV") for a in options):
-        return []  # command -v only prints where a program is
-    if program in ("command", "builtin", "nohup", "coproc", "setsid", "exec"):
-        return [args[skip_options(args, "a") :]]
-    if program in _VALUED:
-        return [
-            args[skip_options(args, _VALUED[program], ("--adjustment", "--output", "--format")) :]
-        ]
-    if program in ("timeout", "chroot"):
-        i = skip_options(args, "sk", ("--signal", "--kill-after", "--userspec", "--groups"))
-        return [args[i + 1 :]]
-    if program == "xargs":
-        i = skip_options(args, "InPLdEsa", ("--max-args", "--max-procs", "--delimiter"))
-        return [args[i:] or ["echo"]]
-    if program == "find":
-        bodies: list[list[str | None]] = []
-        for i, arg in enumerate(args):
-            if arg in ("-exec", "-execdir", "-ok", "-okdir"):
-                body: list[str | None] = []
-                for word in args[i + 1 :]:
-                    if word in (";", "+"):
-                        break
-                    body.append(word)
-                bodies.append(body)
-        return bodies
-    return None
-
-
-def _texts_of(inner: list[str | None], args: list[str | None], texts: list[str]) -> list[str]:
-    """How the words of a wrapped command were written: its slice of the wrapper's words."""
-    n = len(inner)
-    starts = [len(args) - n, *range(len(args) - n + 1)]
-    for start in starts:
-        if n and start >= 0 and args[start : start + n] == inner:
-            return texts[start : start + n]
-    return ["$X" for _ in inner]  # xargs' default echo: nothing was written
-
-
-def _resolve(cmd: SimpleCommand, loops: frozenset[str] = frozenset()) -> Resolved:
-    out = Resolved(cmd)
-    texts = [w.text for w in cmd.words]
-    for i, text in enumerate(texts):
-        found = LOOP_WORD.match(text)
-        if found and found.group(1) in loops:
-            texts[i] = "loop-item"  # one of the loop's paths, all inside the workspace
-    for variable, _ in cmd.assignments:
-        if CODE_VARIABLE.match(variable):
-            out.code = f"assigning {variable} changes what programs run"
-    pending: list[tuple[list[str | None], int | None, bool, list[str]]] = [
-        (cmd.argv, None, False, texts)
-    ]
-    while pending:
-        argv, parent, stdin_args, texts = pending.pop(0)
-        via = None if parent is None else out.layers[parent].program
-        if not argv:
-            continue
-        name = argv[0]
-        if (
-            name is None
-            or (_GLOB.search(name) and name not in ("[", "[["))
-            or name[:1] == "~"
-            or _NOT_A_NAME.search(name)
-        ):
-            shown = cmd.words[0].text if via is None and cmd.words else (name or "$?")
-            out.dynamic = f"the program name {shown} cannot be resolved"
-            continue
-        layer = Layer(program_name(name), name, list(argv[1:]), via, stdin_args, parent)
-        layer.texts = texts[1:] if len(texts) == len(argv) else ["$X" for _ in layer.args]
-        index = len(out.layers)
-        out.layers.append(layer)
-        out.code = out.code or code_reason(layer.program, layer.args)
-        if layer.program == "env":
-            for arg in layer.args:
-                if arg is not None and "=" in arg and CODE_VARIABLE.match(arg.split("=")[0]):
-                    out.code = f"assigning {arg.split('=')[0]} changes what programs run"
-        for inner in _inner(layer.program, layer.args) or []:
-            inner_texts = _texts_of(inner, layer.args, layer.texts)
-            pending.append((inner, index, stdin_args or layer.program == "xargs", inner_texts))
-    return out
 
 
 def _layer_danger(layer: Layer) -> str | None:
@@ -307,7 +148,7 @@ def _program_layer_danger(layer: Layer) -> str | None:
         return f"xargs passes the arguments it reads to {prog}"
     if prog == "env" and operands(args, "uCPS"):
         return "an env prefix"
-    inner = None if prog == "find" else _inner(prog, args)  # find's own words all count
+    inner = None if prog == "find" else wrapped(prog, args)  # find's own words all count
     if inner is None:
         return program_danger(prog, args, layer.stdin_args, layer.texts)
     # A wrapper's own words (env -C DIR, sudo --chdir=DIR, timeout 5) are judged here;
@@ -410,7 +251,7 @@ def _environment_danger(script: Script, resolved: list[Resolved]) -> str | None:
                 return "printenv prints the environment"
             if layer.program == "ps" and not is_read_only("ps", layer.args):
                 return "ps e prints the environment of processes (the daemon's too)"
-            if layer.program == "env" and not any(_inner("env", layer.args) or [[]]):
+            if layer.program == "env" and not any(wrapped("env", layer.args) or [[]]):
                 return "env alone prints the environment"
             declared = cmd.kind == "declaration"
             bare = not layer.args or (
@@ -512,7 +353,7 @@ def _analyse(text: str) -> Analysis:
         return Analysis(text, script, [], reason, False)
     script = parse(text)
     loops = loop_paths(script)
-    resolved = [_resolve(c, loops) for c in script.commands]
+    resolved = [resolve(c, loops) for c in script.commands]
     read_only = (
         script.complete
         and not script.problems

@@ -36,7 +36,8 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from toold.permissions.commands import Analysis, Resolved, analyse, changes_behaviour
+from toold.permissions.commands import Analysis, analyse, changes_behaviour
+from toold.permissions.layers import Resolved
 from toold.permissions.readonly import PROGRAMS
 from toold.permissions.shell import Word
 from toold.tools.annotations import ToolAnnotations
