@@ -9,9 +9,10 @@ from typing import Any, TypeVar
 
 import pytest
 
+from toold.assembly import bind
 from toold.tools.context import CallContext
 from toold.tools.toolset import ToolOutcome
-from toold.workspace import WorkspaceState, bind
+from toold.workspace import WorkspaceState
 
 T = TypeVar("T")
 

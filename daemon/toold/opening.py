@@ -45,7 +45,7 @@ async def open_workspace(
     """
 
     def bound() -> WorkspaceState:
-        from toold.workspace import bind  # on the worker thread: the tools load off the loop
+        from toold.assembly import bind  # on the worker thread: the tools load off the loop
 
         return bind(
             root, overrides, push, report, execution_events, ask=ask, warn=warn, confirm=confirm

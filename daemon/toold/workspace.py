@@ -1,51 +1,46 @@
-"""Everything one workspace binds: configuration, stores, runner and tools.
+"""WorkspaceState: everything one workspace binds (configuration, stores, runner, tools).
 
-Built on a worker thread by toold.opening.open_workspace, the one way every front end
-opens a workspace.
+Bound by toold.assembly.bind, on a worker thread of toold.opening.open_workspace, the one
+way every front end opens a workspace. The state reloads its configuration (loosening
+changes held for the user's answer, the gate of toold.config_gate shut while it is
+invalid), runs background jobs' commands and releases it all (``aclose``); make_guard
+and make_agents build the parts a reload replaces.
 Nothing here imports pygls: changes leave through the ``push`` callback.
 """
 
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import logging
-import posixpath
 import threading
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from toold.agents.provider import AnthropicProvider
 from toold.agents.system import AgentSystem
-from toold.checkpoints import KEY_NAME, CheckpointStore
-from toold.config import CONFIG_FILE, ConfigError, TooldConfig, load_config, strictest
+from toold.config import ConfigError, TooldConfig, load_config
+from toold.config_gate import MENDING, REFUSED, ConfigGate, GatedGuard, Held, gated
 from toold.diagnostics import step as diagnostics_step
 from toold.dispatch import run_judged
 from toold.gateway import ToolGateway
-from toold.hooks import Hooks
 from toold.jobs.manager import BackgroundManager, Outcome
 from toold.permissions.audit import AuditLog
-from toold.permissions.guard import CannotAsk, PermissionGuard, Verdict
+from toold.permissions.guard import CannotAsk, PermissionGuard
 from toold.permissions.loosening import chosen_keys, hold_back
-from toold.permissions.rules import PATH_FIELDS, parse_rules
 from toold.planning.skills import SkillLoader
-from toold.planning.tasks import TASKS_FILE, TaskManager
+from toold.planning.tasks import TaskManager
 from toold.planning.todos import TodoManager
-from toold.refusals import forget_refusal, hold_refused, remember_refusal
+from toold.refusals import forget_refusal, remember_refusal
 from toold.sandbox.runner import Sandbox, ToolRunner
-from toold.sandbox.runners import make_runner, make_sandbox
+from toold.sandbox.runners import make_sandbox
 from toold.team.manager import TeamManager
-from toold.tools.annotations import ToolAnnotations
 from toold.tools.builtin._login_shell import LoginEnvironment
 from toold.tools.context import CallContext
-from toold.tools.registry import BuiltinToolProvider
 from toold.tools.runtime import ToolRuntime
 from toold.tools.toolset import ToolSet
-from toold.user_state import secret_key
 from toold.watching import WatchHub
-from toold_protocol import names
 
 log = logging.getLogger(__name__)
 
@@ -69,100 +64,6 @@ HOW_TO_APPLY = (
     "(permissions/setMode), or send the settings from the editor (didChangeConfiguration); "
     "a restart keeps them out too (toold remembers what you refused)"
 )
-
-
-REFUSED = "agent tools are refused until it is fixed"
-MENDING = (
-    "the user's own calls, and reading or editing toold.toml, still work; "
-    "toold applies the file again as soon as it is saved valid"
-)
-
-
-@dataclass
-class ConfigGate:
-    """Why the configuration toold started with is invalid; None once a valid one applied."""
-
-    problem: str | None = None
-
-
-@dataclass
-class GatedGuard(PermissionGuard):
-    """A PermissionGuard that refuses every agent's call while the configuration is invalid.
-
-    An invalid toold.toml (or editor settings) never means the defaults: the rules and
-    the sandbox it asked for are unknown. Calls of the user (``origin="user"``) and file
-    calls that only read or write toold.toml itself still go through the guard as usual,
-    so the file can be mended; a valid reload opens the gate (WorkspaceState._apply_config).
-    """
-
-    gate: ConfigGate = field(default_factory=ConfigGate)
-    """Shared with every child guard (subagents, teammates): one reload opens them all."""
-
-    def refusal(
-        self,
-        tool: str,
-        args: Any,
-        origin: str,
-        annotations: ToolAnnotations | None,
-        paths: list[str] | None,
-    ) -> Verdict | None:
-        """An agent's call while the gate is shut (a hook's deny still comes first)."""
-        problem = self.gate.problem
-        if problem is None or origin == "user" or mends_config(args, annotations, paths):
-            return None
-        message = f"Refused: {problem}; {REFUSED} (reading and editing toold.toml still work)"
-        return Verdict(False, "denied", f"invalid configuration: {problem}", message)
-
-    def child(self, *, mode: Any = None, fail_closed: bool | None = None) -> PermissionGuard:
-        """PermissionGuard.child, behind the same gate."""
-        return gated(super().child(mode=mode, fail_closed=fail_closed), self.gate)
-
-
-def gated(guard: PermissionGuard, gate: ConfigGate) -> GatedGuard:
-    """``guard`` (every field of it) behind ``gate``."""
-    kept = {f.name: getattr(guard, f.name) for f in dataclasses.fields(guard) if f.init}
-    kept.pop("gate", None)
-    return GatedGuard(**kept, gate=gate)
-
-
-def mends_config(args: Any, annotations: ToolAnnotations | None, paths: list[str] | None) -> bool:
-    """Whether a call only reads or writes toold.toml itself with a file tool (no shell, no
-    code, nothing outside): what an agent may still do to help mend an invalid file."""
-    if annotations is None or annotations.shell or annotations.runs_code:
-        return False
-    if annotations.searches_folder:
-        return False  # a folder's search reads more than the file named
-    if annotations.open_world or not (annotations.read_only or annotations.writes_path):
-        return False
-    named = list(paths or [])
-    if isinstance(args, Mapping):
-        named += [args[k] for k in PATH_FIELDS if isinstance(args.get(k), str)]
-    return bool(named) and all(posixpath.normpath(path) == CONFIG_FILE for path in named)
-
-
-@dataclass(frozen=True)
-class Held:
-    """A reload's loosening changes, applied only once the user confirms them."""
-
-    config: TooldConfig
-    """The whole configuration the reload asked for."""
-    changes: tuple[str, ...]
-    overrides: dict[str, Any] | None
-    generation: int
-    """The reload that held them: a later reload makes this answer moot."""
-
-    @property
-    def summary(self) -> str:
-        """``toold.toml changed: permissions.mode default → bypass; new allow rule ...``."""
-        return "toold.toml changed: " + "; ".join(self.changes)
-
-    def asks_the_same(self, other: Held) -> bool:
-        """Whether ``other`` (a later reload) would ask the very same question."""
-        return (self.config, self.changes, self.overrides) == (
-            other.config,
-            other.changes,
-            other.overrides,
-        )
 
 
 @dataclass
@@ -474,15 +375,6 @@ def make_guard(config: TooldConfig, root: Path, ask: Asker | None) -> GatedGuard
     return gated(guard, ConfigGate())
 
 
-def make_checkpoints(config: TooldConfig, root: Path) -> CheckpointStore:
-    """The workspace's checkpoint store, in ``.toold/checkpoints``."""
-    store = CheckpointStore(
-        root, root / STATE_DIR / "checkpoints", 0, 0, key=lambda: secret_key(KEY_NAME)
-    )
-    store.configure(config.checkpoints, config.limits.max_file_size)
-    return store
-
-
 def make_agents(state: WorkspaceState) -> AgentSystem | None:
     """The agent system, when an API key is configured."""
     settings = state.config.agent
@@ -503,157 +395,3 @@ def make_agents(state: WorkspaceState) -> AgentSystem | None:
         drain=state.jobs.drain_notifications,
         background=state.jobs,
     )
-
-
-def bind(
-    root: Path,
-    overrides: dict[str, Any] | None,
-    push: Push,
-    on_config_error: Callable[[str], None],
-    execution_events: bool = False,
-    ask: Asker | None = None,
-    warn: Report | None = None,
-    confirm: Confirm | None = None,
-) -> WorkspaceState:
-    """Load the configuration, open the stores and bind every tool to them.
-
-    ``on_config_error`` shows why the configuration was refused (agents' calls are then
-    refused until it is fixed: see GatedGuard); ``warn`` shows warnings (a runner that
-    cannot work here); ``confirm`` asks about loosening reloads.
-    """
-    root = root.resolve()
-    config, guard = first_config(root, overrides, ask)
-    config, refused = hold_refused(root, config, overrides)
-    if refused is not None and guard.gate.problem is None:  # its loosening stays held
-        guard = make_guard(config, root, ask)
-    state_dir = root / STATE_DIR
-
-    def emit_event(event: dict[str, Any]) -> None:
-        if state.execution_events:
-            push(names.EXECUTION_EVENT, event)
-
-    todos = TodoManager(
-        state_dir / "todos.json",
-        lock_path=state_dir / "todos.lock",
-        on_change=lambda items: push(names.TODOS_CHANGED, {"todos": items}),
-    )
-    tasks = TaskManager(
-        root / TASKS_FILE,
-        lock_path=state_dir / "tasks.lock",
-        backup_path=state_dir / "tasks.json.bak",
-        on_change=lambda snapshot: push(names.TASKS_CHANGED, {"tasks": snapshot}),
-    )
-    skills = SkillLoader(root)
-    jobs = BackgroundManager(
-        state_dir / "jobs",
-        execute=lambda *a: state.run_job_command(*a),
-        on_finished=lambda job: push(names.JOBS_FINISHED, job),
-        max_finished=config.limits.max_finished_jobs,
-        max_running=config.limits.max_running_jobs,
-        max_running_per_session=config.limits.max_running_jobs_per_session,
-    )
-    runtime = ToolRuntime(
-        workspace=root,
-        config=config,
-        todos=todos,
-        tasks=tasks,
-        skills=skills,
-        background=jobs,
-        # Captured at the first bash call that runs in it (toold.tools.builtin._login_shell).
-        login_environment=LoginEnvironment(root),
-    )
-    toolset = ToolSet(BuiltinToolProvider(runtime).get_tools())
-    runner = make_runner(config, root, emit_event, guard.audit)
-    state = WorkspaceState(
-        root=root,
-        config=config,
-        runtime=runtime,
-        toolset=toolset,
-        runner=runner,
-        todos=todos,
-        tasks=tasks,
-        skills=skills,
-        jobs=jobs,
-        push=push,
-        guard=guard,
-        gateway=ToolGateway(
-            toolset,
-            guard,
-            runner,
-            hooks=Hooks(root, config.hooks),
-            checkpoints=make_checkpoints(config, root),
-        ),
-        execution_events=execution_events,
-        overrides=overrides,
-        warn=warn,
-        confirm=confirm,
-        gate=guard.gate,
-    )
-    state.watcher.notice = state.notice
-    # Agents and the team run tools through the state's gateway: they come last.
-    state.team = runtime.team = TeamManager(
-        root,
-        state_dir,
-        agents=None,
-        push=lambda message: push(names.TEAM_MESSAGE, {"message": message}),
-        watcher=state.watcher,
-    )
-    state.set_agents(make_agents(state))
-    diagnostics_step.wire(
-        runtime,
-        runner,
-        lambda change: push(
-            names.DIAGNOSTICS_CHANGED, change.model_dump(mode="json", by_alias=True)
-        ),
-    )
-    tasks.load()
-    if state.config_problem is not None:
-        on_config_error(state.config_problem)
-    if refused is not None:
-        state.kept_out = refused
-        state._warn(refused)
-    state.warn_runner_problem()
-    return state
-
-
-def first_config(
-    root: Path, overrides: dict[str, Any] | None, ask: Asker | None
-) -> tuple[TooldConfig, GatedGuard]:
-    """The configuration and guard to start with; the guard's gate says why it is invalid.
-
-    Invalid never means the defaults: the strictest reading applies (toold.config.strictest:
-    the sandbox and the refusing rules it names, each valid by itself) and the guard's
-    gate is shut, refusing every agent's call until a valid configuration is applied.
-    """
-    try:
-        config = load_config(root, overrides)
-    except ConfigError as exc:
-        problem, config = str(exc), strictest(exc.data)
-    else:
-        try:
-            return config, make_guard(config, root, ask)
-        except ValueError as exc:  # a rule that does not parse
-            problem = f"the configuration is invalid ({exc})"
-            config = strictest(config.model_dump())
-    guard = make_guard(_parsable_rules(config), root, ask)
-    guard.gate.problem = problem
-    return config, guard
-
-
-def _parsable_rules(config: TooldConfig) -> TooldConfig:
-    """``config`` with only the refusing rules that parse each by itself."""
-
-    def parses(rule: str) -> bool:
-        try:
-            parse_rules([rule])
-        except ValueError:
-            return False
-        return True
-
-    perms = config.permissions
-    kept = {
-        key: [rule for rule in getattr(perms, key) if parses(rule)]
-        for key in ("deny", "forbid")
-        if hasattr(perms, key)
-    }
-    return config.model_copy(update={"permissions": perms.model_copy(update=kept)})

@@ -55,8 +55,8 @@ def _prepare(workspace: Path) -> None:
 
 
 async def _run(workspace: Path, calls: int, rounds: int, runner: str | None) -> dict[str, Any]:
+    from toold.assembly import bind
     from toold.tools.context import CallContext
-    from toold.workspace import bind
 
     def refused(message: str) -> None:
         raise RuntimeError(f"the configuration was refused: {message}")

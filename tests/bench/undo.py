@@ -77,8 +77,8 @@ def _stats(seconds: list[float]) -> dict[str, float]:
 
 
 async def _calls(workspace: Path, enabled: bool, calls: int, runner: str) -> dict[str, Any]:
+    from toold.assembly import bind
     from toold.tools.context import CallContext
-    from toold.workspace import bind
 
     def refused(message: str) -> None:
         raise RuntimeError(f"the configuration was refused: {message}")

@@ -56,8 +56,8 @@ def _block(seconds: list[float]) -> dict[str, float]:
 
 
 async def _run(workspace: Path, writes: int, large: int, runner: str | None) -> dict[str, Any]:
+    from toold.assembly import bind
     from toold.tools.context import CallContext
-    from toold.workspace import bind
 
     def refused(message: str) -> None:
         raise RuntimeError(f"the configuration was refused: {message}")

@@ -16,9 +16,10 @@ import socket
 from pathlib import Path
 from typing import Any
 
+from toold.assembly import bind
 from toold.server import LspSession, create_server
 from toold.transport import HEADER_LIMIT, FrameWriter
-from toold.workspace import WorkspaceState, bind
+from toold.workspace import WorkspaceState
 
 TIMEOUT_S = 20.0
 ASKING = {"window": {"showMessage": {"messageActionItem": {"additionalPropertiesSupport": False}}}}

@@ -24,8 +24,8 @@ from mcp.shared.exceptions import MCPError
 
 from tests.interaction.loop import Loop
 from tests.interaction.sessions import Job, Result, as_text
+from toold.assembly import bind
 from toold.bridge.mcp_server import JOB_URI, build_server
-from toold.workspace import bind
 
 JOB_PREFIX = JOB_URI.format(job_id="")
 

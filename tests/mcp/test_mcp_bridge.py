@@ -279,7 +279,7 @@ def test_the_daemon_never_imports_the_mcp_sdk() -> None:
     """Nor does the engine, to start, bind and serve editors: it loads the SDK when an
     ``mcp`` session serves (toold.bridge.attached imports it then)."""
     probe = (
-        "import sys, toold.cli, toold.server, toold.handlers, toold.workspace,"
+        "import sys, toold.cli, toold.server, toold.handlers, toold.assembly,"
         " toold.engine.engine, toold.engine.serving, toold.engine.relay, toold.bridge.attached\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('mcp', 'mcp_types')))"
     )

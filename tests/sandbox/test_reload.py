@@ -14,8 +14,8 @@ from tests.e2e.wire import WireClient
 from tests.processes import process_alive, wait_gone
 from tests.sandbox.conftest import Daemon, progress_until, start_call
 from tests.waiting import wait_until
+from toold.assembly import bind
 from toold.sandbox.channel import SandboxUnavailable
-from toold.workspace import bind
 
 # One daemon per toold.toml, its runner's processes found by its pid (conftest.py).
 pytestmark = pytest.mark.usefixtures("private_daemon")

@@ -21,9 +21,11 @@ import pytest
 from tests.e2e.wire import WireClient
 from tests.engine.support import Engines
 from tests.waiting import wait_until
+from toold.assembly import bind
 from toold.config import ConfigError, load_config
+from toold.config_gate import GatedGuard
 from toold.tools.context import CallContext
-from toold.workspace import GatedGuard, WorkspaceState, bind
+from toold.workspace import WorkspaceState
 
 SECRET = "canary-secret-5d1e"
 TYPO = """\

@@ -24,8 +24,9 @@ from typing import Any
 import pytest
 
 from tests.security.conftest import DenyingClient
+from toold.assembly import bind
 from toold.tools.context import CallContext
-from toold.workspace import WorkspaceState, bind
+from toold.workspace import WorkspaceState
 
 SECRETS = {".env": "API_TOKEN=canary-env-9137\n", "secrets/key.txt": "canary-key-4412\n"}
 PLAIN = {"src/main.py": "print('hello-plain')\n", "d/inner.txt": "inside d\n"}

@@ -27,10 +27,10 @@ import pytest
 from tests.calls import user_call
 from tests.e2e.wire import WireClient
 from tests.waiting import wait_until
+from toold.assembly import bind
 from toold.permissions import redaction
 from toold.permissions.redaction import REDACTED, StreamRedactor, redact, redact_text
 from toold.tools import BuiltinToolProvider, ToolRuntime, ToolSet
-from toold.workspace import bind
 
 CANARY = "Cq7" + "zN4hunter2Wx"
 ENV_CANARY = "Ev9" + "kT2canaryQ8rL5"

@@ -14,12 +14,13 @@ from typing import Any
 import pytest
 
 from tests.bound import call, run_bound
+from toold.assembly import make_checkpoints
 from toold.checkpoints import CheckpointStore
 from toold.checkpoints.index import LEGACY
 from toold.config import TooldConfig
 from toold.errors import CheckpointConflict, CheckpointStoreError
 from toold.permissions.guard import protected
-from toold.workspace import WorkspaceState, make_checkpoints
+from toold.workspace import WorkspaceState
 
 
 @pytest.fixture(autouse=True)

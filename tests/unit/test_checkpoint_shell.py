@@ -18,6 +18,7 @@ import pytest
 
 from tests.bound import call, run_bound
 from tests.trees import SCENARIO, fingerprint, seed
+from toold.assembly import bind
 from toold.checkpoints import CheckpointStore
 from toold.checkpoints.baseline import IN_Q_OVERFLOW, Baseline, Snapshot
 from toold.checkpoints.walk import Seen, Walk
@@ -26,7 +27,7 @@ from toold.inotify import Inotify
 from toold.search.ignore import IGNORE_FILES, IgnoreRules
 from toold.search.walk import SKIP_DIRS
 from toold.tools.context import CallContext
-from toold.workspace import WorkspaceState, bind
+from toold.workspace import WorkspaceState
 from toold_protocol.models import CheckpointsListResult
 
 

@@ -19,9 +19,10 @@ from typing import Any
 
 import pytest
 
+from toold.assembly import bind
 from toold.permissions import rules
 from toold.tools.context import CallContext
-from toold.workspace import WorkspaceState, bind
+from toold.workspace import WorkspaceState
 
 HELD_SECONDS = 60.0
 """How long a held judgement waits for the test before it goes on (a failing run)."""

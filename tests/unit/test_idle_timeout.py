@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any
 
 from tests.processes import wait_gone
+from toold.assembly import bind
 from toold.jobs.manager import BackgroundManager
 from toold.sandbox.process import run_command
 from toold.tools.builtin.shell import idle_limit, idle_message
-from toold.workspace import bind
 
 from .conftest import Call, ToolsWith
 

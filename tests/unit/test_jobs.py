@@ -13,10 +13,11 @@ from typing import Any
 import pytest
 
 from tests.processes import process_gone
+from toold.assembly import bind
 from toold.config import ConfigError, load_config
 from toold.jobs.manager import BackgroundManager, Outcome
 from toold.tools.context import CallContext
-from toold.workspace import WorkspaceState, bind
+from toold.workspace import WorkspaceState
 from toold_protocol import METHODS, names
 
 from .conftest import Call

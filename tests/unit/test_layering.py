@@ -58,7 +58,7 @@ STORES = (
     "checkpoints",
     "hooks",
 )
-SERVICES = ("agents", "workspace", "gateway", "watch", "opening")
+SERVICES = ("agents", "workspace", "assembly", "config_gate", "gateway", "watch", "opening")
 """Below the wire too: they hold the workspace and the agents, whatever front end drives them."""
 
 SANDBOX_PRIMITIVES = ("toold.sandbox.paths", "toold.sandbox.process")
@@ -358,12 +358,12 @@ def test_the_sandbox_primitives_import_nothing_of_toold() -> None:
     assert not wrong, "the primitives sit below every subsystem:\n" + "\n".join(wrong)
 
 
-OPENERS = {"toold.workspace": "bind", "toold.watch": "watch_workspace"}
+OPENERS = {"toold.assembly": "bind", "toold.watch": "watch_workspace"}
 """What opens a workspace: only toold.opening.open_workspace calls them (issue 28)."""
 
 
 def _openers_used(path: Path) -> set[str]:
-    """``toold.workspace.bind`` / ``toold.watch.watch_workspace`` as ``path`` reaches them:
+    """``toold.assembly.bind`` / ``toold.watch.watch_workspace`` as ``path`` reaches them:
     imported by name, or as an attribute of their module imported whole."""
     found = set()
     modules: dict[str, str] = {}  # local name → module imported whole

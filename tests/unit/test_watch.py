@@ -11,9 +11,10 @@ from typing import Any
 
 import pytest
 
+from toold.assembly import bind
 from toold.watch import watch_workspace
 from toold.watching import POLLING_ENV
-from toold.workspace import WorkspaceState, bind
+from toold.workspace import WorkspaceState
 from toold_protocol import METHODS, names
 
 WAIT_S = 5.0

@@ -154,7 +154,7 @@ class Engine:
         # while the workspace binds: the bind waits on the runner's probe and other
         # subprocesses, time the stack's import fills. Importing both graphs at once
         # from the start would have two threads in pydantic's own imports.
-        await asyncio.to_thread(importlib.import_module, "toold.workspace")
+        await asyncio.to_thread(importlib.import_module, "toold.assembly")
         # The stack of the session that came (the relay says hello as soon as the engine
         # listens): an MCP client's engine loads the MCP SDK, not the LSP stack.
         self.stack_for(self.first_kind or STACK_LSP)
