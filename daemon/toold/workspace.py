@@ -25,7 +25,8 @@ from toold.config_gate import MENDING, REFUSED, ConfigGate, GatedGuard, Held, ga
 from toold.diagnostics import step as diagnostics_step
 from toold.dispatch import run_judged
 from toold.gateway import ToolGateway
-from toold.jobs.manager import BackgroundManager, Outcome
+from toold.jobs.manager import BackgroundManager
+from toold.jobs.records import Outcome
 from toold.permissions.audit import AuditLog
 from toold.permissions.guard import CannotAsk, PermissionGuard
 from toold.permissions.loosening import chosen_keys, hold_back

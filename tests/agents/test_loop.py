@@ -14,7 +14,8 @@ from tests.agents.conftest import API_KEY, ModelServer, tool_results
 from toold.agents.loop import AgentContext, agent_loop, notifications_block
 from toold.agents.provider import AnthropicProvider
 from toold.gateway import ToolGateway
-from toold.jobs.manager import BackgroundManager, Outcome
+from toold.jobs.manager import BackgroundManager
+from toold.jobs.records import Outcome
 from toold.permissions.audit import AuditLog
 from toold.permissions.guard import PermissionGuard
 from toold.tools import formats

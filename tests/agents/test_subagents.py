@@ -16,7 +16,8 @@ from tests.calls import user_call
 from toold.agents.provider import AnthropicProvider
 from toold.agents.system import AGENT_TYPES, AgentSystem
 from toold.gateway import ToolGateway
-from toold.jobs.manager import BackgroundManager, Outcome
+from toold.jobs.manager import BackgroundManager
+from toold.jobs.records import Outcome
 from toold.permissions.guard import PermissionGuard
 from toold.tools.registry import BuiltinToolProvider
 from toold.tools.runtime import ToolRuntime

@@ -26,7 +26,8 @@ import pytest
 
 from tests.e2e.wire import WireClient
 from tests.hardening.support import start_daemon
-from toold.jobs.manager import BackgroundManager, Outcome
+from toold.jobs.manager import BackgroundManager
+from toold.jobs.records import Outcome
 from toold.team.mailbox import Mailboxes, new_message
 
 

@@ -11,7 +11,8 @@ import pytest
 
 from toold.config import load_config
 from toold.fairness import caller
-from toold.jobs.manager import BackgroundManager, JobLimitReached, Outcome
+from toold.jobs.manager import BackgroundManager, JobLimitReached
+from toold.jobs.records import Outcome
 
 
 class Held:

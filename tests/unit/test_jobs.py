@@ -15,7 +15,8 @@ import pytest
 from tests.processes import process_gone
 from toold.assembly import bind
 from toold.config import ConfigError, load_config
-from toold.jobs.manager import BackgroundManager, Outcome
+from toold.jobs.manager import BackgroundManager
+from toold.jobs.records import Outcome
 from toold.tools.context import CallContext
 from toold.workspace import WorkspaceState
 from toold_protocol import METHODS, names

@@ -21,7 +21,8 @@ temp files found there under that lock are stale (a daemon killed mid-write) and
 Several daemons may share a workspace: each record names the daemon that runs it
 (``owner``: its pid and start time). A daemon starting up marks a running record as
 failed only when its owner is gone; a job another live daemon runs is listed as
-running and must be cancelled through that daemon.
+running and must be cancelled through that daemon. The record, the outcome and the
+owner's identity: toold.jobs.records.
 """
 
 from __future__ import annotations
@@ -35,12 +36,13 @@ import os
 import secrets
 import string
 from collections.abc import Awaitable, Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from toold.errors import ForeignJob, UnknownJob
 from toold.fairness import caller
+from toold.jobs.records import JobRecord, Outcome, owner_alive, process_identity
 from toold.permissions.redaction import StreamRedactor, redact_text
 from toold.sandbox.paths import DIR_FLAGS
 from toold.sandbox.process import CappedText
@@ -66,45 +68,10 @@ MAX_RUNNING = 64
 MAX_RUNNING_PER_SESSION = 16
 LOCK_FILE = ".lock"
 
-
-@dataclass
-class Outcome:
-    """What ``execute`` reports about a finished command."""
-
-    text: str
-    exit_code: int | None
-    timed_out: bool = False
-    is_error: bool = False
-
-
 Execute = Callable[..., Awaitable[Outcome]]
 """Runs a command through the configured runner: (command, timeout, on_output), and the
 job's idle timeout as a fourth argument when background_run gave one."""
 Work = Callable[[Callable[[str], None]], Awaitable[Outcome]]
-
-
-@dataclass
-class JobRecord:
-    """A job as stored in ``.toold/jobs/<id>.json``."""
-
-    job_id: str
-    command: str
-    timeout: int
-    status: str = "running"
-    exit_code: int | None = None
-    started_at: str = field(default_factory=now)
-    finished_at: str | None = None
-    result: str | None = None
-    error: str | None = None
-    owner: str | None = None
-    """``pid:start-time`` of the daemon running the job (None in older records)."""
-
-    def public(self) -> dict[str, Any]:
-        """The record without internal fields."""
-        data = asdict(self)
-        data.pop("timeout")
-        data.pop("owner")
-        return data
 
 
 def _redacted(record: JobRecord) -> bool:
@@ -114,27 +81,6 @@ def _redacted(record: JobRecord) -> bool:
     record.result = None if record.result is None else redact_text(record.result)
     record.error = None if record.error is None else redact_text(record.error)
     return (record.command, record.result, record.error) != before
-
-
-def process_identity(pid: int) -> str | None:
-    """``pid:start-time`` (clock ticks since boot): tells a process from a later one with
-    the same pid; None when no such process runs (or /proc is unavailable)."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            fields = fh.read().rsplit(b")", 1)[1].split()
-    except (OSError, IndexError):
-        return None
-    if fields[0] == b"Z":
-        return None
-    return f"{pid}:{int(fields[19])}"
-
-
-def owner_alive(owner: str | None) -> bool:
-    """Whether the daemon ``owner`` names still runs."""
-    if not owner or ":" not in owner:
-        return False
-    pid = owner.split(":", 1)[0]
-    return pid.isdigit() and process_identity(int(pid)) == owner
 
 
 class JobLimitReached(Exception):
