@@ -2,16 +2,17 @@
 
 Two layers. detect-secrets' regex plugins (AWS, GitHub, GitLab, Slack, Stripe, JWT,
 OpenAI, npm, PyPI, SendGrid, Twilio, private keys, ...) are a maintained catalogue of
-token shapes; they are imported on first need (about 0.15 s) and run only on strings a
-cheap prefilter lets through. toold's own rules add what a shape cannot show: values
-after secret-looking names (``DB_PASS=``, ``"apiKey": ...``, ``export TOKEN=``),
-Authorization headers of any scheme, URL userinfo, ``--password``-style arguments,
-``-pX`` for mysql-like programs, ``curl -u user:pass``, whole private-key blocks, and
-token prefixes the catalogue lacks (``github_pat_``, ``AIza``, ``hf_``, ``sk-ant-``...).
-Flags are found at any word boundary and in any quoting (``"--token" "x"``,
-``["--password", "x"]``, ``\\"--secret=x\\"``). The values of the daemon's own secret
-variables (ANTHROPIC_API_KEY...) are redacted wherever they appear literally.
-StreamRedactor does the same for text written in pieces (a job's log, a spill file).
+token shapes (detectors.py runs them); they are imported on first need (about 0.15 s)
+and run only on strings a cheap prefilter lets through. toold's own rules add what a
+shape cannot show: values after secret-looking names (``DB_PASS=``, ``"apiKey": ...``,
+``export TOKEN=``), Authorization headers of any scheme, URL userinfo,
+``--password``-style arguments, ``-pX`` for mysql-like programs, ``curl -u user:pass``,
+whole private-key blocks, and token prefixes the catalogue lacks (``github_pat_``,
+``AIza``, ``hf_``, ``sk-ant-``...). Flags are found at any word boundary and in any
+quoting (``"--token" "x"``, ``["--password", "x"]``, ``\\"--secret=x\\"``). The values
+of the daemon's own secret variables (ANTHROPIC_API_KEY...) are redacted wherever they
+appear literally. StreamRedactor does the same for text written in pieces (a job's log,
+a spill file).
 
 Left readable on purpose: names that only resemble secrets (``max_tokens``,
 ``keyboard``), file paths, 40-hex git hashes and UUIDs (no entropy detector runs: it
@@ -20,13 +21,13 @@ cannot tell a hash from a key, and hashes are what logs are for).
 
 from __future__ import annotations
 
-import bisect
 import functools
-import itertools
 import os
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
+
+from toold.permissions.detectors import detected
 
 REDACTED = "[REDACTED]"
 
@@ -162,9 +163,6 @@ _HEADED_RULES = (
     (_TOKEN_USERINFO, ("://",)),
 )
 _NEXT_ARG_HINTS = ("sshpass", "redis-cli", "docker", "password", "smbclient")
-# detect-secrets' plugins that cannot tell a secret from a hash or an address.
-_SKIPPED_PLUGINS = frozenset({"Base64 High Entropy String", "Hex High Entropy String"})
-_SKIPPED_PLUGINS |= {"Public IP (ipv4)"}
 
 
 @functools.lru_cache(maxsize=4096)
@@ -250,7 +248,7 @@ def redact_text(text: str) -> str:
     if any(_DIGIT.search(run.group()) for run in _TOKEN_RUN.finditer(text)):
         # The catalogue's shapes are long random runs; a random run of 16+ characters
         # without a digit is rare, and paths and words (no digit) skip ~25 plugins.
-        for start, end in reversed(_merged(_detected(text))):
+        for start, end in reversed(detected(text, REDACTED)):
             text = text[:start] + REDACTED + text[end:]
     return text
 
@@ -330,17 +328,6 @@ _MAX_KEY_CHARS = 65536
 _CARRY = 512
 
 
-def _merged(spans: Iterator[tuple[int, int]]) -> list[tuple[int, int]]:
-    """Overlapping spans joined, in order."""
-    merged: list[tuple[int, int]] = []
-    for start, end in sorted(spans):
-        if merged and start <= merged[-1][1]:
-            merged[-1] = (merged[-1][0], max(end, merged[-1][1]))
-        else:
-            merged.append((start, end))
-    return merged
-
-
 def _done(found: re.Match[str]) -> bool:
     """Whether the value found is (or starts with) an earlier rule's [REDACTED]."""
     return found.string.startswith(REDACTED, found.start("value"))
@@ -384,128 +371,3 @@ def _secret_value(found: re.Match[str]) -> bool:
         return False
     # "Authorization: Basic [REDACTED]": the scheme stays, its credentials are redacted.
     return not found.string.startswith(" " + REDACTED, found.end("value"))
-
-
-Finder = Callable[[str], Iterator[tuple[int, int]]]
-# Plugins that match only after a keyword (password=, cloudant_key:, ...): the slow ones
-# (the keyword detector alone took 100 ms of 64 KiB of log lines), run only on windows
-# around the keywords they could match (_keyword_windows).
-_KEYWORD_PLUGINS = frozenset({"Secret Keyword", "Cloudant Credentials", "IBM Cloud IAM Key"})
-_KEYWORD_PLUGINS |= {"IBM COS HMAC Credentials", "SoftLayer Credentials"}
-_KEYWORDS = ("key", "pw", "pass", "token", "secret", "contrase", "://")
-# A keyword where those plugins could match: followed on its line, after its name, by
-# what their patterns need next (an assignment, a call, a quote or a blank: ``key =``,
-# ``password: "``, ``"pwd", "x"``, ``cloudant_key  x``), or after ``==`` / ``!=`` (``"x"
-# == password``), or a URL's ``://``. A keyword inside base64 or a word is none of these.
-_KEYWORD = re.compile(
-    r"(?i)(?:key|pw|pass|token|secret|contrase)\w{0,64}[^\n]{0,56}?[ \t:=(\"'`]"
-    r"|=[ \t]*\w{0,64}?(?:key|pw|pass|token|secret|contrase)|://"
-)
-# What the slowest of the other plugins need to match at all (their patterns are
-# case-sensitive): without it, their scan is skipped.
-_PLUGIN_NEEDS = {
-    "Mailchimp Access Key": ("-us",),
-    "Artifactory Credentials": ("AKC", "AP"),
-    "Telegram Bot Token": (":",),
-}
-
-
-def _detected(text: str) -> Iterator[tuple[int, int]]:
-    """Spans detect-secrets' plugins find in ``text`` (not already redacted)."""
-    shapes, keyworded = _plugins()
-    for finder in shapes:
-        yield from finder(text)
-    windows = _keyword_windows(text)
-    if not windows:
-        return
-    # The windows joined, each after a newline as in ``text``; spans are mapped back.
-    joined = "\n".join(text[start:end] for start, end in windows)
-    starts = list(itertools.accumulate((end - start + 1 for start, end in windows), initial=0))
-
-    def where(offset: int) -> int:
-        index = bisect.bisect_right(starts, offset) - 1
-        return windows[index][0] + offset - starts[index]
-
-    for finder in keyworded:
-        for start, end in finder(joined):
-            yield where(start), where(end - 1) + 1
-
-
-# How far from a keyword the keyword plugins look: a name's prefix (``cloudant_``) or a
-# value compared before it (``"x" == password``), and the value after it. Their patterns
-# run to the end of the line from every keyword (on a 100 KiB line of base64 or minified
-# code, 100 ms and more); bounded windows keep the cost linear. A longer value under a
-# secret name is still redacted whole by toold's own rule (_ASSIGNMENT).
-_BEFORE = 256
-_AFTER = 1024
-
-
-def _keyword_windows(text: str) -> list[tuple[int, int]]:
-    """Spans of ``text`` around the keywords its plugins could match, within their lines
-    (_BEFORE characters before each, _AFTER after), overlapping ones joined: together
-    never longer than the text, and only as long as it where keywords are dense."""
-    windows: list[tuple[int, int]] = []
-    low = text.lower()
-    if not any(word in low for word in _KEYWORDS):
-        return windows
-    for found in _KEYWORD.finditer(text):
-        at = found.start()
-        start = text.rfind("\n", max(0, at - _BEFORE), at) + 1 or max(0, at - _BEFORE)
-        newline = text.find("\n", at, at + _AFTER)
-        end = min(len(text), at + _AFTER) if newline < 0 else newline
-        if windows and start <= windows[-1][1]:
-            windows[-1] = (windows[-1][0], max(end, windows[-1][1]))
-        else:
-            windows.append((start, end))
-    return windows
-
-
-@functools.cache
-def _plugins() -> tuple[tuple[Finder, ...], tuple[Finder, ...]]:
-    """detect-secrets' plugins: those that match a token's shape, those after a keyword."""
-    from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
-    from detect_secrets.plugins.base import RegexBasedDetector
-
-    shapes: list[Finder] = []
-    keyworded: list[Finder] = []
-    plugins: dict[str, Any] = dict(get_mapping_from_secret_type_to_class())
-    for secret_type, plugin in plugins.items():
-        if secret_type in _SKIPPED_PLUGINS:
-            continue
-        instance = plugin()
-        kind = keyworded if secret_type in _KEYWORD_PLUGINS else shapes
-        finder: Finder
-        if isinstance(instance, RegexBasedDetector):
-            finder = functools.partial(_regex_spans, tuple(instance.denylist))
-        else:
-            finder = functools.partial(_value_spans, instance.analyze_string)
-        if secret_type in _PLUGIN_NEEDS:
-            finder = functools.partial(_gated, _PLUGIN_NEEDS[secret_type], finder)
-        kind.append(finder)
-    return tuple(shapes), tuple(keyworded)
-
-
-def _gated(needs: tuple[str, ...], finder: Finder, text: str) -> Iterator[tuple[int, int]]:
-    if any(need in text for need in needs):
-        yield from finder(text)
-
-
-def _regex_spans(patterns: tuple[re.Pattern[str], ...], text: str) -> Iterator[tuple[int, int]]:
-    for pattern in patterns:
-        for found in pattern.finditer(text):
-            # The last group when it is the secret itself (basic auth's password), else all.
-            group = found.lastindex or 0
-            if group and len(found.group(group) or "") < 8:
-                group = 0
-            start, end = found.span(group)
-            if REDACTED not in text[start:end]:
-                yield start, end
-
-
-def _value_spans(analyze: Callable[[str], Iterator[str]], text: str) -> Iterator[tuple[int, int]]:
-    for value in set(analyze(text)):
-        if len(value) >= 4 and REDACTED not in value:
-            start = text.find(value)
-            while start != -1:
-                yield start, start + len(value)
-                start = text.find(value, start + len(value))
