@@ -221,7 +221,7 @@ def test_an_allow_rule_covers_every_program_that_runs(command: str, allowed: boo
     assert (allow_rule(rules, "bash", {"command": command}) is not None) is allowed
 
 
-# How a rule on a path reaches a shell line (rules.shell_reaches), with the root /w.
+# How a rule on a path reaches a shell line (reach.shell_reaches), with the root /w.
 
 REACHES = {
     "cat .env": True,

@@ -17,7 +17,7 @@
    not approvable: "Always allow" never answers them.
 
 Deny and forbid rules on a path hold for every tool that can reach it (a shell line
-naming it, a search of a folder holding it: rules.reaching_rule). A shell line is judged
+naming it, a search of a folder holding it: reach.reaching_rule). A shell line is judged
 in a worker thread, so a long line's parse never stalls other calls on the event loop;
 one that takes longer than ``judge_seconds`` is refused.
 
@@ -392,7 +392,7 @@ class PermissionGuard:
         annotations: ToolAnnotations,
         paths: list[str] | None = None,
     ) -> Reach | None:
-        """The first of ``rules`` that holds for the call (toold.permissions.rules)."""
+        """The first of ``rules`` that holds for the call (toold.permissions.reach)."""
         return reaching_rule(rules, subject, annotations, paths, self.root) if rules else None
 
 
