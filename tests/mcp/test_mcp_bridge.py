@@ -280,7 +280,7 @@ def test_the_daemon_never_imports_the_mcp_sdk() -> None:
     ``mcp`` session serves (toold.bridge.attached imports it then)."""
     probe = (
         "import sys, toold.cli, toold.server, toold.handlers, toold.assembly,"
-        " toold.engine.engine, toold.engine.serving, toold.engine.relay, toold.bridge.attached\n"
+        " toold.engine.process, toold.engine.serving, toold.engine.relay, toold.bridge.attached\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('mcp', 'mcp_types')))"
     )
     done = subprocess.run(

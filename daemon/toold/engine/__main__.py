@@ -57,6 +57,6 @@ def limit_malloc_arenas() -> None:
 if __name__ == "__main__":
     workspace, ready_fd, env_fd = parse(sys.argv[1:])
     limit_malloc_arenas()
-    from toold.engine.engine import main
+    from toold.engine.process import main
 
     raise SystemExit(main(workspace, ready_fd, env_fd))

@@ -1,9 +1,10 @@
-"""The engine process: one per workspace, serving every session on an owner-only socket.
+"""The Engine: one per workspace, serving every session on an owner-only socket.
 
-``python -P -m toold.engine --workspace DIR`` (started detached by ``attach``). It takes
-an exclusive lock on its pid file for its whole life (a second engine for the workspace
-exits at once), replaces a stale socket, listens, binds the workspace once and serves
-each connection as a session of its own (who may connect, and the hello: ``peers``).
+``python -P -m toold.engine --workspace DIR`` (started detached by ``attach``) runs it
+(toold.engine.process: the pid lock held for the process's whole life, so a second
+engine for the workspace exits at once). It replaces a stale socket, listens, binds the
+workspace once and serves each connection as a session of its own (who may connect, and
+the hello: ``peers``; ``status`` and ``stop`` hellos are answered by ``control``).
 It exits on ``toold daemon stop``, SIGTERM, or after ``daemon.idle_timeout`` seconds
 with no session, no running job and no running teammate (shorter for a workspace only
 one-shot commands used, and at once when a newer engine needs room: ``idle``), and as
@@ -15,9 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import fcntl
 import importlib
-import json
 import logging
 import os
 import signal
@@ -29,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from toold import __version__
 from toold.engine.attach import HANDED_STDIO, MCP_HTTP, STOPPING
+from toold.engine.control import CONTROL, answer_control, send_line
 from toold.engine.idle import (
     FRESH,
     TrackedSessions,
@@ -36,13 +36,10 @@ from toold.engine.idle import (
     evict_idle,
     idle_limit,
     in_ci,
-    inotify_instances,
-    resident_bytes,
     stop_reason,
 )
 from toold.engine.location import EnginePaths, open_private
 from toold.engine.peers import (
-    HELLO_TIMEOUT,
     Doorway,
     PeerRefused,
     inside_tool_call,
@@ -302,7 +299,7 @@ class Engine:
             await self._serve(conn, pid, hello, fds)
         except PeerRefused as exc:
             with contextlib.suppress(OSError, TimeoutError):
-                await _send_line(conn, {"ok": False, "error": str(exc)})
+                await send_line(conn, {"ok": False, "error": str(exc)})
         except (OSError, TimeoutError) as exc:
             log.info("connection dropped: %s", exc)
         except Exception:
@@ -313,57 +310,12 @@ class Engine:
                 with contextlib.suppress(OSError):
                     os.close(fd)
 
-    def status(self) -> dict[str, Any]:
-        """What ``toold daemon status`` and ``daemon list`` print."""
-        jobs = self.state.jobs.list() if self.state is not None else []
-        limit, _ = self.idle_limit()
-        idle = not self.busy()
-        return {
-            "ok": True,
-            "pid": os.getpid(),
-            "version": __version__,
-            "workspace": os.fspath(self.paths.workspace),
-            "socket": os.fspath(self.paths.socket),
-            "log": os.fspath(self.paths.log),
-            "startedAt": self.started,
-            "sessions": [s.describe() for s in self.sessions.all()],
-            "jobs": [
-                {"jobId": j["job_id"], "command": j["command"], "startedAt": j["started_at"]}
-                for j in jobs
-                if j.get("status") == "running"
-            ],
-            "idle": self.evictable(),
-            "idleFor": self.usage.idle_for() if idle else None,
-            "idleLimit": None if limit == float("inf") else limit,
-            "lastUsed": self.usage.last_used_at(),
-            "uses": self.usage.uses,
-            "rss": resident_bytes(),
-            "inotify": inotify_instances(),
-        }
-
     async def _serve(
         self, conn: socket.socket, pid: int, hello: dict[str, Any], fds: list[int]
     ) -> None:
         kind = hello["kind"]
-        if kind == "status":
-            await _send_line(conn, self.status())
-            return
-        if kind == "stop" and hello.get("ifIdle"):
-            stopped = self._evict(hello, pid)
-            await _send_line(conn, {"ok": True, "pid": os.getpid(), "stopped": stopped})
-            return
-        if kind == "stop":
-            if self.inside_tool_call(pid):
-                raise PeerRefused("a tool call cannot stop the engine it runs in")
-            running = self.status()["jobs"]
-            reply = {
-                "ok": True,
-                "pid": os.getpid(),
-                "workspace": os.fspath(self.paths.workspace),
-                "cancelled": [j["jobId"] for j in running],
-            }
-            await _send_line(conn, reply)
-            self.stop(f"toold daemon stop (pid {pid})")
+        if kind in CONTROL:  # status, stop: answered, no session
+            await answer_control(self, conn, pid, hello)
             return
         if self.stopping.is_set():
             raise PeerRefused(STOPPING)
@@ -385,7 +337,7 @@ class Engine:
         fds.clear()
         await serving
 
-    def _evict(self, hello: dict[str, Any], pid: int) -> bool:
+    def evict(self, hello: dict[str, Any], pid: int) -> bool:
         """Stop if idle at this instant and unused since the status the asker judged by
         (``uses``); no other connection may be in progress (a client on its way). Nothing
         is cancelled, so any peer may ask: at worst the next client starts anew. The log
@@ -467,100 +419,3 @@ def bound_log(paths: EnginePaths) -> None:
         os.dup2(fresh, target)
     os.close(fresh)
     log.info("the previous %d bytes of this log are in %s.1", current.st_size, paths.log)
-
-
-async def _send_line(conn: socket.socket, message: dict[str, Any]) -> None:
-    """One JSON line to a client, without blocking the loop on one that never reads."""
-    async with asyncio.timeout(HELLO_TIMEOUT):
-        await asyncio.get_running_loop().sock_sendall(conn, json.dumps(message).encode() + b"\n")
-
-
-def take_pid_lock(paths: EnginePaths, wait: float = 30.0) -> int | None:
-    """Lock the pid file for this process's life; None when another engine serves.
-
-    An engine that holds the lock but no longer listens is on its way out (idle, or
-    stopped): wait for it to let go rather than leave the workspace without an engine.
-    """
-    fd = open_private(paths.pid_file, os.O_RDWR | os.O_CREAT)
-    deadline = time.monotonic() + wait
-    while True:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            break
-        except BlockingIOError:
-            if _listening(paths) or time.monotonic() > deadline:
-                os.close(fd)
-                return None
-            time.sleep(0.01)
-    os.ftruncate(fd, 0)
-    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-    return fd
-
-
-def _listening(paths: EnginePaths) -> bool:
-    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        probe.connect(os.fspath(paths.socket))
-    except OSError:
-        return False
-    finally:
-        probe.close()
-    return True
-
-
-def receive_environment(fd: int) -> None:
-    """Take the environment ``attach`` wrote on ``fd`` (a JSON object) into os.environ.
-
-    The engine is started with a few harmless variables only, so its
-    ``/proc/PID/environ`` (the environment it was started with) holds no secret; the
-    rest arrives here, where changes to the environment never show there."""
-    data = bytearray()
-    try:
-        while chunk := os.read(fd, 1 << 16):
-            data += chunk
-    finally:
-        os.close(fd)
-    received = json.loads(data or b"{}")
-    if not isinstance(received, dict):
-        raise SystemExit("toold engine: --env-fd must carry a JSON object of strings")
-    for name, value in received.items():
-        if isinstance(name, str) and isinstance(value, str) and name and "=" not in name:
-            with contextlib.suppress(ValueError):  # a NUL in it: not a valid variable
-                os.environ[name] = value
-
-
-def main(workspace: Path, ready_fd: int | None, env_fd: int | None = None) -> int:
-    """Run the engine of ``workspace``; ``ready_fd`` gets a line once it listens, and
-    ``env_fd`` carries the environment it runs with (see ``hardening``)."""
-    from toold.engine.hardening import harden
-
-    if env_fd is not None:
-        receive_environment(env_fd)
-    started_by = harden(runs_tools=True)  # non-dumpable, subreaper, secrets out of C env
-    logging.basicConfig(
-        level=os.environ.get("TOOLD_ENGINE_LOG_LEVEL", "INFO").upper(),
-        format="%(asctime)s %(process)d %(levelname)s %(name)s: %(message)s",
-    )
-    logging.getLogger("pygls").setLevel(logging.WARNING)
-    paths = EnginePaths.of(workspace)
-    lock = take_pid_lock(paths)
-
-    def ready(word: str) -> None:
-        if ready_fd is not None:
-            with contextlib.suppress(OSError):
-                os.write(ready_fd, word.encode() + b"\n")
-                os.close(ready_fd)
-
-    if lock is None:
-        log.info("another engine serves %s; exiting", paths.workspace)
-        ready("exists")
-        return 0
-    engine = Engine(paths, started_by)
-    engine.listen()
-    ready("ready")
-    try:
-        asyncio.run(engine.run())
-    finally:
-        os.close(lock)  # the pid file stays: a lock anyone can take says no engine runs
-    log.info("engine stopped")
-    return 0
