@@ -15,14 +15,11 @@ Running jobs are capped (``limits.max_running_jobs`` for the workspace and
 unasked ``sleep 90`` jobs used to take the descriptors every other session needs. A job
 beyond a cap is refused at once (``JobLimitReached``, naming the key), never queued.
 
-Files in the folder are written and removed under an flock on ``.toold/jobs/.lock``, so
-temp files found there under that lock are stale (a daemon killed mid-write) and go.
-
 Several daemons may share a workspace: each record names the daemon that runs it
 (``owner``: its pid and start time). A daemon starting up marks a running record as
 failed only when its owner is gone; a job another live daemon runs is listed as
-running and must be cancelled through that daemon. The record, the outcome and the
-owner's identity: toold.jobs.records.
+running and must be cancelled through that daemon. The record, the outcome, the
+owner's identity and the folder's files: toold.jobs.records.
 """
 
 from __future__ import annotations
@@ -30,33 +27,20 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
-import json
 import logging
 import os
 import secrets
 import string
 from collections.abc import Awaitable, Callable
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from toold.errors import ForeignJob, UnknownJob
 from toold.fairness import caller
-from toold.jobs.records import JobRecord, Outcome, owner_alive, process_identity
+from toold.jobs.records import JobFolder, JobRecord, Outcome, owner_alive, process_identity
 from toold.permissions.redaction import StreamRedactor, redact_text
-from toold.sandbox.paths import DIR_FLAGS
 from toold.sandbox.process import CappedText
-from toold.storage import (
-    atomic_write_text,
-    check_name,
-    file_lock,
-    now,
-    open_state,
-    read_state,
-    refuse_symlink_at,
-    remove_state,
-    state_names,
-)
+from toold.storage import check_name, now, open_state, read_state
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +50,6 @@ LOG_CAP_BYTES = 16 * 1024 * 1024
 MAX_FINISHED = 100
 MAX_RUNNING = 64
 MAX_RUNNING_PER_SESSION = 16
-LOCK_FILE = ".lock"
 
 Execute = Callable[..., Awaitable[Outcome]]
 """Runs a command through the configured runner: (command, timeout, on_output), and the
@@ -104,6 +87,8 @@ class BackgroundManager:
         max_running_per_session: int = MAX_RUNNING_PER_SESSION,
     ) -> None:
         self.folder = folder
+        self.files = JobFolder(folder)
+        """The records and logs in ``folder``."""
         self.execute = execute
         self.on_finished = on_finished
         self.max_finished = max_finished
@@ -134,56 +119,22 @@ class BackgroundManager:
             log.error("not loading job records: %s", exc)
 
     def _load_records(self) -> None:
-        names = state_names(self.folder)  # a symlinked folder is refused, not listed
-        if not names:
-            return
-        with file_lock(self._lock_path):
-            for name in names:  # atomic_write_text's temp files
-                if name.startswith(".") and name.endswith(".tmp") and ".json." in name:
-                    log.info("removing %s, left by a daemon that stopped mid-write", name)
-                    remove_state(self.folder / name)
         finished: list[JobRecord] = []
-        for name in names:
-            if not name.endswith(".json") or name.startswith("."):
-                continue
-            path = self.folder / name
-            try:
-                job_id = check_name("job id", name[: -len(".json")])
-                record = JobRecord(**json.loads(read_state(path).decode("utf-8")))
-            except (OSError, ValueError, TypeError) as exc:
-                log.warning("skipping unreadable job record %s: %s", path, exc)
-                continue
-            if record.job_id != job_id:  # its log, and what pruning removes, go by the id
-                log.warning("skipping job record %s: it names job %r", path, record.job_id)
-                continue
+        for record in self.files.stored():
             if record.status == "running":
                 if owner_alive(record.owner) and record.owner != self.identity:
                     self._records[record.job_id] = record  # another daemon's: listed only
                     continue
                 record.status, record.finished_at = "failed", now()
                 record.error = "toold stopped while the job was running"
-                self._save(record)
+                self.files.save(record)
             elif _redacted(record):  # written by a toold that did not redact it all
-                self._save(record)
+                self.files.save(record)
             self._records[record.job_id] = record
             finished.append(record)
         finished.sort(key=lambda r: (r.finished_at or "", r.started_at, r.job_id))
         self._finished = dict.fromkeys(r.job_id for r in finished)
         self._prune()
-
-    @property
-    def _lock_path(self) -> Path:
-        return self.folder / LOCK_FILE
-
-    def _record_path(self, job_id: str) -> Path:
-        return self.folder / f"{check_name('job id', job_id)}.json"
-
-    def _save(self, record: JobRecord) -> None:
-        with file_lock(self._lock_path):  # creates the folder
-            atomic_write_text(self._record_path(record.job_id), json.dumps(asdict(record)))
-
-    def _log_path(self, job_id: str) -> Path:
-        return self.folder / f"{check_name('job id', job_id)}.log"
 
     def _prune(self) -> None:
         """Drop the oldest finished jobs beyond ``max_finished``; running ones never go."""
@@ -193,12 +144,7 @@ class BackgroundManager:
         oldest = list(self._finished)[:excess]
         dropped = [job_id for job_id in oldest if self._records[job_id].status != "running"]
         try:
-            with file_lock(self._lock_path):
-                for job_id in dropped:
-                    # The log first: a crash in between leaves a record without output
-                    # (dropped next time), never an output log that nothing lists.
-                    remove_state(self._log_path(job_id))
-                    remove_state(self._record_path(job_id))
+            self.files.remove(dropped)
         except OSError as exc:
             log.error("could not remove old job files in %s: %s", self.folder, exc)
         for job_id in dropped:
@@ -239,11 +185,11 @@ class BackgroundManager:
     def _start(self, record: JobRecord, work: Work) -> None:
         job_id = record.job_id
         self._check_room()  # before anything is written: a refused job leaves no trace
-        self._new_log(job_id)  # first: a refused log leaves no record claiming the job runs
+        self.files.new_log(job_id)  # first: a refused log leaves no record claiming the job runs
         self._finished.pop(job_id, None)  # a finished job's id, used again
         self._records[job_id] = record
         self._output[job_id] = CappedText(OUTPUT_CAP)
-        self._save(record)
+        self.files.save(record)
         self._sessions[job_id] = caller.get()
         # The job runs outside its session's shares of the engine (toold.fairness): it has
         # caps of its own, and its session's calls must not wait behind its jobs.
@@ -252,20 +198,6 @@ class BackgroundManager:
         self._tasks[job_id] = asyncio.create_task(
             self._run(record, work), name=f"job-{job_id}", context=context
         )
-
-    def _new_log(self, job_id: str) -> None:
-        """A fresh, empty log; an old one goes, a symlink there is refused (never followed)."""
-        path = self._log_path(job_id)
-        with file_lock(self._lock_path):  # creates the folder
-            dir_fd = open_state(path.parent, DIR_FLAGS)
-            try:
-                refuse_symlink_at(dir_fd, path)
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(path.name, dir_fd=dir_fd)
-                flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-                os.close(os.open(path.name, flags, 0o600, dir_fd=dir_fd))
-            finally:
-                os.close(dir_fd)
 
     async def submit(self, command: str, timeout: int = 30, task_id: str | None = None) -> str:
         """Start the command and return at once: ``Submitted background task <id>``."""
@@ -319,7 +251,7 @@ class BackgroundManager:
         sink = self._output[record.job_id]
         written = 0
         flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT
-        fd = open_state(self._log_path(record.job_id), flags, single_link=True)
+        fd = open_state(self.files.log_path(record.job_id), flags, single_link=True)
         log_file = os.fdopen(fd, "a", encoding="utf-8")
         # The log is redacted as it is written; jobs/get's live output (sink) is not.
         redactor = StreamRedactor()
@@ -380,7 +312,7 @@ class BackgroundManager:
         if self.on_finished is not None:
             self.on_finished(record.public())
         try:
-            self._save(record)
+            self.files.save(record)
         except OSError as exc:
             log.error("could not save the record of job %s: %s", record.job_id, exc)
         self._finished[record.job_id] = None
@@ -402,8 +334,7 @@ class BackgroundManager:
         if record.status != "running" or record.job_id in self._tasks:
             return record
         try:
-            data = json.loads(read_state(self._record_path(record.job_id)).decode("utf-8"))
-            fresh = JobRecord(**data)
+            fresh = self.files.read(record.job_id)
         except (OSError, ValueError, TypeError):
             return record
         if fresh.job_id == record.job_id:
@@ -422,7 +353,7 @@ class BackgroundManager:
             output = sink.text()
         else:
             try:
-                raw = read_state(self._log_path(job_id)).decode("utf-8", errors="replace")
+                raw = read_state(self.files.log_path(job_id)).decode("utf-8", errors="replace")
             except FileNotFoundError:
                 raw = ""
             keep = CappedText(OUTPUT_CAP)
