@@ -3,7 +3,7 @@
 Unknown keys and wrong types are refused with the key's dotted name (an unknown key
 with the one probably meant), so a typo never silently falls back to a default: at
 start an invalid configuration refuses every agent's call until it is fixed
-(toold.workspace.first_config), with its strictest reading applied meanwhile
+(toold.assembly.first_config), with its strictest reading applied meanwhile
 (``strictest``); a reload that fails keeps the configuration in force.
 """
 

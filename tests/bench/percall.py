@@ -3,7 +3,7 @@
 Usage: ``python tests/bench/percall.py [--calls N] [--rounds N] [--runner NAME] [--out FILE]``
 (prints a table, writes JSON); ``bench_percall(calls, rounds, runner)`` returns the figures.
 
-On a temporary workspace bound as the daemon binds it (toold.workspace.bind, default
+On a temporary workspace bound as the daemon binds it (toold.assembly.bind, default
 configuration: the bwrap runner where it works, checkpoints on), each call goes through
 ``gateway.call`` with origin ``user``, the path every front end's tools/call takes:
 validation, the guard, the checkpoint of a write, the tool in the sandbox worker, the

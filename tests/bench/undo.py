@@ -4,7 +4,7 @@ Usage: ``python tests/bench/undo.py [--files N] [--calls N] [--runner NAME]`` (p
 table); ``bench_undo(files, calls)`` returns the figures.
 
 In process, on a temporary workspace of ``--files`` (default 10,000) files of 1 KiB in
-folders of 100, bound as the daemon binds it (toold.workspace.bind), with the local
+folders of 100, bound as the daemon binds it (toold.assembly.bind), with the local
 runner unless told otherwise: ``bash -c true`` through ``gateway.call`` (origin user),
 ``--calls`` times each,
 

@@ -4,7 +4,7 @@ must not grow with history (issue 28).
 Usage: ``python tests/bench/writes.py [--writes N] [--large N] [--out FILE]`` (prints a
 table, writes JSON); ``bench_writes(writes, large)`` returns the same figures.
 
-In process, on a temporary workspace bound as the daemon binds it (toold.workspace.bind,
+In process, on a temporary workspace bound as the daemon binds it (toold.assembly.bind,
 default configuration), each call goes through ``gateway.call`` with origin ``user``,
 the path every front end's tools/call takes: validation, the guard, the checkpoint's
 snapshot and record, the write (temp file + rename), and the call's one audit line

@@ -333,7 +333,7 @@ class PermissionGuard:
         annotations: ToolAnnotations | None,
         paths: list[str] | None,
     ) -> Verdict | None:
-        """A refusal that comes before any rule (a subclass's: see workspace.GatedGuard)."""
+        """A refusal that comes before any rule (a subclass's: see config_gate.GatedGuard)."""
         return None
 
     async def _judged(

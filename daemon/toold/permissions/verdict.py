@@ -19,7 +19,7 @@ The kinds:
   session), or did not answer (the request timed out, the client went away).
 - ``refused``: the call could not be judged or run as given: invalid arguments, files
   that cannot be named, a shell line not judged in time, an invalid configuration (the
-  gate of toold.workspace), an agent's write of a file that changed since it read it.
+  gate of toold.config_gate), an agent's write of a file that changed since it read it.
 """
 
 from __future__ import annotations
