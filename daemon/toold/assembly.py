@@ -13,8 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from toold.checkpoints import KEY_NAME, CheckpointStore
-from toold.config import ConfigError, TooldConfig, load_config, strictest
+from toold.config import TooldConfig
 from toold.config_gate import GatedGuard
+from toold.config_loading import ConfigError, load_config, strictest
 from toold.diagnostics import step as diagnostics_step
 from toold.gateway import ToolGateway
 from toold.hooks import Hooks

@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 import toold_protocol
-from toold.config import TooldConfig, merge_overrides
+from toold.config import TooldConfig
+from toold.config_loading import merge_overrides
 
 if TYPE_CHECKING:
     from toold_protocol.models import InitializationOptions

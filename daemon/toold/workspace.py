@@ -20,8 +20,9 @@ from typing import Any
 
 from toold.agents.provider import AnthropicProvider
 from toold.agents.system import AgentSystem
-from toold.config import ConfigError, TooldConfig, load_config
+from toold.config import TooldConfig
 from toold.config_gate import MENDING, REFUSED, ConfigGate, GatedGuard, Held, gated
+from toold.config_loading import ConfigError, load_config
 from toold.diagnostics import step as diagnostics_step
 from toold.dispatch import run_judged
 from toold.gateway import ToolGateway

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from toold.config import ConfigError, TooldConfig, load_config
+from toold.config import TooldConfig
+from toold.config_loading import ConfigError, load_config
 from toold.diagnostics.servers import ServerSpec, resolve
 
 

@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.wire import WireClient
-from toold.config import ConfigError, TooldConfig, load_config
+from toold.config import TooldConfig
+from toold.config_loading import ConfigError, load_config
 from toold.sandbox.environment import sandbox_environment
 
 CANARY = "sk-ant-canary-4f1d"

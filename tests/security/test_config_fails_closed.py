@@ -22,8 +22,8 @@ from tests.e2e.wire import WireClient
 from tests.engine.support import Engines
 from tests.waiting import wait_until
 from toold.assembly import bind
-from toold.config import ConfigError, load_config
 from toold.config_gate import GatedGuard
+from toold.config_loading import ConfigError, load_config
 from toold.tools.context import CallContext
 from toold.workspace import WorkspaceState
 

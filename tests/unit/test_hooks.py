@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from toold.config import ConfigError, HookConfig, load_config
+from toold.config import HookConfig
+from toold.config_loading import ConfigError, load_config
 from toold.hooks import PreHookVerdict, matches, run_post_hooks, run_pre_hooks
 
 

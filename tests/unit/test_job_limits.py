@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from toold.config import load_config
+from toold.config_loading import load_config
 from toold.fairness import caller
 from toold.jobs.manager import BackgroundManager, JobLimitReached
 from toold.jobs.records import Outcome

@@ -14,7 +14,7 @@ import pytest
 
 from tests.processes import process_gone
 from toold.assembly import bind
-from toold.config import ConfigError, load_config
+from toold.config_loading import ConfigError, load_config
 from toold.jobs.manager import BackgroundManager
 from toold.jobs.records import Outcome
 from toold.tools.context import CallContext

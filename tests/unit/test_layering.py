@@ -55,6 +55,7 @@ STORES = (
     "permissions",
     "storage",
     "config",
+    "config_loading",
     "checkpoints",
     "hooks",
 )
@@ -85,6 +86,7 @@ STORE_DEPENDENCIES: dict[str, set[str]] = {
     "team": {"agents", "permissions", "storage", "tools", "watching"},  # mailbox wake-ups
     "checkpoints": {"config", "storage"},
     "hooks": {"config"},
+    "config_loading": {"config"},  # reads toold.toml into the schema
 }
 TYPE_ONLY_DEPENDENCIES: dict[str, set[str]] = {
     # ToolRuntime names the managers it holds (under TYPE_CHECKING): they are built above

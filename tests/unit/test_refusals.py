@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from toold.config import TooldConfig, load_config
+from toold.config import TooldConfig
+from toold.config_loading import load_config
 from toold.refusals import forget_refusal, hold_refused, remember_refusal
 from toold.user_state import UserStateError, secret_key
 
