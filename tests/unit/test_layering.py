@@ -42,6 +42,7 @@ WIRE = (
     "toold.transport",
     "toold.messages",
     "toold.cli",
+    "toold.cli_parser",
 )
 """The LSP-framed front end: only it may know about pygls and JSON-RPC plumbing."""
 
