@@ -170,7 +170,7 @@ def first_config(
 ) -> tuple[TooldConfig, GatedGuard]:
     """The configuration and guard to start with; the guard's gate says why it is invalid.
 
-    Invalid never means the defaults: the strictest reading applies (toold.config.strictest:
+    Invalid never means the defaults: the strictest reading applies (toold.config_loading.strictest:
     the sandbox and the refusing rules it names, each valid by itself) and the guard's
     gate is shut, refusing every agent's call until a valid configuration is applied.
     """
