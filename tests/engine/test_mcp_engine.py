@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import http.client
 import json
 import signal
 import socket
@@ -305,3 +306,47 @@ def test_daemon_stop_ends_an_http_listener_and_says_so(engines: Engines, workspa
     said = "".join(server.stderr)
     assert f"the engine stopped serving {server.url}" in said and ".log" in said, said
     assert live_engines(engines.runtime) == []
+
+
+def _raw(server: HttpServer, method: str, path: str, body: Any = None, **headers: str) -> Any:
+    """One authorized request to the server, read whole: (status, its session id header)."""
+    sent = {"Authorization": f"Bearer {TOKEN}", "Accept": "application/json, text/event-stream"}
+    if body is not None:
+        sent["Content-Type"] = "application/json"
+    conn = http.client.HTTPConnection(server.host_port, timeout=30)
+    try:
+        data = None if body is None else json.dumps(body).encode()
+        conn.request(method, path, body=data, headers={**sent, **headers})
+        response = conn.getresponse()
+        response.read()
+        return response.status, response.getheader("mcp-session-id")
+    finally:
+        conn.close()
+
+
+def test_a_404_for_another_path_leaves_the_session_the_engines(
+    engines: Engines, workspace: Path
+) -> None:
+    """A request naming a live session on a path the server does not serve gets 404, and
+    the session stays one of the engine's (its calls still run as that session's) until
+    its DELETE."""
+    init = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "raw"},
+        },
+    }
+    with toold_http(workspace, token=TOKEN, env=engines.env) as server:
+        status, named = _raw(server, "POST", "/mcp", init)
+        assert status == 200 and named, status
+        opened = len(engines.status(workspace)["sessions"])
+        assert _raw(server, "GET", "/elsewhere", **{"Mcp-Session-Id": named})[0] == 404
+        assert len(engines.status(workspace)["sessions"]) == opened
+        assert _raw(server, "DELETE", "/mcp", **{"Mcp-Session-Id": named})[0] == 200
+        wait_until(
+            lambda: len(engines.status(workspace)["sessions"]) == opened - 1, "the DELETE's end"
+        )

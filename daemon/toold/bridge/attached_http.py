@@ -42,7 +42,7 @@ from starlette.requests import Request
 from starlette.types import Message, Send
 
 from toold.bridge.asking import McpAsker
-from toold.bridge.http_listener import HttpOptions, endpoint_url
+from toold.bridge.http_listener import MCP_PATH, HttpOptions, endpoint_url
 from toold.bridge.mcp_http import SESSION_IDLE, SHUTDOWN_GRACE, http_server
 from toold.bridge.mcp_server import build_server
 from toold.engine.attached import AttachedConnection
@@ -107,8 +107,8 @@ class Bookings:
     id. The HTTP guard (mcp_http.Guard) scopes every request here: a request of a session
     runs as that session's (``current``, ``caller``: the SDK runs its handlers in a copy
     of the context of the request that sent the message); a request that opens one books
-    it as its answer names it; a DELETE, a 404 (the SDK no longer knows it), the SDK's
-    idle rule (``expire``) or the listener's end closes it."""
+    it as its answer names it; a DELETE, the endpoint's 404 (the SDK no longer knows
+    it), the SDK's idle rule (``expire``) or the listener's end closes it."""
 
     def __init__(self, listener: McpHttpListener) -> None:
         self.listener = listener
@@ -123,7 +123,7 @@ class Bookings:
             with self._opening(send) as sending:
                 yield sending
         elif booked is not None:
-            with self._in_session(named, booked, request.method, send) as sending:
+            with self._in_session(named, booked, request, send) as sending:
                 yield sending
         else:  # unknown: the SDK answers 404
             yield send
@@ -146,14 +146,19 @@ class Bookings:
             opening.reset(named)
 
     @contextlib.contextmanager
-    def _in_session(self, named: str, booked: _Booked, method: str, send: Send) -> Iterator[Send]:
+    def _in_session(
+        self, named: str, booked: _Booked, request: Request, send: Send
+    ) -> Iterator[Send]:
         ended = False
+        # Only the endpoint's answer says the session ended: a 404 for another path (a
+        # stray request naming the session) leaves it the SDK's, and so the engine's.
+        endpoint = request.url.path == MCP_PATH
 
         async def sending(message: Message) -> None:
             nonlocal ended
-            if message["type"] == "http.response.start":
+            if message["type"] == "http.response.start" and endpoint:
                 status = message["status"]
-                ended = status == 404 or (method == "DELETE" and status < 300)
+                ended = status == 404 or (request.method == "DELETE" and status < 300)
             await send(message)
 
         booked.in_flight += 1
