@@ -159,11 +159,29 @@ def rebuild_exception(payload: Any) -> Exception:
     return stand_in(message)
 
 
+def _flag(value: Any) -> bool:
+    return type(value) is bool
+
+
+WORKER_META: dict[str, Callable[[Any], bool]] = {
+    "exit_code": lambda value: value is None or type(value) is int,
+    "timed_out": _flag,
+    "is_error": _flag,
+}
+"""The call meta a worker may report, and the check of its value: what a tool sets in
+the worker (toold.tools.context). The daemon's own keys (a job's id, whether a question
+was sent) are never a worker's to set."""
+
+
 def apply_meta(meta: Any) -> None:
-    """Copy the worker's call meta (exit code, timed_out) into the daemon's CallContext."""
+    """Copy the worker's call meta (exit code, timed_out, is_error) into the daemon's
+    CallContext; any other key, or a value of another type, is dropped."""
     ctx = current_call.get()
-    if ctx is not None and isinstance(meta, dict):
-        ctx.meta.update(meta)
+    if ctx is None or not isinstance(meta, dict):
+        return
+    for key, valid in WORKER_META.items():
+        if key in meta and valid(meta[key]):
+            ctx.meta[key] = meta[key]
 
 
 async def read_answer(readline: Callable[[], Awaitable[bytes]], who: str) -> Any:
