@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from tests.calls import user_gateway
-from tests.inprocess.client import InProcessClient
+from tests.interaction.lsp_front import InProcessDaemon
 from toold.config import TooldConfig
 from toold.diagnostics.servers import find_program
 from toold.diagnostics.service import DiagnosticsService
@@ -94,9 +94,9 @@ def root(tmp_path: Path, ruff: str) -> Path:
 
 
 @pytest.fixture
-def client(root: Path) -> Iterator[InProcessClient]:
+def client(root: Path) -> Iterator[InProcessDaemon]:
     """An initialized in-process daemon on ``root``."""
-    c = InProcessClient(root)
+    c = InProcessDaemon(root)
     c.initialize(rootUri=root.as_uri(), processId=None)
     yield c
     assert c.close() == 0

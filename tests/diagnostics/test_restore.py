@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.diagnostics.conftest import UNUSED_OS
-from tests.inprocess.client import InProcessClient
+from tests.interaction.lsp_front import InProcessDaemon
 
 HUNG = str(Path(__file__).with_name("hung_server.py"))
 
@@ -23,7 +23,7 @@ def codes(found: list[dict[str, Any]]) -> list[tuple[str, int, str | None]]:
 
 
 def test_a_restore_reports_what_it_fixed_and_a_redo_what_it_brought_back(
-    client: InProcessClient, root: Path
+    client: InProcessDaemon, root: Path
 ) -> None:
     client.tool("write_file", file_path="a.py", content="x = 1\n")
     broke = client.tool("edit_file", file_path="a.py", old_text="x = 1", new_text="import os")
@@ -56,7 +56,7 @@ def test_a_restore_reports_what_it_fixed_and_a_redo_what_it_brought_back(
 
 
 def test_a_restore_of_files_no_server_checks_keeps_the_plain_result(
-    client: InProcessClient,
+    client: InProcessDaemon,
 ) -> None:
     client.tool("write_file", file_path="notes.txt", content="one\n")
     undone = client.call("checkpoints/restore", {})
@@ -110,7 +110,7 @@ def test_a_hung_server_does_not_hold_a_restore_past_the_budget(root: Path) -> No
     }
     shutil.copy(HUNG, root / "hung_server.py")
     options = {"config": {"diagnostics": {"wait_ms": wait_ms, "servers": servers}}}
-    client = InProcessClient(root)
+    client = InProcessDaemon(root)
     client.initialize(rootUri=root.as_uri(), processId=None, initializationOptions=options)
     try:
         client.tool("write_file", file_path="a.py", content="import os\n")

@@ -6,10 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.diagnostics.conftest import UNUSED_OS
-from tests.inprocess.client import InProcessClient
+from tests.interaction.lsp_front import InProcessDaemon
 
 
-def test_tools_call_carries_the_new_diagnostics(client: InProcessClient) -> None:
+def test_tools_call_carries_the_new_diagnostics(client: InProcessDaemon) -> None:
     result = client.tool("write_file", file_path="a.py", content="import os\n")
     assert result["isError"] is False
     assert result["diagnostics"] == {
@@ -29,7 +29,7 @@ def test_tools_call_carries_the_new_diagnostics(client: InProcessClient) -> None
     assert again == {"content": "Wrote 6 characters to c.py", "isError": False}
 
 
-def test_diagnostics_get_and_changed(client: InProcessClient, root: Path) -> None:
+def test_diagnostics_get_and_changed(client: InProcessDaemon, root: Path) -> None:
     (root / "pkg").mkdir()
     (root / "pkg" / "m.py").write_text("import re\n")
     everything = client.call("diagnostics/get", {})
@@ -47,7 +47,7 @@ def test_diagnostics_get_and_changed(client: InProcessClient, root: Path) -> Non
     assert outside["error"]["code"] == -32602 and "path" in outside["error"]["message"]
 
 
-def test_the_diagnostics_tool(client: InProcessClient, root: Path) -> None:
+def test_the_diagnostics_tool(client: InProcessDaemon, root: Path) -> None:
     (root / "b.py").write_text("import sys\n")
     result = client.tool("diagnostics", path="b.py")
     assert result["isError"] is False
@@ -61,7 +61,7 @@ def test_the_diagnostics_tool(client: InProcessClient, root: Path) -> None:
     )
 
 
-def test_changed_reaches_a_session_that_never_asked(client: InProcessClient) -> None:
+def test_changed_reaches_a_session_that_never_asked(client: InProcessDaemon) -> None:
     """bind wires diagnostics/changed to the workspace's sessions: no diagnostics/get first."""
     client.tool("write_file", file_path="d.py", content="import json\n")
     changed = client.notification("diagnostics/changed")["params"]

@@ -5,7 +5,7 @@ comes back as a ``Result`` (its text, whether it is an error, a background job's
 Each front end's session speaks that front end's own protocol through its own client:
 
 - LSP: raw framed JSON-RPC (tests/e2e/wire.py's ``WireClient``), to the daemon on a
-  thread (tests/inprocess) or to a spawned ``toold serve``;
+  thread (lsp_front.py) or to a spawned ``toold serve``;
 - MCP: the mcp SDK's ``Client``, to ``build_server(state)`` over its in-memory streams
   or to a spawned ``toold mcp`` (see mcp_front.py);
 - ACP: the ACP SDK's client connection, to ``TooldAgent`` over an in-memory message
@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from tests.e2e.wire import WireClient
-from tests.inprocess.client import InProcessClient
+from tests.interaction.lsp_front import InProcessDaemon
 
 _SUBMITTED = re.compile(r"Submitted background task (\S+)")
 
@@ -133,7 +133,7 @@ class LspSession:
 
 def lsp_in_process(workspace: Path) -> LspSession:
     """The daemon's ``create_server`` on a thread, over two pipes."""
-    return LspSession("lsp", InProcessClient(workspace), workspace)
+    return LspSession("lsp", InProcessDaemon(workspace), workspace)
 
 
 def lsp_spawned(workspace: Path) -> LspSession:

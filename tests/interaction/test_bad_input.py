@@ -1,7 +1,7 @@
 """Malformed frames and messages get the right JSON-RPC error; the daemon keeps serving.
 
-Moved from tests/e2e: the same bytes through the in-process daemon's own framing
-transport over an OS pipe (lsp_front.py).
+Moved from tests/e2e and tests/inprocess: the same bytes through the in-process daemon's
+own framing transport over an OS pipe (lsp_front.py).
 """
 
 from __future__ import annotations
@@ -93,3 +93,19 @@ def test_wrong_param_types_for_lsp_methods(raw_client: InProcessDaemon) -> None:
     assert reply["error"]["code"] in (-32602, -32603)
     raw_client.initialize()
     still_serving(raw_client)
+
+
+def test_unknown_method_and_notification(client: InProcessDaemon) -> None:
+    reply = client.response(client.request("tools/frobnicate", {}))
+    assert reply["error"]["code"] == -32601
+    client.notify("tools/frobnicated", {})  # unknown notifications are ignored
+    still_serving(client)
+
+
+def test_params_must_be_an_object(client: InProcessDaemon) -> None:
+    reply = client.response(client.request("tools/call", ["read_file"]))
+    assert reply["error"]["code"] == -32602
+    assert "object" in reply["error"]["message"]
+    missing = client.response(client.request("tools/call", {"arguments": {}}))
+    assert missing["error"]["code"] == -32602
+    assert "name" in missing["error"]["message"]

@@ -1,7 +1,13 @@
 """initializationOptions over the wire: toold.toml sections at the top level or under
 ``config``, toold's own keys, and unknown keys refused by name in window/showMessage.
 
-Moved from tests/e2e: the same initialize through the in-process daemon (lsp_front.py).
+The protocol's InitializationOptions model checks them strictly: its aliases are toold's
+keys (its snake_case field names are not, though pydantic would accept them by name), and
+its types are strict (``1`` is not true, a number is not a folder). Each refusal is one
+window/showMessage; the keys that are right still apply.
+
+Moved from tests/e2e and tests/inprocess: the same initialize through the in-process
+daemon (lsp_front.py).
 """
 
 from __future__ import annotations
@@ -82,4 +88,35 @@ def test_wrong_types_of_toold_options_are_refused(start: Start) -> None:
         "toold: initializationOptions.executionEvents: expected true or false",
         "toold: initializationOptions.config: expected an object of toold.toml sections",
     }
+    assert client.tool("read_file", file_path="src/main.py")["isError"] is False
+
+
+def test_field_names_and_lax_values_are_refused(start: Start) -> None:
+    client = start(
+        {
+            "execution_events": True,
+            "executionEvents": 1,
+            "workspace": 7,
+            "limits": {"grep_max_matches": 1},
+        }
+    )
+    shown = [client.notification("window/showMessage")["params"]["message"] for _ in range(3)]
+    assert shown[0].startswith(
+        "toold: initializationOptions.execution_events: unknown key, not applied; "
+        "did you mean 'executionEvents'?"
+    )
+    assert shown[1:] == [
+        "toold: initializationOptions.executionEvents: expected true or false",
+        "toold: initializationOptions.workspace: expected a folder path (string)",
+    ]
+    # The top-level toold.toml section applied; the refused workspace did not.
+    grep = client.tool("grep", pattern="needle")
+    assert len(grep["content"]) == 1, grep
+
+
+def test_options_that_are_not_an_object_are_refused_whole(start: Start) -> None:
+    client = start([1])
+    assert client.notification("window/showMessage")["params"]["message"] == (
+        "toold: initializationOptions must be an object (got list); nothing of it was applied"
+    )
     assert client.tool("read_file", file_path="src/main.py")["isError"] is False

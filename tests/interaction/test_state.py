@@ -1,7 +1,8 @@
 """Todos, tasks, skills and background jobs through the in-process daemon, on raw JSON.
 
-Moved from tests/e2e: the same requests, notifications and files through the daemon's
-own session and transport (lsp_front.py); a restart is a second daemon on the folder.
+Moved from tests/e2e and tests/inprocess: the same requests, notifications and files
+through the daemon's own session and transport (lsp_front.py); a restart is a second
+daemon on the folder.
 """
 
 from __future__ import annotations
@@ -43,6 +44,19 @@ def test_restarted_daemon_keeps_todos_and_finished_jobs(lsp: OpenLsp, workspace:
     assert second.call("jobs/get", {"jobId": job})["output"] == "persisted\n"
     added = second.tool("todo_write", action="add", task="next")
     assert added["content"] == "Added TODO t2 [normal]: next"
+
+
+def test_todo_write_pushes_todos_changed(client: InProcessDaemon) -> None:
+    added = client.tool("todo_write", action="add", task="Create planner")
+    assert added == {"content": "Added TODO t1 [normal]: Create planner", "isError": False}
+    assert client.notification("todos/changed")["params"] == {
+        "todos": [{"id": "t1", "task": "Create planner", "status": "pending", "priority": "normal"}]
+    }
+    bad = client.tool("todo_write", action="update", task_id="t7", status="done")
+    assert bad == {"content": "Error: ValueError: Unknown TODO id: t7", "isError": True}
+    client.tool("todo_write", action="update", task_id="t1", status="done")
+    assert client.notification("todos/changed")["params"]["todos"][0]["status"] == "done"
+    assert client.call("todos/list", {})["todos"][0]["status"] == "done"
 
 
 def test_jobs_finished_wire_shape(client: InProcessDaemon) -> None:

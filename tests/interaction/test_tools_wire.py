@@ -1,7 +1,8 @@
-"""tools/call on the wire, in process: bash's exit code, progress, cancellation, a free loop.
+"""tools/list and tools/call on the wire, in process: each format's shape, aliases, errors
+as results or as JSON-RPC errors, bash's exit code, progress, cancellation, a free loop.
 
-Moved from tests/e2e: the same raw wire JSON through the daemon's own session and
-transport (lsp_front.py), without a process start per test.
+Moved from tests/e2e and tests/inprocess: the same raw wire JSON through the daemon's own
+session and transport (lsp_front.py), without a process start per test.
 """
 
 from __future__ import annotations
@@ -14,6 +15,84 @@ from tests.interaction.lsp_front import InProcessDaemon
 from tests.processes import process_alive, wait_gone
 
 BASE = ["bash", "read_file", "write_file", "edit_file", "glob", "grep"]
+
+
+def test_tools_list_native_by_default(client: InProcessDaemon) -> None:
+    tools = client.call("tools/list", {})["tools"]
+    names = [t["name"] for t in tools]
+    assert names[:6] == BASE
+    assert len(names) >= 18
+    read = next(t for t in tools if t["name"] == "read_file")
+    assert set(read) == {
+        "name",
+        "description",
+        "parameters",
+        "deferred",
+        "aliases",
+        "parallelSafe",
+        "effectTags",
+        "annotations",
+    }
+    assert read["annotations"]["readOnlyHint"] is True
+    assert read["annotations"]["confirm"] == "never"
+    assert read["parameters"]["type"] == "object"
+    assert read["parameters"]["required"] == ["file_path"]
+    assert "file_read" in read["aliases"]
+    assert read["deferred"] is False
+    todo = next(t for t in tools if t["name"] == "todo_write")
+    assert todo["deferred"] is True
+    edit = next(t for t in tools if t["name"] == "edit_file")
+    assert edit["effectTags"] == ["filesystem:write"]
+    assert edit["parallelSafe"] is False
+    assert edit["annotations"]["confirm"] == "always"
+    assert edit["annotations"]["writesPath"] is True
+
+
+def test_tools_list_anthropic_and_openai(client: InProcessDaemon) -> None:
+    anthropic = client.call("tools/list", {"format": "anthropic"})["tools"]
+    assert all(set(t) == {"name", "description", "input_schema"} for t in anthropic)
+    openai = client.call("tools/list", {"format": "openai"})["tools"]
+    assert all(t["type"] == "function" for t in openai)
+    assert all(set(t["function"]) == {"name", "description", "parameters"} for t in openai)
+    assert [t["name"] for t in anthropic] == [t["function"]["name"] for t in openai]
+
+
+def test_tools_list_rejects_unknown_format(client: InProcessDaemon) -> None:
+    reply = client.response(client.request("tools/list", {"format": "yaml"}))
+    assert reply["error"]["code"] == -32602
+    assert "format" in reply["error"]["message"]
+
+
+def test_call_success_and_alias(client: InProcessDaemon) -> None:
+    wrote = client.tool("write_file", file_path="notes/a.txt", content="alpha\nbeta\n")
+    assert wrote == {"content": "Wrote 11 characters to notes/a.txt", "isError": False}
+    via_alias = client.call(
+        "tools/call", {"name": "file_read", "arguments": {"file_path": "notes/a.txt"}}
+    )
+    assert via_alias == {"content": "1: alpha\n2: beta", "isError": False}
+    assert client.tool("glob", pattern="*.txt")["content"] == ["notes/a.txt", "src/helper.txt"]
+
+
+def test_unknown_tool_is_invalid_params(client: InProcessDaemon) -> None:
+    reply = client.response(client.request("tools/call", {"name": "nope", "arguments": {}}))
+    assert reply["error"] == {"code": -32602, "message": "Unknown tool: nope"}
+
+
+def test_bad_arguments_name_each_field(client: InProcessDaemon) -> None:
+    result = client.tool("read_file", offset="x", extra=1)
+    assert result["isError"] is True
+    text = result["content"]
+    assert "file_path: Field required" in text
+    assert "offset:" in text
+    assert "extra: unexpected argument" in text
+
+
+def test_handler_exception_becomes_error_text(client: InProcessDaemon) -> None:
+    result = client.tool("edit_file", file_path="src/main.py", old_text="absent", new_text="x")
+    assert result == {"content": "Error: ValueError: old_text not found in file", "isError": True}
+    escape = client.tool("read_file", file_path="../outside")
+    assert escape["isError"] is True
+    assert escape["content"].startswith("Error: PermissionError: Path '../outside' escapes")
 
 
 def test_bash_reports_exit_code(client: InProcessDaemon) -> None:

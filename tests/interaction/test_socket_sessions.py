@@ -1,5 +1,8 @@
 """Sessions on one shared workspace, each served over a Unix socket (the seams issue 15 uses).
 
+Moved from tests/inprocess. The shared engine's processes (tests/engine) check the same
+sharing end to end; here the seams themselves are checked in process, with no engine.
+
 ``create_server(state=...)`` serves an already-bound WorkspaceState and leaves it open;
 ``server.serve(reader, writer)`` takes any asyncio stream pair. Two sessions on one
 state see each other's files, keep their own capabilities and requests, and one
