@@ -17,7 +17,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from toold.cli_parser import NO_DAEMON_ENV, build_parser
+from toold.cli_parser import build_parser
+from toold.client import NO_DAEMON_ENV, no_daemon_requested, shown_message
 from toold_protocol.errors import INVALID_PARAMS
 
 if TYPE_CHECKING:
@@ -30,7 +31,7 @@ EXIT_BROKEN_PIPE = 128 + signal.SIGPIPE
 
 
 def _private(args: argparse.Namespace) -> bool:
-    return bool(args.no_daemon) or os.environ.get(NO_DAEMON_ENV, "") not in ("", "0")
+    return bool(args.no_daemon) or no_daemon_requested()
 
 
 def _not_an_expected_rpc_error(record: logging.LogRecord) -> bool:
@@ -127,12 +128,11 @@ def _tools(args: argparse.Namespace) -> int:
     return 0
 
 
-def _print_errors_shown(notifications: list[dict[str, Any]]) -> None:
-    """The daemon's window/showMessage errors (an invalid toold.toml, say) on stderr."""
+def _print_shown(notifications: list[dict[str, Any]], warnings: bool) -> None:
+    """What the daemon showed the user (toold.client.shown_message), on stderr."""
     for message in notifications:
-        params = message.get("params") or {}
-        if message.get("method") == "window/showMessage" and params.get("type") == 1:
-            print(params.get("message", ""), file=sys.stderr)
+        if (text := shown_message(message, warnings)) is not None:
+            print(text, file=sys.stderr)
 
 
 def _call(args: argparse.Namespace) -> int:
@@ -164,7 +164,7 @@ def _call(args: argparse.Namespace) -> int:
                 print(f"toold: {exc.message}; {hint}see `toold tools`", file=sys.stderr)
                 return EXIT_USAGE
             finally:
-                _print_errors_shown(client.notifications)
+                _print_shown(client.notifications, warnings=not _private(args))
     except RpcError as exc:
         print(f"toold: {exc.message}", file=sys.stderr)
         return EXIT_USAGE

@@ -9,9 +9,7 @@ import argparse
 from pathlib import Path
 
 from toold import __version__
-
-NO_DAEMON_ENV = "TOOLD_NO_DAEMON"
-"""Set to 1: every command behaves as with ``--no-daemon``."""
+from toold.client import NO_DAEMON_ENV
 
 
 def _no_daemon_flag(parser: argparse.ArgumentParser) -> None:

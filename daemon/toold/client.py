@@ -16,6 +16,28 @@ from typing import IO, Any
 
 from toold_protocol import errors
 
+NO_DAEMON_ENV = "TOOLD_NO_DAEMON"
+"""Set to 1: every command behaves as with ``--no-daemon`` (a private daemon)."""
+ERROR, WARNING = 1, 2
+"""window/showMessage's types that a command-line client shows."""
+
+
+def no_daemon_requested() -> bool:
+    """Whether the environment asks for a private daemon (``TOOLD_NO_DAEMON=1``)."""
+    return os.environ.get(NO_DAEMON_ENV, "") not in ("", "0")
+
+
+def shown_message(message: dict[str, Any], warnings: bool) -> str | None:
+    """The text of a window/showMessage error for the user (an invalid toold.toml, say),
+    and with ``warnings`` of a warning (tools not sandboxed here, a limit that does not
+    bind): an engine logs to a file, while a private daemon logs them to the user's
+    stderr itself, so a command shows warnings only when an engine serves it."""
+    params = message.get("params")
+    if message.get("method") != "window/showMessage" or not isinstance(params, dict):
+        return None
+    shown = (ERROR, WARNING) if warnings else (ERROR,)
+    return str(params.get("message", "")) if params.get("type") in shown else None
+
 
 class RpcError(Exception):
     """A JSON-RPC error response."""

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from toold.client import RpcError, read_frame, write_frame
+from toold.client import RpcError, no_daemon_requested, read_frame, shown_message, write_frame
 
 Message = dict[str, Any]
 
@@ -50,6 +50,8 @@ class DaemonSession:
         self._sent: set[str] = set()
         """Lifecycle messages sent (a replayed file may bring its own shutdown and exit)."""
         self._write_lock = threading.Lock()
+        self._warnings = not no_daemon_requested()
+        """An engine serves it: its warnings are shown here (a private daemon logs them)."""
         self._reader = threading.Thread(target=self._read, name="toold-run-reader", daemon=True)
         self._reader.start()
 
@@ -70,7 +72,7 @@ class DaemonSession:
         if "method" in message and "id" in message:
             self.send({"jsonrpc": "2.0", "id": message["id"], "result": None})
             return
-        shown = _error_shown(message)
+        shown = shown_message(message, self._warnings)
         if shown is not None:
             print(shown, file=sys.stderr)
         with self._changed:
@@ -183,11 +185,3 @@ class DaemonSession:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _error_shown(message: Message) -> str | None:
-    """The text of a window/showMessage error for the user (an invalid toold.toml, say)."""
-    params = message.get("params")
-    if message.get("method") != "window/showMessage" or not isinstance(params, dict):
-        return None
-    return str(params.get("message", "")) if params.get("type") == 1 else None

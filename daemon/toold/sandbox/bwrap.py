@@ -63,6 +63,13 @@ INSTALL_HINT = (
     'bubblewrap) or set execution.tool_runner to another runner ("local" runs tools unsandboxed)'
 )
 PROBE_TIMEOUT = 15.0
+UNBOUND_PIDS = (
+    "execution.pids_limit ({limit}) does not bind the bwrap sandbox here: toold runs as "
+    "root, for whom the kernel ignores RLIMIT_NPROC, and it cannot make a pids cgroup "
+    "(no writable pids controller under /sys/fs/cgroup). Run toold as a normal user, or "
+    "give it a writable pids cgroup controller"
+)
+"""A root daemon's sandbox without a pids cgroup: what each session is told."""
 CGROUP_PREFIX = "toold-"
 """A root daemon's pids cgroups: ``/sys/fs/cgroup[/pids]/toold-<pid>-<random>``."""
 
@@ -245,11 +252,7 @@ class PidsCgroup:
             path.mkdir()
             (path / "pids.max").write_text(str(limit))
         except OSError as exc:
-            log.warning(
-                "no pids cgroup for the bwrap runner, so execution.pids_limit does not bind "
-                "this root daemon's sandbox: %s",
-                exc,
-            )
+            log.warning("no pids cgroup for the bwrap runner: %s", exc)
             with contextlib.suppress(OSError):
                 path.rmdir()
             return None
@@ -388,6 +391,8 @@ class BwrapSandbox(ForkServerSandbox):
             )
         server = super().server_argv()
         self._cgroup = PidsCgroup.create(execution.pids_limit)
+        if self._cgroup is None and os.geteuid() == 0:
+            self.notice = UNBOUND_PIDS.format(limit=execution.pids_limit)
         if self._cgroup is None:
             host_userns = os.stat("/proc/self/ns/user").st_ino
             server += ["--nproc", str(execution.pids_limit), "--host-userns", str(host_userns)]
