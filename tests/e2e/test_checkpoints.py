@@ -109,7 +109,10 @@ def test_a_checkpoint_forged_by_a_command_is_refused_by_toold_undo(
 ) -> None:
     """A command (here a bash tool call) writes an entry naming .git/config and its object
     into the store, with a genuine entry's MAC copied: the user's ``toold undo`` refuses
-    it by name and git's configuration is untouched."""
+    it by name and git's configuration is untouched. On the subprocess runner, where a
+    command can write the store: the bwrap and docker sandboxes make it read-only
+    (tests/sandbox/test_state_records.py), and the signature is the wall behind."""
+    (workspace / "toold.toml").write_text('[execution]\ntool_runner = "subprocess"\n')
     git_config = workspace / ".git" / "config"
     git_config.parent.mkdir()
     git_config.write_bytes(b"[core]\n\tbare = false\n")

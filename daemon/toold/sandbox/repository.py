@@ -1,4 +1,5 @@
-"""The parts of the workspace's ``.git`` a sandboxed command may not write.
+"""The parts of the workspace a sandboxed command may not write: ``.git``'s code-running
+parts, and toold's own records in ``.toold``.
 
 Git on the host runs what ``.git/config`` names (``core.fsmonitor``, ``core.pager``,
 filter drivers, aliases) and what ``.git/hooks`` holds, at the user's next ``git status``
@@ -15,6 +16,16 @@ The layout is read when the sandbox is built; a workspace whose ``.git`` appears
 changes shape later gets a fresh sandbox before its next call (``git_layout``); the call
 that made it (``git init``), unprotected meanwhile, is vetted when it ends: a new
 repository that would run commands is moved aside (``vet_new_repository``).
+
+``.toold`` holds what the user reads and what toold brings back: the audit log, undo's
+checkpoints, background jobs' records and logs, and ACP sessions' history (``session/load``
+replays it to the agent as the conversation so far). A command that rewrote them would
+forge the audit, make undo restore its content, or put words in the user's mouth. The
+sandboxes pin ``.toold`` and bind those records read-only (``record_binds``); missing ones
+are made first (0700 folders, an empty 0600 audit log), so the sandbox sees the real thing.
+The rest of ``.toold`` stays writable: ``outputs/`` (a cut call's whole output, written
+from its worker), ``skills/``, the TODO list and tasks (an agent's own through its tools;
+the guard asks before an agent's call writes anywhere in ``.toold``).
 """
 
 from __future__ import annotations
@@ -34,6 +45,9 @@ log = logging.getLogger(__name__)
 
 PROTECTED_FILES = ("config",)
 PROTECTED_DIRS = ("hooks", "info")
+STATE_DIR = ".toold"
+RECORD_DIRS = ("checkpoints", "jobs", "sessions")
+RECORD_FILES = ("audit.jsonl",)
 MODULES_LIMIT = 64
 """Submodules whose config and hooks are protected (``.git/modules/*``, one level)."""
 
@@ -91,8 +105,43 @@ def stand_ins(folder: Path) -> tuple[str, str]:
 
 
 def protected_binds(workspace: Path, folder: Path) -> list[Bind]:
-    """The mounts, in order, that make ``.git``'s code-running parts read-only
-    (``folder``: the sandbox's own temporary folder, for the stand-ins)."""
+    """The mounts, in order, that make ``.git``'s code-running parts and toold's records
+    read-only (``folder``: the sandbox's own temporary folder, for the stand-ins)."""
+    return _git_binds(workspace, folder) + record_binds(workspace)
+
+
+def record_binds(workspace: Path) -> list[Bind]:
+    """``.toold`` pinned, and its records read-only; what is missing is made first."""
+    state = os.path.join(workspace, STATE_DIR)
+    _make(state, folder=True)
+    if _kind(state) != "dir":
+        return []  # a link: toold's own storage refuses it, and reads nothing through it
+    binds = [Bind(state, state, read_only=False)]
+    parts = [(n, True) for n in RECORD_DIRS] + [(n, False) for n in RECORD_FILES]
+    for name, folder in parts:
+        path = os.path.join(state, name)
+        _make(path, folder)
+        if _kind(path) == ("dir" if folder else "file"):
+            binds.append(Bind(path, path, read_only=True))
+    return binds
+
+
+def _make(path: str, folder: bool) -> None:
+    """Create ``path`` (0700 folder, or empty 0600 file) unless something is there; never
+    through a link."""
+    try:
+        if folder:
+            os.mkdir(path, 0o700)
+        else:
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+            os.close(os.open(path, flags, 0o600))
+    except FileExistsError:
+        pass
+    except OSError as exc:
+        log.warning("could not make %s for the sandbox to protect: %s", path, exc)
+
+
+def _git_binds(workspace: Path, folder: Path) -> list[Bind]:
     gitdir = os.path.join(workspace, ".git")
     kind = _kind(gitdir)
     if kind == "file":
@@ -116,6 +165,7 @@ def protected_binds(workspace: Path, folder: Path) -> list[Bind]:
 
 READ_ONLY = "Read-only file system"
 _GIT_PART = re.compile(r"\.git/(?:modules/[^\s:'\"]+/)?(?:config|hooks|info)\b")
+_RECORD = re.compile(r"\.toold\b")
 
 
 def read_only_hint(result: object, runner: str) -> object:
@@ -130,6 +180,12 @@ def read_only_hint(result: object, runner: str) -> object:
             "sandbox, so that nothing a command writes there runs on your machine at the "
             "next git command; change them outside toold, or set execution.tool_runner = "
             '"subprocess" in toold.toml to run tools unsandboxed]'
+        )
+    elif any(_RECORD.search(line) for line in lines):
+        hint = (
+            f"[toold: toold's records in .toold (the audit log, checkpoints, jobs, "
+            f"sessions) are read-only in the {runner} sandbox, and .toold cannot be moved "
+            "or removed: only toold writes them]"
         )
     else:
         hint = (
