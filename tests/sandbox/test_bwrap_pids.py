@@ -9,7 +9,6 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -20,14 +19,6 @@ from tests.environment import unavailable
 pytestmark = pytest.mark.usefixtures("bwrap_ready")
 
 CALL = [sys.executable, "-m", "toold", "call", "bash", '{"command": "echo ran"}']
-
-
-@pytest.fixture
-def engines() -> Iterator[Engines]:
-    """Engines under a runtime folder of this test's own, stopped at the end."""
-    found = Engines()
-    yield found
-    found.close()
 
 
 def _call(
