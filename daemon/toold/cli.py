@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from toold.cli_parser import build_parser
-from toold.client import NO_DAEMON_ENV, no_daemon_requested, shown_message
+from toold.client import NO_DAEMON_ENV, no_daemon_requested, printable, shown_message
 from toold_protocol.errors import INVALID_PARAMS
 
 if TYPE_CHECKING:
@@ -48,10 +48,19 @@ def _not_an_expected_rpc_error(record: logging.LogRecord) -> bool:
     )
 
 
+def _printable_record(record: logging.LogRecord) -> bool:
+    """A log line for the terminal: its message with control characters escaped (it can
+    carry the workspace's words: see toold.client.printable)."""
+    record.msg, record.args = printable(record.getMessage()), None
+    return True
+
+
 def _configure_logging(level: str, log_file: Path | None) -> None:
     import logging  # here: the attaching commands never log, and skip its import
 
-    handlers: list[logging.Handler] = [logging.StreamHandler(sys.stderr)]
+    terminal = logging.StreamHandler(sys.stderr)
+    terminal.addFilter(_printable_record)
+    handlers: list[logging.Handler] = [terminal]
     if log_file is not None:
         handlers.append(logging.FileHandler(log_file, encoding="utf-8"))
     for handler in handlers:

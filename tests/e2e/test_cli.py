@@ -131,3 +131,19 @@ def test_a_reader_that_stops_early_ends_the_command_quietly(workspace: Path) -> 
         )
         assert stderr == "", stderr  # no BrokenPipeError traceback
         assert status == 141, (args, status)  # 128 + SIGPIPE, as a shell reports `yes | head`
+
+
+def test_what_the_daemon_shows_reaches_the_terminal_without_control_characters(
+    workspace: Path,
+) -> None:
+    """A toold.toml key spelled with an escape sequence and a bidirectional override (a
+    workspace is untrusted): the error toold call prints names it escaped, through the
+    engine (the message it shows) and a private daemon (its log on stderr) alike."""
+    (workspace / "toold.toml").write_text(
+        '[execution]\n"\\u001b]52;c;cHduZWQ=\\u0007x\\u202e" = 1\n'
+    )
+    for private in ([], ["--no-daemon"]):
+        done = toold("call", "read_file", '{"file_path": "toold.toml"}', *private, cwd=workspace)
+        assert "toold.toml is invalid" in done.stderr, done.stderr
+        assert "\\x1b]52;c;cHduZWQ=\\x07x\\u202e" in done.stderr, done.stderr
+        assert not any(c in done.stderr for c in "\x1b\x07\u202e"), repr(done.stderr)
