@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from toold.cli_parser import build_parser
-from toold.client import NO_DAEMON_ENV, no_daemon_requested, printable, shown_message
+from toold.client import NO_DAEMON_ENV, no_daemon_requested, shown_message
+from toold.terminal import visible
 from toold_protocol.errors import INVALID_PARAMS
 
 if TYPE_CHECKING:
@@ -50,8 +51,8 @@ def _not_an_expected_rpc_error(record: logging.LogRecord) -> bool:
 
 def _printable_record(record: logging.LogRecord) -> bool:
     """A log line for the terminal: its message with control characters escaped (it can
-    carry the workspace's words: see toold.client.printable)."""
-    record.msg, record.args = printable(record.getMessage()), None
+    carry the workspace's words: see toold.terminal)."""
+    record.msg, record.args = visible(record.getMessage()), None
     return True
 
 

@@ -10,11 +10,11 @@ from __future__ import annotations
 import itertools
 import json
 import os
-import re
 import sys
 from pathlib import Path
 from typing import IO, Any
 
+from toold.terminal import visible
 from toold_protocol import errors
 
 NO_DAEMON_ENV = "TOOLD_NO_DAEMON"
@@ -28,20 +28,6 @@ def no_daemon_requested() -> bool:
     return os.environ.get(NO_DAEMON_ENV, "") not in ("", "0")
 
 
-_UNPRINTABLE = re.compile(
-    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]"
-)
-"""Control characters but newline and tab, and bidirectional overrides: a terminal would
-act on them (colours, titles, the clipboard, text shown reordered)."""
-
-
-def printable(text: str) -> str:
-    """``text`` for a terminal: control characters and bidirectional overrides escaped as
-    ``\\xNN``/``\\uNNNN``. What the daemon says can carry the workspace's words (a key of
-    toold.toml, a file name), and a workspace is untrusted."""
-    return _UNPRINTABLE.sub(lambda m: repr(m.group())[1:-1], text)
-
-
 def shown_message(message: dict[str, Any], warnings: bool) -> str | None:
     """The text of a window/showMessage error for the user (an invalid toold.toml, say),
     and with ``warnings`` of a warning (tools not sandboxed here, a limit that does not
@@ -51,7 +37,7 @@ def shown_message(message: dict[str, Any], warnings: bool) -> str | None:
     if message.get("method") != "window/showMessage" or not isinstance(params, dict):
         return None
     shown = (ERROR, WARNING) if warnings else (ERROR,)
-    return printable(str(params.get("message", ""))) if params.get("type") in shown else None
+    return visible(str(params.get("message", ""))) if params.get("type") in shown else None
 
 
 class RpcError(Exception):

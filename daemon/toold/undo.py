@@ -10,16 +10,8 @@ import json
 import sys
 from typing import Any
 
+from toold.terminal import one_line, visible
 from toold_protocol.errors import CONFLICT
-
-
-def shown(text: str) -> str:
-    """``text`` safe for a terminal: each unprintable character (an escape sequence's
-    ESC, a carriage return, a bidi override) written as its escape. A file name may hold
-    them, and the index may have been written by the agent or a cloned repository."""
-    if text.isprintable():
-        return text
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 def checkpoints_command(client: Any, diff: str | None, as_json: bool) -> int:
@@ -33,9 +25,9 @@ def checkpoints_command(client: Any, diff: str | None, as_json: bool) -> int:
         return 0
     for entry in reversed(entries):
         mark = " (undone)" if entry["undone"] else ""
-        what = f"{shown(entry['tool'])} ({shown(entry['origin'])}){mark}"
-        paths = shown(", ".join(entry["paths"]))
-        columns = [shown(entry["id"]), shown(entry["time"]), what, paths]
+        what = f"{one_line(entry['tool'])} ({one_line(entry['origin'])}){mark}"
+        paths = one_line(", ".join(entry["paths"]))
+        columns = [one_line(entry["id"]), one_line(entry["time"]), what, paths]
         if entry.get("uncovered"):
             columns.append(uncovered_column(entry["uncovered"]))
         print("\t".join(columns))
@@ -48,7 +40,7 @@ UNCOVERED_SHOWN = 80
 
 def uncovered_column(note: str) -> str:
     """A shell call's ``uncovered`` note, short: ``not covered: 2 ignored paths (...)``."""
-    text = shown(note.removeprefix("undo does not cover "))
+    text = one_line(note.removeprefix("undo does not cover "))
     if len(text) > UNCOVERED_SHOWN:
         text = text[: UNCOVERED_SHOWN - 1] + "…"
     return f"not covered: {text}"
@@ -65,7 +57,7 @@ def undo_command(client: Any, checkpoint_id: str | None, force: bool, as_json: b
         if getattr(exc, "code", None) != CONFLICT:
             raise
         # The message names the files and why: changed outside toold, or toold.toml.
-        message = shown(getattr(exc, "message", str(exc)))
+        message = one_line(getattr(exc, "message", str(exc)))
         print(
             f"toold: {message} (nothing restored; toold undo --force restores anyway)",
             file=sys.stderr,
@@ -74,7 +66,7 @@ def undo_command(client: Any, checkpoint_id: str | None, force: bool, as_json: b
     if as_json:
         print(json.dumps(done, indent=2, ensure_ascii=False))
     else:
-        restored = shown(", ".join(done["restored"]))
+        restored = one_line(", ".join(done["restored"]))
         print(f"restored {restored} (redo: toold undo {done['checkpoint']['id']})")
         if done.get("diagnostics"):
             print(diagnostics_text(done["diagnostics"]))
@@ -87,9 +79,4 @@ def diagnostics_text(found: dict[str, Any]) -> str:
     from toold.diagnostics.report import render
     from toold_protocol.models import DiagnosticsDelta
 
-    return shown_lines(render(DiagnosticsDelta.model_validate(found)))
-
-
-def shown_lines(text: str) -> str:
-    """Each line of ``text`` safe for a terminal (a diagnostic quotes the file's text)."""
-    return "\n".join(shown(line) for line in text.splitlines())
+    return visible(render(DiagnosticsDelta.model_validate(found)))

@@ -69,7 +69,8 @@ everything, tools included; the rest of sandbox/ (runners, worker, channel) runs
 
 STORE_DEPENDENCIES: dict[str, set[str]] = {
     # Every area may import the protocol, ``toold`` itself (the version), toold.errors (the
-    # domain exceptions every front end maps) and the sandbox's primitives; the rest is listed.
+    # domain exceptions every front end maps), toold.terminal (untrusted text made safe to
+    # show) and the sandbox's primitives; the rest is listed.
     # tools.annotations: the guard judges a tool by its own annotations (tools.registry,
     # imported in a function: a builtin's, when a caller passes none).
     "permissions": {"config", "hooks", "storage", "tools"},  # hooks: what pre hooks said
@@ -272,7 +273,7 @@ def test_only_the_server_imports_handlers() -> None:
 
 
 def test_stores_import_other_subsystems_only_along_listed_edges() -> None:
-    everyone = {"protocol", "toold", "errors", "primitives"}
+    everyone = {"protocol", "toold", "errors", "terminal", "primitives"}
     wrong = [
         f"{e} ({area(e.source)} → {area(e.target)})"
         for e in EDGES

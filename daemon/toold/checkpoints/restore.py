@@ -21,6 +21,7 @@ from toold.checkpoints.objects import UNKNOWN_MODE, ObjectStore
 from toold.errors import CheckpointConflict, CheckpointStoreError, UnknownCheckpoint
 from toold.sandbox.paths import DIR_FLAGS, open_in_workspace, workspace_relative
 from toold.storage import atomic_write_at, now
+from toold.terminal import one_line
 
 NEVER_RESTORED = frozenset({".git", ".toold"})
 """Folders a restore never writes into, at any depth: git runs code configured in
@@ -281,10 +282,7 @@ def never_restored(path: str) -> bool:
 
 def _named(paths: list[str]) -> str:
     """Paths for a message, each unprintable character escaped (it reaches a terminal)."""
-    return ", ".join(
-        p if p.isprintable() else "".join(c if c.isprintable() else repr(c)[1:-1] for c in p)
-        for p in paths
-    )
+    return ", ".join(one_line(p) for p in paths)
 
 
 def _modes(live: list[Checkpoint]) -> dict[str, int | None]:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from toold.errors import CheckpointStoreError
 from toold.sandbox.paths import DIR_FLAGS, require_inside
+from toold.terminal import one_line
 
 if TYPE_CHECKING:
     from toold.checkpoints.baseline import Baseline
@@ -395,6 +396,4 @@ def _some(paths: list[str], kind: str = "file") -> str:
 
 
 def _printable(path: str) -> str:
-    if path.isprintable():
-        return path[:100]
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in path)[:100]
+    return one_line(path)[:100]

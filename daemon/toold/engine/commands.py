@@ -14,7 +14,7 @@ from typing import Any
 
 from toold.engine.attach import EngineError, ask, attach, control, engine_pid, running_engines
 from toold.engine.location import EnginePaths
-from toold.undo import shown
+from toold.terminal import one_line
 
 EXIT_NO_ENGINE = 3
 """``toold daemon status`` when no engine runs (as LSB's ``status`` says "not running")."""
@@ -47,7 +47,7 @@ def _idle(status: dict[str, Any]) -> str:
 def _describe(status: dict[str, Any]) -> str:
     sessions, jobs = status.get("sessions", []), status.get("jobs", [])
     uptime = max(0, int(time.time() - float(status.get("startedAt", time.time()))))
-    running = ", ".join(shown(j["jobId"]) for j in jobs)
+    running = ", ".join(one_line(j["jobId"]) for j in jobs)
     memory = f"; {status['rss'] / 2**20:.0f} MiB resident" if status.get("rss") else ""
     return (
         f"toold engine pid {status['pid']} serving {status['workspace']} (up {uptime} s)\n"
@@ -241,7 +241,7 @@ def _stop_all(as_json: bool) -> int:
         print(json.dumps({"stopped": stopped, "failed": failed}, indent=2))
     else:
         for done in stopped:
-            jobs = ", ".join(shown(job) for job in done["cancelled"])
+            jobs = ", ".join(one_line(job) for job in done["cancelled"])
             cancelled = f"; cancelled jobs: {jobs}" if jobs else ""
             print(f"stopped the toold engine pid {done['pid']} ({done['workspace']}){cancelled}")
         for problem in failed:
@@ -265,7 +265,9 @@ def jobs_command(client: Any, wait: str | None, as_json: bool) -> int:
             code = job.get("exitCode")
             exit_text = "" if code is None else f" (exit {code})"
             # The agent chose the id and the command: escapes in them are shown, not obeyed.
-            print(f"{shown(job['jobId'])}\t{job['status']}{exit_text}\t{shown(job['command'])}")
+            print(
+                f"{one_line(job['jobId'])}\t{job['status']}{exit_text}\t{one_line(job['command'])}"
+            )
         return 0
     job = client.request("jobs/get", {"jobId": wait})
     if job["status"] == "running":

@@ -12,10 +12,10 @@ could otherwise hide or reorder what the user is asked to allow.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import Any
 
+from toold.terminal import visible
 from toold.tools.base import FileEdit, Tool, diff_of
 
 MESSAGE_DIFF_CHARS = 4_000
@@ -24,20 +24,6 @@ FILE_MAX_BYTES = 1 << 20
 """Larger files are left out of ``files`` (their diff still goes)."""
 NOTIFIED_DIFF_CHARS = 1 << 20
 """Most characters of diff the notification carries."""
-
-
-_HIDDEN = re.compile(
-    "[\x00-\x08\x0b-\x1f\x7f-\x9f\xad\u061c\u180e\u200b-\u200f\u2028-\u202e"
-    "\u2060-\u206f\ufeff\ufff9-\ufffb]"
-)
-"""What a prompt must not render raw: controls but \\n and \\t, zero-width and other
-format characters, line and paragraph separators, and bidi controls (as permissions/prompt
-escapes them in a call's arguments)."""
-
-
-def visible(text: str) -> str:
-    """``text`` with each control or bidi character written as its escape (``\\x1b``)."""
-    return _HIDDEN.sub(lambda m: repr(m.group())[1:-1], text)
 
 
 def capped(text: str, limit: int) -> str:
