@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import itertools
 import os
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -103,3 +105,42 @@ def test_records_are_read_only_in_bwrap(daemon: Daemon, workspace: Path) -> None
 @pytest.mark.usefixtures("docker_ready")
 def test_records_are_read_only_in_docker(daemon: Daemon, workspace: Path) -> None:
     _attack(daemon, "docker", workspace, one_call=True)
+
+
+def _replaced_on_the_host(daemon: Daemon, runner: str, workspace: Path) -> None:
+    """The user replaces what the sandbox protects (the audit log rotated, .toold removed,
+    ``git init`` again): a bind holds the file it was made on, so the next call must get a
+    fresh sandbox whose binds hold the new ones."""
+    subprocess.run(["git", "init", "-q", str(workspace)], check=True)
+    client = daemon(runner)
+    assert client.tool("bash", command="echo warm")["content"].strip() == "warm"
+    state = workspace / ".toold"
+
+    (state / "audit.jsonl").rename(state / "audit.jsonl.1")
+    client.tool("bash", command=SET_MARK + 'printf "$M" >> .toold/audit.jsonl')
+    assert MARK not in (state / "audit.jsonl").read_bytes()
+
+    state.rename(workspace / ".toold-old")  # as rm would (the daemon may still be writing)
+    client.tool("bash", command=SET_MARK + 'printf "$M" > .toold/sessions/s.json; mv .toold .x')
+    assert not (state / "sessions" / "s.json").exists() and not (workspace / ".x").exists()
+    assert not (workspace / ".toold-old" / "sessions" / "s.json").exists()
+
+    shutil.rmtree(workspace / ".git")
+    subprocess.run(["git", "init", "-q", str(workspace)], check=True)
+    config = (workspace / ".git" / "config").read_bytes()
+    client.tool("bash", command="printf '[core]\\n\\tfsmonitor = true\\n' >> .git/config")
+    assert (workspace / ".git" / "config").read_bytes() == config
+
+
+@pytest.mark.usefixtures("bwrap_ready")
+def test_what_the_host_replaces_is_protected_again_in_bwrap(
+    daemon: Daemon, workspace: Path
+) -> None:
+    _replaced_on_the_host(daemon, "bwrap", workspace)
+
+
+@pytest.mark.usefixtures("docker_ready")
+def test_what_the_host_replaces_is_protected_again_in_docker(
+    daemon: Daemon, workspace: Path
+) -> None:
+    _replaced_on_the_host(daemon, "docker", workspace)

@@ -45,8 +45,10 @@ from toold.sandbox.network.proxy import Recorder
 from toold.sandbox.network.route import ProxyRoute, proxy_environment
 from toold.sandbox.pool import python_paths, under, worker_env
 from toold.sandbox.repository import (
-    git_layout,
+    close_pins,
+    make_records,
     protected_binds,
+    protected_layout,
     read_only_hint,
     vetting,
 )
@@ -347,13 +349,15 @@ class BwrapSandbox(ForkServerSandbox):
         self._etc = etc_folder()
         weakref.finalize(self, shutil.rmtree, self._etc, ignore_errors=True)
         self._layout: tuple[str, ...] = ()
+        self._pins: list[int] = []
+        weakref.finalize(self, close_pins, self._pins)
         self._view: tuple[str, Path] = ("bwrap", self._etc)
         self.activate()
 
     def stale(self) -> bool:
         """.git appeared or changed shape since the view was built: the next call needs a
         fresh sandbox, whose view protects it (see toold.sandbox.repository)."""
-        return self.problem is None and git_layout(self.workspace) != self._layout
+        return self.problem is None and protected_layout(self.workspace) != self._layout
 
     def renewed(self) -> BwrapSandbox:
         """A new sandbox on the same settings, for the workspace as it is now."""
@@ -374,7 +378,9 @@ class BwrapSandbox(ForkServerSandbox):
             return f"bubblewrap (bwrap) is not installed: {INSTALL_HINT}"
         execution = self.config.execution
         etc = sandbox_etc(self._etc)
-        self._layout = git_layout(self.workspace)  # before the view that depends on it
+        make_records(self.workspace)  # the layout and the view hold the real ones
+        close_pins(self._pins)
+        self._layout = protected_layout(self.workspace, self._pins)  # before the view
         probe = bwrap_argv(exe, self.workspace, execution, ["true"], etc)
         try:
             done = subprocess.run(probe, capture_output=True, timeout=PROBE_TIMEOUT)

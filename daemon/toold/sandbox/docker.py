@@ -65,8 +65,10 @@ from toold.sandbox.pool import (
     worker_env,
 )
 from toold.sandbox.repository import (
-    git_layout,
+    close_pins,
+    make_records,
     protected_binds,
+    protected_layout,
     read_only_hint,
     vetting,
 )
@@ -229,13 +231,16 @@ class DockerSandbox(WorkerSandbox):
         """Stand-ins for missing .git parts and the gitconfig, mounted read-only."""
         weakref.finalize(self, shutil.rmtree, self._own, ignore_errors=True)
         self._identity = git_identity(self._own)
-        self._layout = git_layout(workspace)
+        make_records(workspace)  # the layout and the mounts hold the real ones
+        self._pins: list[int] = []
+        weakref.finalize(self, close_pins, self._pins)
+        self._layout = protected_layout(workspace, self._pins)
         self.activate()
 
     def stale(self) -> bool:
         """.git appeared or changed shape since this sandbox began: renew it (the warm
         container was made for the old layout)."""
-        return self.problem is None and git_layout(self.workspace) != self._layout
+        return self.problem is None and protected_layout(self.workspace) != self._layout
 
     def renewed(self) -> DockerSandbox:
         """A new sandbox on the same settings, for the workspace as it is now."""

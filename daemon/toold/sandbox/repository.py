@@ -12,10 +12,11 @@ submodule's pointer) is bound read-only whole. A protected part that is missing 
 empty read-only stand-in (an empty file or folder appears on the host), so a command
 cannot create it either.
 
-The layout is read when the sandbox is built; a workspace whose ``.git`` appears or
-changes shape later gets a fresh sandbox before its next call (``git_layout``); the call
-that made it (``git init``), unprotected meanwhile, is vetted when it ends: a new
-repository that would run commands is moved aside (``vet_new_repository``).
+The layout is read when the sandbox is built; a workspace whose ``.git`` appears, changes
+shape or is replaced later gets a fresh sandbox before its next call
+(``protected_layout``); the call that made it (``git init``), unprotected meanwhile, is
+vetted when it ends: a new repository that would run commands is moved aside
+(``vet_new_repository``).
 
 ``.toold`` holds what the user reads and what toold brings back: the audit log, undo's
 checkpoints, background jobs' records and logs, and ACP sessions' history (``session/load``
@@ -30,6 +31,7 @@ the guard asks before an agent's call writes anywhere in ``.toold``).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import re
@@ -82,17 +84,44 @@ def _modules(gitdir: str) -> list[str]:
     return [path for path in found if _kind(path) == "dir"]
 
 
-def git_layout(workspace: Path) -> tuple[str, ...]:
-    """A cheap fingerprint of what ``protected_binds`` depends on (a few lstat calls)."""
+def protected_layout(workspace: Path, pins: list[int] | None = None) -> tuple[str, ...]:
+    """A cheap fingerprint of what ``protected_binds`` depends on (a few lstat calls): the
+    kind and identity of ``.git``, ``.toold`` and each protected part. A bind holds the file
+    it was made on, and removing a mount point on the host detaches it inside: when one is
+    replaced (``git init`` again, the audit log rotated, ``.toold`` removed and made again),
+    the next call gets a fresh sandbox. With ``pins`` (when the sandbox is built), each part
+    found is also held open there (O_PATH) for the sandbox's life, so that its inode number
+    cannot pass to its replacement and hide it (``close_pins``)."""
     gitdir = os.path.join(workspace, ".git")
-    kind = _kind(gitdir)
-    if kind != "dir":
-        return (kind,)
-    parts = [kind]
-    for root in (gitdir, *_modules(gitdir)):
-        parts += [f"{root}/{n}:{_kind(os.path.join(root, n))}" for n in PROTECTED_FILES]
-        parts += [f"{root}/{n}:{_kind(os.path.join(root, n))}" for n in PROTECTED_DIRS]
-    return tuple(parts)
+    state = os.path.join(workspace, STATE_DIR)
+    paths = [gitdir, state]
+    if _kind(gitdir) == "dir":
+        for root in (gitdir, *_modules(gitdir)):
+            paths += [os.path.join(root, n) for n in PROTECTED_FILES + PROTECTED_DIRS]
+    paths += [os.path.join(state, n) for n in RECORD_DIRS + RECORD_FILES]
+    return tuple(_identity(path, pins) for path in paths)
+
+
+def _identity(path: str, pins: list[int] | None) -> str:
+    """``path``'s kind, device and inode ("missing" when there is nothing), held open in
+    ``pins`` when given."""
+    try:
+        if pins is None:
+            info = os.lstat(path)
+        else:
+            fd = os.open(path, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC)
+            pins.append(fd)
+            info = os.fstat(fd)
+    except OSError:
+        return f"{path}:missing"
+    return f"{path}:{stat.S_IFMT(info.st_mode)}:{info.st_dev}:{info.st_ino}"
+
+
+def close_pins(pins: list[int]) -> None:
+    """Close what ``protected_layout`` held open (the sandbox is gone)."""
+    while pins:
+        with contextlib.suppress(OSError):
+            os.close(pins.pop())
 
 
 def stand_ins(folder: Path) -> tuple[str, str]:
@@ -110,18 +139,28 @@ def protected_binds(workspace: Path, folder: Path) -> list[Bind]:
     return _git_binds(workspace, folder) + record_binds(workspace)
 
 
-def record_binds(workspace: Path) -> list[Bind]:
-    """``.toold`` pinned, and its records read-only; what is missing is made first."""
+def make_records(workspace: Path) -> None:
+    """Make ``.toold`` and its records where they are missing (before the layout is read
+    and the view built, so that both hold the real ones)."""
     state = os.path.join(workspace, STATE_DIR)
     _make(state, folder=True)
+    for name in RECORD_DIRS:
+        _make(os.path.join(state, name), folder=True)
+    for name in RECORD_FILES:
+        _make(os.path.join(state, name), folder=False)
+
+
+def record_binds(workspace: Path) -> list[Bind]:
+    """``.toold`` pinned, and its records read-only; what is missing is made first."""
+    make_records(workspace)
+    state = os.path.join(workspace, STATE_DIR)
     if _kind(state) != "dir":
         return []  # a link: toold's own storage refuses it, and reads nothing through it
     binds = [Bind(state, state, read_only=False)]
-    parts = [(n, True) for n in RECORD_DIRS] + [(n, False) for n in RECORD_FILES]
-    for name, folder in parts:
+    parts = [(n, "dir") for n in RECORD_DIRS] + [(n, "file") for n in RECORD_FILES]
+    for name, kind in parts:
         path = os.path.join(state, name)
-        _make(path, folder)
-        if _kind(path) == ("dir" if folder else "file"):
+        if _kind(path) == kind:
             binds.append(Bind(path, path, read_only=True))
     return binds
 
@@ -260,7 +299,8 @@ def vet_new_repository(workspace: Path, result: object) -> object:
 async def vetting(workspace: Path, layout: tuple[str, ...], call: Awaitable[Any]) -> Any:
     """Await ``call``; when the sandbox's view had no ``.git`` (``layout``) and none existed
     as the call began, vet the ``.git`` it leaves, even if it fails or is cancelled."""
-    if layout[:1] != ("missing",) or os.path.lexists(os.path.join(workspace, ".git")):
+    had_git = not layout or not layout[0].endswith(":missing")
+    if had_git or os.path.lexists(os.path.join(workspace, ".git")):
         return await call
     try:
         result = await call
