@@ -434,6 +434,7 @@ class BwrapSandbox(ForkServerSandbox):
             self._cgroup.remove()
         if self._route is not None:
             self._route.close()
+        close_pins(self._pins)
         shutil.rmtree(self._etc, ignore_errors=True)
 
 

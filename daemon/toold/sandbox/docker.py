@@ -432,6 +432,7 @@ class DockerSandbox(WorkerSandbox):
             self._client.close()
         if self._route is not None:
             self._route.close()
+        close_pins(self._pins)
         shutil.rmtree(self._own, ignore_errors=True)
 
 

@@ -141,13 +141,20 @@ def protected_binds(workspace: Path, folder: Path) -> list[Bind]:
 
 def make_records(workspace: Path) -> None:
     """Make ``.toold`` and its records where they are missing (before the layout is read
-    and the view built, so that both hold the real ones)."""
+    and the view built, so that both hold the real ones); never through a link."""
     state = os.path.join(workspace, STATE_DIR)
     _make(state, folder=True)
-    for name in RECORD_DIRS:
-        _make(os.path.join(state, name), folder=True)
-    for name in RECORD_FILES:
-        _make(os.path.join(state, name), folder=False)
+    try:
+        fd = os.open(state, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return  # a link or a file: toold's own storage refuses it; nothing is made in it
+    try:
+        for name in RECORD_DIRS:
+            _make(name, folder=True, dir_fd=fd)
+        for name in RECORD_FILES:
+            _make(name, folder=False, dir_fd=fd)
+    finally:
+        os.close(fd)
 
 
 def record_binds(workspace: Path) -> list[Bind]:
@@ -165,15 +172,15 @@ def record_binds(workspace: Path) -> list[Bind]:
     return binds
 
 
-def _make(path: str, folder: bool) -> None:
-    """Create ``path`` (0700 folder, or empty 0600 file) unless something is there; never
-    through a link."""
+def _make(path: str, folder: bool, dir_fd: int | None = None) -> None:
+    """Create ``path`` (0700 folder, or empty 0600 file; in ``dir_fd`` when given) unless
+    something is there; never through a link."""
     try:
         if folder:
-            os.mkdir(path, 0o700)
+            os.mkdir(path, 0o700, dir_fd=dir_fd)
         else:
             flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-            os.close(os.open(path, flags, 0o600))
+            os.close(os.open(path, flags, 0o600, dir_fd=dir_fd))
     except FileExistsError:
         pass
     except OSError as exc:
